@@ -1,0 +1,153 @@
+"""Static check of a compiled ruleset against durable-rules' fixed tables.
+
+durable-rules 2.0.28 has compile-time limits whose overflow hangs the process inside C
+code holding the GIL, segfaults, or fails with a bare error code (shared/engine/NOTES.md
+§4). A rule base is checked here before registration, so an expert's YAML can never hang
+the tool. The alpha network is modelled as the engine builds it: one node per test, in
+pattern order, shared between patterns with the same prefix.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import RuleBaseError
+
+if TYPE_CHECKING:
+    from .compiler import Partition
+    from .vocabulary import Vocabulary
+
+# Engine constants (NOTES §4) and the margins this checker keeps below them.
+MAX_RULES = 4096
+MAX_POSITIVE_PATTERNS = 16  # MAX_MESSAGE_FRAMES
+MAX_CHILD_TESTS = 500  # NEXT_BUCKET_LENGTH 512: at 512 the first assert hangs
+MAX_IDENTICAL_CHAINS = 250  # BETA_LIST_LENGTH 256: at 256 the engine segfaults
+MAX_PENDING_MATCHES = 60  # MAX_STACK_SIZE 64: error 303 at assert time
+MAX_BETA_EXPRESSIONS = 31  # MAX_SEQUENCE_EXPRESSIONS 32
+MAX_FACT_KEYS = 200  # MAX_OBJECT_PROPERTIES 255, minus what the engine adds
+
+
+@dataclass
+class _Node:
+    children: dict[str, "_Node"] = field(default_factory=dict)
+    ends: list[str] = field(default_factory=list)  # rule ids whose pattern ends here
+    pending_joins: int = 0
+
+
+def _is_equality(test: dict) -> bool:
+    (key, value), = test.items()
+    return not key.startswith("$") and not isinstance(value, dict)
+
+
+def _is_join(test: dict) -> bool:
+    (key, value), = test.items()
+    if key.startswith("$") and key not in ("$or", "$and"):
+        (_, operand), = value.items()
+        return isinstance(operand, dict)
+    return isinstance(value, dict) and not key.startswith("$")
+
+
+def _tests(expr: dict) -> list[dict]:
+    if "$and" in expr:
+        return list(expr["$and"])
+    return [expr]
+
+
+def _beta_count(tests: list[dict]) -> int:
+    count = 2 if len(tests) > 1 else 0
+    for test in tests:
+        if _is_join(test):
+            count += 1
+        elif "$or" in test or "$and" in test:
+            count += 2
+    return count
+
+
+def check_partition(part: "Partition", vocab: "Vocabulary") -> list[RuleBaseError]:
+    errors: list[RuleBaseError] = []
+
+    def fail(message: str, crule: Any = None, hint: str = "") -> None:
+        rule = crule.rule if crule is not None else None
+        errors.append(RuleBaseError(
+            message,
+            file=rule.file if rule else None,
+            line=rule.line if rule else None,
+            rule_id=rule.id if rule else None,
+            hint=hint or None,
+        ))
+
+    if len(part.rules) + 1 > MAX_RULES:
+        fail(f"ruleset {part.name} has {len(part.rules)} rules; durable-rules allows {MAX_RULES - 1}")
+
+    root = _Node()
+    for crule in part.rules:
+        positives = 0
+        for pattern in crule.definition["all"]:
+            (alias, expr), = pattern.items()
+            if not alias.endswith("$not"):
+                positives += 1
+            tests = _tests(expr)
+            if _beta_count(tests) > MAX_BETA_EXPRESSIONS:
+                fail(f"a condition has too many comparisons with other facts "
+                     f"(durable-rules allows {MAX_BETA_EXPRESSIONS} per condition)", crule,
+                     "split the condition into several rules")
+            node = root
+            joins = 0
+            for test in tests:
+                if _is_join(test):
+                    joins += 1
+                    continue
+                key = json.dumps(test, sort_keys=True, ensure_ascii=False)
+                node = node.children.setdefault(key, _Node())
+            node.ends.append(crule.rule.id)
+            node.pending_joins = max(node.pending_joins, joins)
+        if positives > MAX_POSITIVE_PATTERNS:
+            fail(f"{positives} positive conditions; durable-rules allows {MAX_POSITIVE_PATTERNS} "
+                 "facts per match", crule, "split the rule")
+
+    def walk(node: _Node, pending: int, path: list[str]) -> None:
+        if len(node.children) > MAX_CHILD_TESTS:
+            sample = sorted(node.children)[:3]
+            owners = sorted({rid for child in node.children.values() for rid in _owners(child)})
+            first = next(c for c in part.rules if c.rule.id == owners[0])
+            fail(f"{len(node.children)} different tests on the same condition prefix "
+                 f"(e.g. {', '.join(sample)}); durable-rules hangs at 512 "
+                 f"(limit used here: {MAX_CHILD_TESTS}); rules involved include "
+                 f"{', '.join(owners[:5])}", first,
+                 "test a coarser field (compute a category upstream) instead of one rule per value")
+        if len(node.ends) > MAX_IDENTICAL_CHAINS:
+            first = next(c for c in part.rules if c.rule.id == node.ends[0])
+            fail(f"{len(node.ends)} conditions with identical tests "
+                 f"({' & '.join(path) or 'no test'}); durable-rules corrupts memory at 256 "
+                 f"(limit used here: {MAX_IDENTICAL_CHAINS})", first,
+                 "merge these rules or make their conditions more specific")
+        non_eq = sum(1 for key in node.children if not _is_equality(json.loads(key)))
+        here = pending + non_eq
+        if here + node.pending_joins > MAX_PENDING_MATCHES:
+            owners = sorted(_owners(node))
+            first = next((c for c in part.rules if c.rule.id in owners), part.rules[0])
+            fail(f"{here + node.pending_joins} range / inequality / join tests can match one "
+                 f"fact at once under {' & '.join(path) or 'the root'}; durable-rules fails "
+                 f"above 64 (limit used here: {MAX_PENDING_MATCHES})", first,
+                 "replace ladders of thresholds by an equality on a computed band")
+            return
+        for key, child in sorted(node.children.items()):
+            walk(child, here, path + [key])
+
+    walk(root, 0, [])
+
+    for type_name in sorted(part.consumes | part.negates):
+        ftype = vocab.types.get(type_name)
+        if ftype is not None and len(ftype.fields) + 5 > MAX_FACT_KEYS:
+            fail(f"fact type {type_name!r} has {len(ftype.fields)} fields; durable-rules "
+                 f"allows about {MAX_FACT_KEYS}")
+    return errors
+
+
+def _owners(node: _Node) -> set[str]:
+    found = set(node.ends)
+    for child in node.children.values():
+        found |= _owners(child)
+    return found

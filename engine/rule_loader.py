@@ -1,0 +1,369 @@
+"""Read YAML rule files into the rule model, checking them against the rule schema
+and the fact vocabulary. Every error names the file, the line, the rule id and the field.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+
+from .errors import RuleBaseError, RuleBaseErrors
+from .rule_model import OPERATORS, Condition, Conclusion, Example, Ref, Rule, RuleFile, Test
+from .strict_yaml import LocatedDocument, YamlInputError, load_yaml
+from .vocabulary import FieldSpec, Vocabulary
+
+# `${alias.field}` in a conclusion's text; `${alias.field|label}` shows an enum value's label.
+PLACEHOLDER = re.compile(r"\$\{([a-z][a-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)(\|label)?\}")
+
+
+@lru_cache(maxsize=1)
+def rule_file_schema() -> dict[str, Any]:
+    """The JSON Schema of a rule file (shipped with the package)."""
+    text = resources.files(__package__).joinpath("rule_schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(str(word), list(choices), n=1)
+    return f"did you mean {close[0]!r}?" if close else ""
+
+
+class _FileChecker:
+    """Turns one located YAML document into rules, collecting every error."""
+
+    def __init__(self, path: str, doc: LocatedDocument, vocab: Vocabulary):
+        self.path = path
+        self.doc = doc
+        self.vocab = vocab
+        self.errors: list[RuleBaseError] = []
+
+    def error(self, message: str, path: tuple, rule_id: str | None = None,
+              field: str | None = None, hint: str | None = None) -> None:
+        self.errors.append(RuleBaseError(
+            message, file=self.path, line=self.doc.line_of(path), rule_id=rule_id,
+            field=field, hint=hint or None,
+        ))
+
+    # -------------------------------------------------------------- schema pass
+    def check_schema(self) -> bool:
+        validator = jsonschema.Draft202012Validator(rule_file_schema())
+        found = False
+        for err in sorted(validator.iter_errors(self.doc.data), key=lambda e: list(map(str, e.absolute_path))):
+            found = True
+            path = tuple(err.absolute_path)
+            rule_id = None
+            if len(path) >= 2 and path[0] == "rules" and isinstance(path[1], int):
+                rules = self.doc.data.get("rules") or []
+                if path[1] < len(rules) and isinstance(rules[path[1]], dict):
+                    rule_id = rules[path[1]].get("id")
+            field = ".".join(str(p) for p in path[2:]) if len(path) > 2 else (
+                ".".join(str(p) for p in path) or None)
+            self.error(_schema_message(err), path, rule_id, field or None, _schema_hint(err))
+        return not found
+
+    # -------------------------------------------------------------- model pass
+    def build(self) -> RuleFile | None:
+        data = self.doc.data
+        if not isinstance(data, dict):
+            self.error("a rule file must be a mapping with a 'rules' list", ())
+            return None
+        if not self.check_schema():
+            return None
+        file_seed = data.get("seed", "")
+        file_knowledge = data.get("knowledge", "")
+        rules = []
+        for index, raw in enumerate(data["rules"]):
+            rule = self.build_rule(index, raw, file_seed, file_knowledge)
+            if rule is not None:
+                rules.append(rule)
+        return RuleFile(self.path, data.get("title", ""), file_seed, rules)
+
+    def build_rule(self, index: int, raw: dict, file_seed: str, file_knowledge: str) -> Rule | None:
+        rid = raw["id"]
+        base = ("rules", index)
+        seed = raw.get("seed", file_seed)
+        if not seed:
+            self.error("every rule names the seed section it comes from", base + ("id",), rid,
+                       "seed", "add `seed:` to the rule or to the file")
+        aliases: dict[str, str] = {}
+        when: list[Condition] = []
+        for ci, raw_cond in enumerate(raw["when"]):
+            cond = self.build_condition(rid, base + ("when", ci), raw_cond, aliases, ci == 0)
+            if cond is not None:
+                when.append(cond)
+                if cond.alias:
+                    aliases[cond.alias] = cond.type
+        if when and all(c.negated for c in when) and len(when) > 15:
+            self.error("too many conditions", base + ("when",), rid, "when")
+        then: list[Conclusion] = []
+        for ti, raw_concl in enumerate(raw["then"]):
+            concl = self.build_conclusion(rid, base + ("then", ti), raw_concl, aliases)
+            if concl is not None:
+                then.append(concl)
+        examples = [
+            Example(
+                name=str(ex.get("name", f"example {ei + 1}")),
+                case=ex["case"],
+                fires=bool(ex.get("fires", True)),
+                expect=dict(ex.get("expect") or {}),
+                line=self.doc.line_of(base + ("examples", ei)),
+            )
+            for ei, ex in enumerate(raw.get("examples") or [])
+        ]
+        return Rule(
+            id=rid, title=raw["title"], seed=seed, file=self.path,
+            line=self.doc.line_of(base), when=tuple(when), then=tuple(then),
+            priority=int(raw.get("priority", 0)),
+            knowledge=raw.get("knowledge", file_knowledge), examples=examples,
+            file_title=str(self.doc.data.get("title", "")),
+        )
+
+    def build_condition(self, rid: str, path: tuple, raw: dict, aliases: dict[str, str],
+                        first: bool) -> Condition | None:
+        negated = "not" in raw
+        alias = raw.get("as")
+        if negated:
+            if len(raw) != 1:
+                self.error("a `not:` condition takes no other key", path, rid, "when",
+                           "write `- not: {<type>: {...}}` alone")
+                return None
+            if alias:
+                self.error("a negated condition binds no fact, so it cannot have `as`", path, rid, "as")
+            (type_name, raw_tests), = raw["not"].items()
+            tests_path = path + ("not", type_name)
+        else:
+            keys = [k for k in raw if k != "as"]
+            if len(keys) != 1:
+                self.error("a condition names exactly one fact type", path, rid, "when",
+                           "write `- <type>: {<field>: <value>}`")
+                return None
+            type_name = keys[0]
+            raw_tests = raw[type_name]
+            tests_path = path + (type_name,)
+            if alias in aliases:
+                self.error(f"alias {alias!r} is bound twice", path + ("as",), rid, "as")
+        ftype = self.vocab.types.get(type_name)
+        if ftype is None:
+            self.error(f"unknown fact type {type_name!r}", tests_path, rid, "when",
+                       _suggest(type_name, self.vocab.types))
+            return None
+        tests: list[Test] = []
+        for fname, raw_test in (raw_tests or {}).items():
+            fpath = tests_path + (fname,)
+            spec = ftype.fields.get(fname)
+            if spec is None:
+                self.error(f"fact type {type_name!r} has no field {fname!r}", fpath, rid,
+                           f"{type_name}.{fname}",
+                           _suggest(fname, ftype.fields) or f"fields: {', '.join(ftype.fields)}")
+                continue
+            test = self.build_test(rid, fpath, type_name, spec, raw_test, aliases)
+            if test is not None:
+                if test.is_join and first:
+                    self.error("the first condition cannot compare with another fact "
+                               "(durable-rules ignores such tests)", fpath, rid,
+                               f"{type_name}.{fname}", "move this condition after the one it refers to")
+                    continue
+                tests.append(test)
+        return Condition(type_name, tuple(tests), negated, alias, self.doc.line_of(path))
+
+    def build_test(self, rid: str, path: tuple, type_name: str, spec: FieldSpec, raw: Any,
+                   aliases: dict[str, str]) -> Test | None:
+        where = f"{type_name}.{spec.name}"
+        if isinstance(raw, dict) and "ref" not in raw:
+            (op, operand), = raw.items()
+        else:
+            op, operand = "eq", raw
+        if op not in OPERATORS:  # the schema catches this; kept for direct callers
+            self.error(f"unknown operator {op!r}", path, rid, where, f"operators: {', '.join(OPERATORS)}")
+            return None
+        if isinstance(operand, dict):
+            ref = self.build_ref(rid, path, operand["ref"], aliases, where)
+            if ref is None:
+                return None
+            other = self.vocab.types[aliases[ref.alias]].fields[ref.field]
+            if _kind(other) != _kind(spec):
+                self.error(f"compares {spec.type} {where} with {other.type} {ref}", path, rid, where)
+                return None
+            if op in ("lt", "le", "gt", "ge") and spec.type not in ("int", "number"):
+                self.error(f"operator {op} needs a numeric field", path, rid, where)
+                return None
+            return Test(spec.name, op, ref)
+        values = operand if op in ("in", "not_in") else [operand]
+        for value in values:
+            problem = self.vocab.check_value(spec, value)
+            if problem and value is not None:
+                hint = ""
+                if spec.type == "enum":
+                    hint = _suggest(value, self.vocab.enums[spec.enum].values)
+                self.error(problem, path, rid, where, hint)
+                return None
+        if op in ("lt", "le", "gt", "ge") and spec.type not in ("int", "number"):
+            self.error(f"operator {op} needs a numeric field", path, rid, where)
+            return None
+        return Test(spec.name, op, list(operand) if op in ("in", "not_in") else operand)
+
+    def build_ref(self, rid: str, path: tuple, text: str, aliases: dict[str, str],
+                  where: str) -> Ref | None:
+        alias, _, fname = text.partition(".")
+        if alias not in aliases:
+            self.error(f"unknown alias {alias!r} in ref {text!r}", path, rid, where,
+                       "bind it with `as:` on an earlier condition" + (
+                           f" (bound: {', '.join(aliases)})" if aliases else ""))
+            return None
+        ftype = self.vocab.types[aliases[alias]]
+        if fname not in ftype.fields:
+            self.error(f"{aliases[alias]!r} (alias {alias}) has no field {fname!r}", path, rid,
+                       where, _suggest(fname, ftype.fields))
+            return None
+        return Ref(alias, fname)
+
+    def build_conclusion(self, rid: str, path: tuple, raw: dict,
+                         aliases: dict[str, str]) -> Conclusion | None:
+        (type_name, raw_fields), = raw.items()
+        cpath = path + (type_name,)
+        ftype = self.vocab.types.get(type_name)
+        if ftype is None:
+            self.error(f"unknown fact type {type_name!r}", cpath, rid, "then",
+                       _suggest(type_name, self.vocab.types))
+            return None
+        if ftype.origin != "derived":
+            self.error(f"{type_name!r} is an input fact type; rules may only derive "
+                       "derived types", cpath, rid, "then")
+            return None
+        fields: dict[str, Any] = {}
+        ok = True
+        for fname, value in (raw_fields or {}).items():
+            fpath = cpath + (fname,)
+            where = f"{type_name}.{fname}"
+            spec = ftype.fields.get(fname)
+            if spec is None:
+                self.error(f"fact type {type_name!r} has no field {fname!r}", fpath, rid, where,
+                           _suggest(fname, ftype.fields) or f"fields: {', '.join(ftype.fields)}")
+                ok = False
+                continue
+            if isinstance(value, dict):
+                ref = self.build_ref(rid, fpath, value["ref"], aliases, where)
+                if ref is None:
+                    ok = False
+                    continue
+                other = self.vocab.types[aliases[ref.alias]].fields[ref.field]
+                if _kind(other) != _kind(spec) or (spec.type == "enum" and other.enum != spec.enum):
+                    self.error(f"{where} ({spec.type}) cannot take {ref} ({other.type})", fpath, rid, where)
+                    ok = False
+                    continue
+                fields[fname] = ref
+                continue
+            if isinstance(value, str):
+                for alias, pfield, _ in PLACEHOLDER.findall(value):
+                    if self.build_ref(rid, fpath, f"{alias}.{pfield}", aliases, where) is None:
+                        ok = False
+            problem = self.vocab.check_value(spec, value)
+            if problem and not (isinstance(value, str) and PLACEHOLDER.search(value)):
+                hint = _suggest(value, self.vocab.enums[spec.enum].values) if spec.type == "enum" else ""
+                self.error(problem, fpath, rid, where, hint)
+                ok = False
+                continue
+            fields[fname] = value
+        for name, spec in ftype.fields.items():
+            if spec.required and name not in fields and ok:
+                self.error(f"{type_name!r} needs field {name!r}", cpath, rid, f"{type_name}.{name}")
+                ok = False
+        return Conclusion(type_name, fields, self.doc.line_of(path)) if ok else None
+
+
+def _kind(spec: FieldSpec) -> str:
+    return "number" if spec.type in ("int", "number") else spec.type
+
+
+def _schema_message(err: jsonschema.ValidationError) -> str:
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = sorted((err.schema.get("properties") or {}).keys())
+        extra = sorted(set(err.instance) - set(allowed))
+        if allowed and extra:
+            return f"unknown key {extra[0]!r}; allowed: {', '.join(allowed)}"
+    if err.validator == "required":
+        return err.message.replace("is a required property", "is required")
+    if err.validator == "anyOf" and isinstance(err.instance, dict):
+        return f"not a valid test: {json.dumps(err.instance, ensure_ascii=False)}"
+    return err.message
+
+
+def _schema_hint(err: jsonschema.ValidationError) -> str | None:
+    if err.validator == "anyOf":
+        return "a test is a value, {ref: alias.field}, or one of {eq|ne|lt|le|gt|ge: value}, {in|not_in: [values]}"
+    if err.validator in ("maxProperties", "minProperties") and err.schema.get("maxProperties") == 2:
+        return "write `- <type>: {<field>: <value>}` (optionally with `as: <alias>`) or `- not: {<type>: {...}}`"
+    if err.validator == "required":
+        return "every rule has id, title, when and then"
+    return None
+
+
+def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None) -> RuleFile:
+    """Read and check one rule file; raise RuleBaseErrors listing every problem."""
+    name = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise RuleBaseErrors([RuleBaseError(f"not UTF-8 text (byte {exc.start})", file=name)]) from None
+    except OSError as exc:
+        raise RuleBaseErrors([RuleBaseError(f"cannot read: {exc.strerror}", file=name)]) from None
+    try:
+        doc = load_yaml(text)
+    except YamlInputError as exc:
+        raise RuleBaseErrors([RuleBaseError(exc.message, file=name, line=exc.line)]) from None
+    checker = _FileChecker(name, doc, vocab)
+    rule_file = checker.build()
+    if checker.errors or rule_file is None:
+        raise RuleBaseErrors(checker.errors or [RuleBaseError("empty rule file", file=name)])
+    return rule_file
+
+
+def rule_files_in(directory: Path) -> list[Path]:
+    """The rule files of a folder, in a stable order."""
+    return sorted(p for p in directory.glob("*.yaml") if p.is_file())
+
+
+def load_rule_dirs(directories: list[Path], vocab: Vocabulary,
+                   display_root: dict[Path, str] | None = None) -> tuple[list[Rule], list[RuleBaseError]]:
+    """Load every rule file of the folders in order. A later folder's rule with an id
+    already loaded replaces it (a rule pack override); a repeated id within one folder
+    is an error. Returns the rules and the errors found."""
+    by_id: dict[str, Rule] = {}
+    order: list[str] = []
+    errors: list[RuleBaseError] = []
+    for directory in directories:
+        files = rule_files_in(directory) if directory.is_dir() else [directory]
+        if directory.is_dir() and not files:
+            errors.append(RuleBaseError("no *.yaml rule files in this folder", file=str(directory)))
+        seen_here: dict[str, Rule] = {}
+        for path in files:
+            shown = (display_root or {}).get(directory)
+            display = f"{shown}/{path.name}" if shown else str(path)
+            try:
+                rule_file = load_rule_file(path, vocab, display)
+            except RuleBaseErrors as exc:
+                errors.extend(exc.errors)
+                continue
+            for rule in rule_file.rules:
+                if rule.id in seen_here:
+                    first = seen_here[rule.id]
+                    errors.append(RuleBaseError(
+                        f"duplicate rule id (first defined at {first.file}:{first.line})",
+                        file=rule.file, line=rule.line, rule_id=rule.id, field="id",
+                        hint="rule ids must be unique; to replace a bundled rule, put the new one in a separate --rules folder",
+                    ))
+                    continue
+                seen_here[rule.id] = rule
+                if rule.id in by_id:
+                    rule.overrides = f"{by_id[rule.id].file}:{by_id[rule.id].line}"
+                else:
+                    order.append(rule.id)
+                by_id[rule.id] = rule
+    return [by_id[i] for i in order], errors

@@ -1,0 +1,133 @@
+"""The rule language: what a YAML rule means, as plain records.
+
+A rule file:
+
+    title: ...            # what table of the specification this file encodes
+    seed: ...             # default seed section of its rules
+    rules:
+      - id: map.convert
+        title: qat.bc 正常、quantized.bc 异常 → convert
+        seed: ...         # optional, overrides the file's
+        priority: 0       # optional, lower fires first
+        when:             # all conditions must hold
+          - confirmed: {artifact: qat_bc, status: normal}
+          - first_abnormal: {artifact: quantized_bc}
+            as: a         # optional alias, for refs in later conditions and in `then`
+          - not:          # no fact matches
+              conflict: {}
+        then:             # facts to derive
+          - chain_stage: {stage: convert, next_step: "... ${a.artifact} ..."}
+        examples:         # cases that must fire the rule (or not: `fires: false`)
+          - name: ...
+            case: {...}
+            expect: {...}
+
+Field tests: a scalar means equality; otherwise one operator of
+eq ne lt le gt ge in not_in, whose operand is a literal or `{ref: alias.field}`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in")
+
+
+@dataclass(frozen=True)
+class Ref:
+    alias: str
+    field: str
+
+    def __str__(self) -> str:
+        return f"{self.alias}.{self.field}"
+
+
+@dataclass(frozen=True)
+class Test:
+    field: str
+    op: str
+    value: Any  # literal, list of literals (in / not_in) or Ref
+
+    @property
+    def is_join(self) -> bool:
+        return isinstance(self.value, Ref)
+
+
+@dataclass(frozen=True)
+class Condition:
+    type: str
+    tests: tuple[Test, ...]
+    negated: bool = False
+    alias: str | None = None
+    line: int | None = None
+
+    def describe(self) -> str:
+        inner = ", ".join(_describe_test(t) for t in self.tests)
+        return f"{self.type}{{{inner}}}"
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    type: str
+    fields: dict[str, Any]  # literal, Ref, or str with ${alias.field} placeholders
+    line: int | None = None
+
+
+@dataclass
+class Example:
+    name: str
+    case: dict[str, Any]
+    fires: bool = True
+    expect: dict[str, Any] = field(default_factory=dict)
+    line: int | None = None
+
+
+@dataclass
+class Rule:
+    id: str
+    title: str
+    seed: str
+    file: str
+    line: int | None
+    when: tuple[Condition, ...]
+    then: tuple[Conclusion, ...]
+    priority: int = 0
+    knowledge: str = ""
+    examples: list[Example] = field(default_factory=list)
+    overrides: str | None = None  # file of the rule this one replaced (rule packs)
+    file_title: str = ""  # title of the rule file: the table it encodes
+
+    @property
+    def positive(self) -> tuple[Condition, ...]:
+        return tuple(c for c in self.when if not c.negated)
+
+    @property
+    def negative(self) -> tuple[Condition, ...]:
+        return tuple(c for c in self.when if c.negated)
+
+    def consumes(self) -> set[str]:
+        return {c.type for c in self.positive}
+
+    def negates(self) -> set[str]:
+        return {c.type for c in self.negative}
+
+    def produces(self) -> set[str]:
+        return {c.type for c in self.then}
+
+
+@dataclass
+class RuleFile:
+    path: str
+    title: str
+    seed: str
+    rules: list[Rule]
+
+
+def _describe_test(test: Test) -> str:
+    symbol = {"eq": "=", "ne": "≠", "lt": "<", "le": "≤", "gt": ">", "ge": "≥",
+              "in": "∈", "not_in": "∉"}[test.op]
+    value = test.value
+    if isinstance(value, list):
+        value = "[" + ", ".join(str(v) for v in value) + "]"
+    return f"{test.field}{symbol}{value}"

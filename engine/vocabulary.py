@@ -1,0 +1,149 @@
+"""A typed fact vocabulary: fact types, their fields and enumerations.
+
+Generic: the domain's vocabulary is data (a YAML file) handed to `Vocabulary.from_data`.
+The rule compiler type-checks every rule literal against it, because durable-rules
+silently coerces numbers to strings when they are compared with strings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import VocabularyError
+
+FIELD_TYPES = ("str", "int", "number", "bool", "enum")
+# Attributes an enum value may carry (a typo or a stray comma in YAML must not pass).
+ENUM_ATTRIBUTES = frozenset({
+    "meaning", "label", "chain", "strong", "march", "parent", "committal", "why", "look_at", "instead",
+})
+# Keys the engine puts on every fact it hands to durable-rules.
+RESERVED_FIELDS = frozenset({"id", "type", "sid", "_k", "_d"})
+
+
+@dataclass(frozen=True)
+class EnumSpec:
+    name: str
+    meaning: str
+    values: tuple[str, ...]
+    attributes: dict[str, dict[str, Any]]
+
+    def attr(self, value: str, key: str, default: Any = None) -> Any:
+        return self.attributes.get(value, {}).get(key, default)
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    type: str
+    enum: str | None = None
+    required: bool = False
+    default: Any = None
+    meaning: str = ""
+
+
+@dataclass(frozen=True)
+class FactType:
+    name: str
+    origin: str
+    meaning: str
+    fields: dict[str, FieldSpec]
+
+
+@dataclass
+class Vocabulary:
+    enums: dict[str, EnumSpec] = field(default_factory=dict)
+    types: dict[str, FactType] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def from_data(cls, data: Any, origin: str = "vocabulary") -> "Vocabulary":
+        if not isinstance(data, dict) or not isinstance(data.get("types"), dict):
+            raise VocabularyError(f"{origin}: expected a mapping with 'enums' and 'types'")
+        vocab = cls()
+        for name, spec in (data.get("enums") or {}).items():
+            if not isinstance(spec, dict) or not isinstance(spec.get("values"), dict):
+                raise VocabularyError(f"{origin}: enum {name!r} needs a 'values' mapping")
+            values = tuple(str(v) for v in spec["values"])
+            attrs = {str(k): dict(v or {}) for k, v in spec["values"].items()}
+            for value, value_attrs in attrs.items():
+                unknown = sorted(set(value_attrs) - ENUM_ATTRIBUTES, key=str)
+                if unknown:
+                    raise VocabularyError(
+                        f"{origin}: enum {name}.{value}: unknown attribute {unknown[0]!r} "
+                        f"(quote values that contain commas); allowed: {', '.join(sorted(ENUM_ATTRIBUTES))}"
+                    )
+            vocab.enums[name] = EnumSpec(name, str(spec.get("meaning", "")), values, attrs)
+        for tname, tspec in data["types"].items():
+            if not isinstance(tspec, dict):
+                raise VocabularyError(f"{origin}: type {tname!r} must be a mapping")
+            fields: dict[str, FieldSpec] = {}
+            for fname, fspec in (tspec.get("fields") or {}).items():
+                if fname in RESERVED_FIELDS:
+                    raise VocabularyError(
+                        f"{origin}: type {tname!r}: field name {fname!r} is reserved"
+                    )
+                ftype = fspec.get("type")
+                if ftype not in FIELD_TYPES:
+                    raise VocabularyError(
+                        f"{origin}: {tname}.{fname}: type must be one of {', '.join(FIELD_TYPES)}"
+                    )
+                enum = fspec.get("enum")
+                if ftype == "enum" and enum not in vocab.enums:
+                    raise VocabularyError(f"{origin}: {tname}.{fname}: unknown enum {enum!r}")
+                fields[fname] = FieldSpec(
+                    name=fname,
+                    type=ftype,
+                    enum=enum,
+                    required=bool(fspec.get("required", False)),
+                    default=fspec.get("default"),
+                    meaning=str(fspec.get("meaning", "")),
+                )
+            origin_kind = tspec.get("origin", "derived")
+            if origin_kind not in ("input", "derived"):
+                raise VocabularyError(f"{origin}: type {tname!r}: origin must be input or derived")
+            vocab.types[tname] = FactType(tname, origin_kind, str(tspec.get("meaning", "")), fields)
+        return vocab
+
+    # ------------------------------------------------------------------ checks
+    def check_value(self, spec: FieldSpec, value: Any) -> str | None:
+        """Return a description of what is wrong with `value` for `spec`, or None."""
+        if value is None:
+            return None if not spec.required else "a value is required"
+        if spec.type == "str":
+            return None if isinstance(value, str) else f"expected a string, got {value!r}"
+        if spec.type == "bool":
+            return None if isinstance(value, bool) else f"expected true or false, got {value!r}"
+        if spec.type == "int":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            return None if ok else f"expected an integer, got {value!r}"
+        if spec.type == "number":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if ok and isinstance(value, float) and not math.isfinite(value):
+                return f"expected a finite number, got {value!r}"
+            return None if ok else f"expected a number, got {value!r}"
+        allowed = self.enums[spec.enum].values  # type: ignore[index]
+        if value in allowed:
+            return None
+        return f"{value!r} is not one of: {', '.join(allowed)}"
+
+    def complete(self, type_name: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Validate `fields` for `type_name` and fill defaults; raise VocabularyError."""
+        ftype = self.types.get(type_name)
+        if ftype is None:
+            raise VocabularyError(f"unknown fact type {type_name!r}")
+        unknown = sorted(set(fields) - set(ftype.fields))
+        if unknown:
+            raise VocabularyError(
+                f"fact type {type_name!r} has no field {unknown[0]!r}; "
+                f"fields: {', '.join(ftype.fields)}"
+            )
+        out: dict[str, Any] = {}
+        for name, spec in ftype.fields.items():
+            value = fields.get(name, spec.default)
+            problem = self.check_value(spec, value)
+            if problem:
+                raise VocabularyError(f"{type_name}.{name}: {problem}")
+            out[name] = value
+        return out

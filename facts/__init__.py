@@ -1,0 +1,30 @@
+"""The fact vocabulary of j6doctor, as data (vocabulary.yaml), and the helpers that
+read domain constants out of it (chain positions, labels, gate order)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+from ..engine.strict_yaml import load_yaml
+from ..engine.vocabulary import Vocabulary
+
+VOCABULARY_FILE = "vocabulary.yaml"
+
+
+@lru_cache(maxsize=1)
+def vocabulary() -> Vocabulary:
+    text = resources.files(__package__).joinpath(VOCABULARY_FILE).read_text(encoding="utf-8")
+    return Vocabulary.from_data(load_yaml(text).data, origin=VOCABULARY_FILE)
+
+
+def enum_values(name: str) -> tuple[str, ...]:
+    return vocabulary().enums[name].values
+
+
+def label(enum: str, value: str) -> str:
+    return str(vocabulary().enums[enum].attr(value, "label", value))
+
+
+def attr(enum: str, value: str, key: str, default=None):
+    return vocabulary().enums[enum].attr(value, key, default)

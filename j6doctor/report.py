@@ -1,0 +1,126 @@
+"""Render a diagnosis as a Chinese report (templates/report.md.j2, KNOWLEDGE.md §11)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jinja2
+
+from .describe import describe
+from .diagnose import Diagnosis
+from .engine import Fact, RunResult
+from .facts import label
+from .templates import TEMPLATES_DIR
+
+NOT_APPLICABLE_QA = ("compile", "board", "user_side")
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "htm"), default=False),
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+def _rule_line(result: RunResult, fact: Fact, diagnosis: Diagnosis) -> str:
+    d = fact.derivation
+    title = diagnosis.rulebase.rule(d.rule).title
+    where = f"{d.rule_file}:{d.rule_line}" if d.rule_line else d.rule_file
+    return f"规则 {d.rule}「{title}」（{where}）"
+
+
+def _fact_text(fact: Fact) -> str:
+    if fact.derivation is None:
+        return describe(fact)
+    fields = "，".join(f"{k}={v}" for k, v in fact.fields.items() if v not in ("", None))
+    return f"{fact.type}（{fields}）"
+
+
+def evidence_chain(diagnosis: Diagnosis, roots: list[Fact]) -> list[dict[str, Any]]:
+    """The derivation tree below `roots`, flattened with depths, for the report."""
+    result = diagnosis.run
+    lines: list[dict[str, Any]] = []
+    shown: set[str] = set()
+
+    def visit(fact: Fact, depth: int) -> None:
+        entry = {"depth": depth, "id": fact.id, "text": _fact_text(fact), "repeat": fact.id in shown,
+                 "via": "", "absent": ""}
+        if fact.derivation is not None:
+            entry["via"] = _rule_line(result, fact, diagnosis)
+            if fact.derivation.absent:
+                entry["absent"] = "；".join(fact.derivation.absent)
+        elif fact.source is not None:
+            entry["via"] = "来源：" + fact.source.describe()
+        lines.append(entry)
+        if entry["repeat"]:
+            return
+        shown.add(fact.id)
+        if fact.derivation is not None:
+            for premise in fact.derivation.premises:
+                visit(result.fact(premise), depth + 1)
+
+    for root in roots:
+        visit(root, 0)
+    return lines
+
+
+def _checks(diagnosis: Diagnosis) -> list[dict[str, Any]]:
+    """What the rule base checked: each rule file, in order, with the rules that fired."""
+    fired = diagnosis.run.fired_rules()
+    files: dict[str, dict[str, Any]] = {}
+    for rule in diagnosis.rulebase.rules:
+        entry = files.setdefault(rule.file, {"file": rule.file, "title": rule.file_title or rule.file,
+                                             "fired": [], "rules": 0})
+        entry["rules"] += 1
+        if rule.id in fired:
+            entry["fired"].append(rule.id)
+    return list(files.values())
+
+
+def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
+    verdict = diagnosis.verdict
+    result = diagnosis.run
+    inputs = [f for f in result.facts if f.derivation is None]
+    by_type: dict[str, list[Fact]] = {}
+    for fact in inputs:
+        by_type.setdefault(fact.type, []).append(fact)
+    results = by_type.get("result", [])
+    unconfirmed = {(f["artifact"], f["status"]) for f in result.by_type("unconfirmed")}
+    roots = [result.fact(c["fact"]) for c in verdict["conclusion"]]
+    return {
+        "case": diagnosis.case.display,
+        "verdict": verdict,
+        "stage": verdict["stage"],
+        "stage_label": verdict["stage_label"],
+        "undetermined": verdict["stage"] == "undetermined",
+        "qa_not_applicable": verdict["stage"] in NOT_APPLICABLE_QA,
+        "evidence": [describe(result.fact(e["fact"])) + f" — {result.fact(e['fact']).source.describe()}"
+                     for e in verdict["evidence"]],
+        "chain": evidence_chain(diagnosis, roots),
+        "normal": [describe(f) for f in results if f["status"] == "normal"
+                   and (f["artifact"], f["status"]) not in unconfirmed],
+        "abnormal": [describe(f) for f in results if f["status"] == "abnormal"
+                     and (f["artifact"], f["status"]) not in unconfirmed],
+        "unconfirmed": [describe(f) for f in results if (f["artifact"], f["status"]) in unconfirmed],
+        "platform": [describe(f) for f in by_type.get("platform", [])],
+        "versions": [describe(f) for f in by_type.get("version", [])],
+        "badcase": [describe(f) for f in by_type.get("badcase", [])],
+        "symptom": [f["text"] for f in by_type.get("symptom", [])],
+        "deployment_notes": [f["text"] for f in by_type.get("deployment_notes", [])],
+        "tried": [f["text"] for f in by_type.get("tried_fix", [])],
+        "checks": _checks(diagnosis),
+        "stage_name": lambda s: label("stage", s),
+    }
+
+
+def render_markdown(diagnosis: Diagnosis) -> str:
+    return _environment().get_template("report.md.j2").render(**report_context(diagnosis))
+
+
+def render_json(diagnosis: Diagnosis) -> str:
+    return json.dumps(diagnosis.verdict, ensure_ascii=False, indent=2, sort_keys=False) + "\n"
