@@ -95,13 +95,13 @@ class _FileChecker:
         aliases: dict[str, str] = {}
         when: list[Condition] = []
         for ci, raw_cond in enumerate(raw["when"]):
-            cond = self.build_condition(rid, base + ("when", ci), raw_cond, aliases, ci == 0)
+            # Refs may only name aliases bound earlier, so the first positive condition
+            # never joins (durable-rules ignores joins on a rule's first pattern).
+            cond = self.build_condition(rid, base + ("when", ci), raw_cond, aliases)
             if cond is not None:
                 when.append(cond)
                 if cond.alias:
                     aliases[cond.alias] = cond.type
-        if when and all(c.negated for c in when) and len(when) > 15:
-            self.error("too many conditions", base + ("when",), rid, "when")
         then: list[Conclusion] = []
         for ti, raw_concl in enumerate(raw["then"]):
             concl = self.build_conclusion(rid, base + ("then", ti), raw_concl, aliases)
@@ -125,8 +125,8 @@ class _FileChecker:
             file_title=str(self.doc.data.get("title", "")),
         )
 
-    def build_condition(self, rid: str, path: tuple, raw: dict, aliases: dict[str, str],
-                        first: bool) -> Condition | None:
+    def build_condition(self, rid: str, path: tuple, raw: dict,
+                        aliases: dict[str, str]) -> Condition | None:
         negated = "not" in raw
         alias = raw.get("as")
         if negated:
@@ -165,11 +165,6 @@ class _FileChecker:
                 continue
             test = self.build_test(rid, fpath, type_name, spec, raw_test, aliases)
             if test is not None:
-                if test.is_join and first:
-                    self.error("the first condition cannot compare with another fact "
-                               "(durable-rules ignores such tests)", fpath, rid,
-                               f"{type_name}.{fname}", "move this condition after the one it refers to")
-                    continue
                 tests.append(test)
         return Condition(type_name, tuple(tests), negated, alias, self.doc.line_of(path))
 

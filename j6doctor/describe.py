@@ -27,7 +27,8 @@ def describe(fact: Fact) -> str:
     if fact.type == "symptom":
         return f"异常现象：{f['text']}"
     if fact.type == "platform":
-        return f"平台：{label('platform', f['family'])}（用户写作 {f['given']}）"
+        given = "" if f["given"] == f["family"] else f"（用户写作 {f['given']}）"
+        return f"平台：{label('platform', f['family'])}{given}"
     if fact.type == "version":
         return f"{f['package']} {f['version']}"
     if fact.type == "badcase":

@@ -1,0 +1,36 @@
+"""The bundled example cases (examples/cases/) give the stage their comment promises."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import EXAMPLES
+from j6doctor.diagnose import diagnose_file
+
+EXPECTED = {
+    "convert_j6m.yaml": ("convert", []),
+    "convert_j6m.json": ("convert", []),
+    "export_qat_bc_abnormal.yaml": ("export", []),
+    "pre_export_lut.yaml": ("pre_export", []),
+    "export_hbir.yaml": ("export", []),
+    "compile_x86_and_board.yaml": ("compile", []),
+    "board_integration.yaml": ("board", []),
+    "user_side_layout.yaml": ("user_side", []),
+    "baseline_board_only.yaml": ("baseline", ["stage_results", "badcase", "versions"]),
+    "qat_training.yaml": ("qat_training", []),
+    "single_frame_only.yaml": ("undetermined", ["stage_results", "badcase", "versions"]),
+    "contradictory.yaml": ("undetermined", ["stage_results"]),
+    "gap_qat_bc_unverified.yaml": ("undetermined", ["stage_results"]),
+    "empty.yaml": ("undetermined", ["stage_results", "badcase", "platform", "versions"]),
+}
+
+
+def test_every_bundled_case_is_listed():
+    assert sorted(p.name for p in EXAMPLES.iterdir()) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bundled_case(name, rulebase):
+    stage, missing = EXPECTED[name]
+    d = diagnose_file(EXAMPLES / name, rulebase)
+    assert (d.verdict["stage"], d.verdict["missing"]) == (stage, missing)

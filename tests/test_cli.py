@@ -1,0 +1,75 @@
+"""The command line: help, version, formats, -o, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import EXAMPLES, write_case
+from j6doctor import __version__
+
+
+def test_help_and_version(cli):
+    top = cli("--help")
+    assert top.returncode == 0 and "diagnose" in top.stdout
+    sub = cli("diagnose", "--help")
+    assert sub.returncode == 0 and "--format" in sub.stdout and "-o, --output" in sub.stdout
+    version = cli("--version")
+    assert version.returncode == 0 and __version__ in version.stdout
+
+
+def test_usage_error_exits_2(cli):
+    proc = cli("diagnose")
+    assert proc.returncode == 2 and "Missing argument" in proc.stderr
+    bad = cli("diagnose", str(EXAMPLES / "empty.yaml"), "--format", "pdf")
+    assert bad.returncode == 2 and "pdf" in bad.stderr
+
+
+def test_json_verdict_on_stdout(cli):
+    proc = cli("diagnose", str(EXAMPLES / "convert_j6m.yaml"), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    verdict = json.loads(proc.stdout)
+    for key in ("stage", "missing", "evidence", "findings", "checklist", "mistakes", "next_steps", "retain", "trace"):
+        assert key in verdict
+    assert verdict["stage"] == "convert"
+
+
+def test_undetermined_still_exits_0(cli):
+    proc = cli("diagnose", str(EXAMPLES / "empty.yaml"))
+    assert proc.returncode == 0
+    assert "暂不能判断" in proc.stdout
+
+
+def test_output_file(cli, tmp_path):
+    out = tmp_path / "report.md"
+    proc = cli("diagnose", str(EXAMPLES / "board_integration.yaml"), "-o", str(out))
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert out.read_text(encoding="utf-8").startswith("# j6doctor 诊断报告")
+
+
+def test_output_never_overwrites_the_case_file(cli, tmp_path):
+    case = write_case(tmp_path, "platform: J6M\n")
+    proc = cli("diagnose", str(case), "-o", str(case))
+    assert proc.returncode == 2 and "refusing to overwrite" in proc.stderr
+    assert case.read_text(encoding="utf-8") == "platform: J6M\n"
+
+
+def test_output_never_overwrites_a_listed_artifact(cli, tmp_path):
+    artifact = tmp_path / "compare_per_layer_out.txt"
+    artifact.write_text("table", encoding="utf-8")
+    case = write_case(tmp_path, "artifacts:\n  - compare_per_layer_out.txt\n")
+    proc = cli("diagnose", str(case), "-o", str(artifact))
+    assert proc.returncode == 2
+    assert artifact.read_text(encoding="utf-8") == "table"
+
+
+def test_diagnose_does_not_touch_inputs(cli, tmp_path):
+    case = write_case(tmp_path, (EXAMPLES / "user_side_layout.yaml").read_text(encoding="utf-8"))
+    before = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
+    assert cli("diagnose", str(case)).returncode == 0
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == before
+
+
+def test_internal_errors_have_no_traceback(cli, tmp_path):
+    # A report path inside a folder that does not exist is a clean input error, not a crash.
+    proc = cli("diagnose", str(EXAMPLES / "empty.yaml"), "-o", str(tmp_path / "no" / "such" / "r.md"))
+    assert proc.returncode == 2 and "cannot write" in proc.stderr and "Traceback" not in proc.stderr

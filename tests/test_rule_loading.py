@@ -1,0 +1,82 @@
+"""Broken rule files: every error names the file, the line, the rule id and, where useful, a fix."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from j6doctor.engine import RuleBase, RuleBaseErrors
+from j6doctor.facts import vocabulary
+from j6doctor.rules import BUNDLED_RULES_DIR
+
+GOOD = """\
+seed: test
+rules:
+  - id: ok
+    title: fine
+    when:
+      - result: {artifact: qat_bc, status: normal}
+    then:
+      - finding: {topic: t, text: fine}
+"""
+
+BROKEN = [
+    ("unknown fact type", GOOD.replace("- result:", "- resalt:"), 6, ["unknown fact type 'resalt'", "did you mean 'result'"]),
+    ("unknown field", GOOD.replace("artifact: qat_bc", "artefact: qat_bc"), 6, ["no field 'artefact'", "did you mean 'artifact'"]),
+    ("bad enum value", GOOD.replace("artifact: qat_bc", "artifact: qat_bcc"), 6, ["'qat_bcc' is not one of", "did you mean 'qat_bc'"]),
+    ("wrong literal type", GOOD.replace("status: normal", "pos: high"), 6, ["expected an integer"]),
+    ("unknown operator", GOOD.replace("status: normal", "pos: {between: 3}"), 6, ["not a valid test", "hint:"]),
+    ("unknown rule key", GOOD.replace("    title: fine\n", "    title: fine\n    whne: []\n"), 3, ["unknown key 'whne'"]),
+    ("missing then", GOOD.replace("    then:\n      - finding: {topic: t, text: fine}\n", ""), 3, ["'then' is required"]),
+    ("input type in then", GOOD.replace("- finding: {topic: t, text: fine}", "- symptom: {text: x}"), 8, ["input fact type"]),
+    ("missing required field", GOOD.replace("{topic: t, text: fine}", "{topic: t}"), 8, ["needs field 'text'"]),
+    ("unknown alias", GOOD.replace("text: fine", "text: {ref: x.artifact}"), 8, ["unknown alias 'x'", "bind it with `as:`"]),
+    ("ref to a later alias", GOOD.replace("status: normal}", "pos: {ref: a.pos}}\n        as: a"), 6, ["unknown alias 'a'"]),
+    ("no seed", GOOD.replace("seed: test\n", ""), 2, ["names the seed section"]),
+    ("not YAML", "rules: [\n", 2, ["not valid YAML"]),
+    ("not a mapping", "- a\n", 1, ["must be a mapping"]),
+]
+
+
+@pytest.mark.parametrize("name,text,line,fragments", BROKEN, ids=[b[0] for b in BROKEN])
+def test_broken_rule_file(tmp_path, name, text, line, fragments):
+    (tmp_path / "pack.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(RuleBaseErrors) as info:
+        RuleBase.load([tmp_path], vocabulary())
+    message = str(info.value)
+    assert f"pack.yaml:{line}" in message, message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+def test_duplicate_id_in_one_pack(tmp_path):
+    body = GOOD + GOOD.split("rules:\n")[1]
+    (tmp_path / "pack.yaml").write_text(body, encoding="utf-8")
+    with pytest.raises(RuleBaseErrors, match="duplicate rule id"):
+        RuleBase.load([tmp_path], vocabulary())
+
+
+def test_pack_overrides_bundled_rule_by_id(tmp_path):
+    text = textwrap.dedent("""\
+        seed: 先判断问题落在哪一段
+        rules:
+          - id: next.convert
+            title: site-specific convert steps
+            when:
+              - verdict: {stage: convert}
+            then:
+              - next_step: {order: 20, text: "site step"}
+    """)
+    (tmp_path / "site.yaml").write_text(text, encoding="utf-8")
+    rb = RuleBase.load([BUNDLED_RULES_DIR, tmp_path], vocabulary())
+    rule = rb.rule("next.convert")
+    assert rule.title == "site-specific convert steps" and rule.overrides.endswith("80_next_steps.yaml:" + str(rule.overrides.split(":")[-1]))
+
+
+def test_bundled_rules_load_and_have_metadata():
+    rb = RuleBase.load([BUNDLED_RULES_DIR], vocabulary())
+    assert len(rb.rules) >= 50
+    for rule in rb.rules:
+        assert rule.title and rule.seed, rule.id
+        assert rule.examples, f"{rule.id} has no example case"

@@ -1,0 +1,153 @@
+"""Every row of the phenomenon → stage table (KNOWLEDGE.md §2), the implied rows, and gaps."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import FULL_INFO, ok
+
+# (name, results, stage, rule that must conclude it, words the first next step must contain)
+ROWS = [
+    ("row1 qat_pt normal, qat_bc abnormal -> export",
+     {"qat_pt": ok("normal"), "qat_bc": ok("abnormal")}, "export", "map.export", "qat.export.pt"),
+    ("row2 qat_export_pt abnormal -> pre_export",
+     {"qat_pt": ok("normal"), "qat_export_pt": ok("abnormal"), "qat_bc": ok("abnormal")},
+     "pre_export", "map.pre_export", '"pre_export"'),
+    ("row3 qat_export_pt normal, qat_bc abnormal -> export",
+     {"qat_export_pt": ok("normal"), "qat_bc": ok("abnormal")}, "export",
+     "map.export_after_export_pt", 'QuantAnalysis(qat_export_pt, qat_bc, "export")'),
+    ("row4 qat_bc normal, quantized_bc abnormal -> convert",
+     {"qat_bc": ok("normal"), "quantized_bc": ok("abnormal")}, "convert", "map.convert",
+     'QuantAnalysis(qat_bc, quantized_bc, "convert")'),
+    ("row5 quantized_bc normal, hbm abnormal -> compile",
+     {"quantized_bc": ok("normal"), "hbm": ok("abnormal")}, "compile", "map.compile.hbm", "插入节点"),
+    ("row5 quantized_bc normal, board abnormal (x86 unknown) -> compile",
+     {"quantized_bc": ok("normal"), "board": ok("abnormal", "multi_frame_visual")}, "compile",
+     "map.compile.board_unsplit", "x86"),
+    ("row6 board abnormal, quantized_bc unverified -> baseline",
+     {"board": ok("abnormal")}, "baseline", "map.baseline", "quantized.bc"),
+    ("x86 and board abnormal -> compile",
+     {"quantized_bc": ok("normal"), "hbm_x86": ok("abnormal"), "board": ok("abnormal")},
+     "compile", "map.compile.x86", "compile 配置"),
+    ("x86 normal, board abnormal -> board",
+     {"quantized_bc": ok("normal"), "hbm_x86": ok("normal"), "board": ok("abnormal")},
+     "board", "map.board", "板端"),
+    ("qat_pt abnormal -> qat_training",
+     {"qat_pt": ok("abnormal")}, "qat_training", "map.qat_training", "训练侧"),
+]
+
+
+@pytest.mark.parametrize("name,results,stage,rule,words", ROWS, ids=[r[0] for r in ROWS])
+def test_mapping_row(diagnose, name, results, stage, rule, words):
+    d = diagnose({**FULL_INFO, "results": results})
+    assert d.verdict["stage"] == stage
+    assert rule in d.run.fired_rules()
+    conclusion_rules = {c["rule"] for c in d.verdict["conclusion"]}
+    assert conclusion_rules, "the verdict must name the rule that concluded it"
+    first = d.verdict["next_steps"][0]["text"]
+    assert words in first, first
+
+
+def test_earliest_abnormal_wins(diagnose):
+    d = diagnose({**FULL_INFO, "results": {
+        "qat_pt": ok("normal"), "qat_export_pt": ok("normal"), "qat_bc": ok("abnormal"),
+        "quantized_bc": ok("abnormal"), "hbm_x86": ok("abnormal"), "board": ok("abnormal")}})
+    assert d.verdict["stage"] == "export"
+
+
+@pytest.mark.parametrize("results,evaluate", [
+    ({"qat_export_pt": ok("abnormal")}, "qat_pt"),
+    ({"qat_bc": ok("abnormal")}, "qat_pt"),
+    ({"qat_pt": ok("normal"), "quantized_bc": ok("abnormal")}, "qat_bc"),
+    ({"qat_pt": ok("normal"), "qat_export_pt": ok("normal"), "quantized_bc": ok("abnormal")}, "qat_bc"),
+    ({"hbm": ok("abnormal")}, "quantized_bc"),
+    ({"qat_bc": ok("normal"), "hbm_x86": ok("abnormal")}, "quantized_bc"),
+])
+def test_gap_gives_undetermined_and_artifact_to_evaluate(diagnose, results, evaluate):
+    d = diagnose({**FULL_INFO, "results": results})
+    assert d.verdict["stage"] in ("undetermined", "baseline")
+    assert [e["artifact"] for e in d.verdict["evaluate_next"]] == [evaluate]
+    assert "stage_results" in d.verdict["missing"]
+    assert d.verdict["next_steps"][0]["text"].startswith("先评测") or d.verdict["stage"] == "baseline"
+
+
+@pytest.mark.parametrize("results", [
+    {"qat_pt": ok("normal"), "qat_bc": ok("abnormal"), "quantized_bc": ok("normal")},
+    {"qat_export_pt": ok("abnormal"), "qat_bc": ok("normal")},
+    {"qat_pt": ok("abnormal"), "board": ok("normal")},
+    {"quantized_bc": ok("normal"), "hbm_x86": ok("abnormal"), "board": ok("normal")},
+    {"quantized_bc": ok("normal"), "hbm": ok("normal"), "hbm_x86": ok("abnormal"), "board": ok("abnormal")},
+    {"quantized_bc": ok("normal"), "hbm": ok("abnormal"), "hbm_x86": ok("normal"), "board": ok("normal")},
+])
+def test_contradictory_results_are_undetermined_with_warning(diagnose, results):
+    d = diagnose({**FULL_INFO, "results": results})
+    assert d.verdict["stage"] == "undetermined"
+    assert any("矛盾" in w for w in d.verdict["warnings"])
+    assert "stage_results" in d.verdict["missing"]
+
+
+def test_all_normal_is_undetermined(diagnose):
+    d = diagnose({**FULL_INFO, "results": {"qat_pt": ok("normal"), "qat_bc": ok("normal"),
+                                           "quantized_bc": ok("normal")}})
+    assert d.verdict["stage"] == "undetermined"
+    assert d.verdict["warnings"] == []
+
+
+def test_float_result_is_not_part_of_the_chain(diagnose):
+    d = diagnose({**FULL_INFO, "results": {"float": ok("abnormal"), "qat_bc": ok("normal"),
+                                           "quantized_bc": ok("abnormal")}})
+    assert d.verdict["stage"] == "convert"
+
+
+def test_user_side_from_confirmed_checklist_mismatch(diagnose):
+    d = diagnose({**FULL_INFO, "results": {"quantized_bc": ok("normal"), "board": ok("abnormal")},
+                  "deployment": {"checklist": {"padding": {"status": "mismatch", "note": "板端 pad 到 640"}}}})
+    assert d.verdict["stage"] == "user_side"
+    assert "padding" in d.verdict["next_steps"][0]["text"] or "pad" in d.verdict["next_steps"][0]["text"]
+    assert [c["id"] for c in d.verdict["checklist"]] == ["preprocess", "layout", "input_scale", "io_nodes", "padding"]
+    assert {c["id"]: c["status"] for c in d.verdict["checklist"]}["padding"] == "mismatch"
+
+
+def test_checklist_mismatch_does_not_override_a_chain_stage_before_deployment(diagnose):
+    d = diagnose({**FULL_INFO, "results": {"qat_bc": ok("normal"), "quantized_bc": ok("abnormal")},
+                  "deployment": {"checklist": {"layout": {"status": "mismatch"}}}})
+    assert d.verdict["stage"] == "convert"
+    assert d.verdict["checklist"] == []
+
+
+@pytest.mark.parametrize("stage", ["compile", "board"])
+def test_deployment_verdicts_list_all_five_checklist_items(diagnose, stage):
+    results = {"quantized_bc": ok("normal"), "hbm_x86": ok("abnormal" if stage == "compile" else "normal"),
+               "board": ok("abnormal")}
+    d = diagnose({**FULL_INFO, "results": results})
+    assert d.verdict["stage"] == stage
+    assert [(c["id"], c["status"]) for c in d.verdict["checklist"]] == [
+        (i, "unchecked") for i in ("preprocess", "layout", "input_scale", "io_nodes", "padding")]
+
+
+def test_x86_vs_board_inference_is_stated(diagnose):
+    both = diagnose({**FULL_INFO, "results": {"quantized_bc": ok("normal"), "hbm_x86": ok("abnormal"),
+                                              "board": ok("abnormal")}})
+    texts = " ".join(f["text"] for f in both.verdict["findings"])
+    assert "排除了板端独有因素" in texts
+    board = diagnose({**FULL_INFO, "results": {"quantized_bc": ok("normal"), "hbm_x86": ok("normal"),
+                                               "board": ok("abnormal")}})
+    assert "板端部署接入" in " ".join(f["text"] for f in board.verdict["findings"])
+
+
+def test_every_contract_stage_is_reachable(diagnose):
+    cases = {
+        "pre_export": {"qat_pt": ok("normal"), "qat_export_pt": ok("abnormal")},
+        "export": {"qat_pt": ok("normal"), "qat_bc": ok("abnormal")},
+        "convert": {"qat_bc": ok("normal"), "quantized_bc": ok("abnormal")},
+        "compile": {"quantized_bc": ok("normal"), "hbm_x86": ok("abnormal")},
+        "board": {"quantized_bc": ok("normal"), "hbm_x86": ok("normal"), "board": ok("abnormal")},
+        "baseline": {"board": ok("abnormal")},
+        "qat_training": {"qat_pt": ok("abnormal")},
+        "undetermined": {},
+    }
+    for stage, results in cases.items():
+        assert diagnose({**FULL_INFO, "results": results}).verdict["stage"] == stage
+    user = diagnose({**FULL_INFO, "results": cases["board"],
+                     "deployment": {"checklist": {"layout": {"status": "mismatch"}}}})
+    assert user.verdict["stage"] == "user_side"

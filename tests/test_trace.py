@@ -1,0 +1,70 @@
+"""The evidence chain: every conclusion links back to input facts with their sources."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import EXAMPLES
+from j6doctor.diagnose import diagnose_file
+
+CASES = sorted(EXAMPLES.glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.name for p in CASES])
+def test_trace_is_closed_and_sourced(path, rulebase):
+    d = diagnose_file(path, rulebase)
+    trace = {t["id"]: t for t in d.verdict["trace"]}
+    rule_ids = {r.id for r in rulebase.rules}
+    for entry in trace.values():
+        if "rule" in entry:
+            assert entry["rule"] in rule_ids
+            assert entry["rule_file"].startswith("rules/") and entry["rule_line"] > 0
+            for premise in entry["premises"]:
+                assert premise in trace, f"{entry['id']} cites unknown fact {premise}"
+        else:
+            source = entry["source"]
+            assert source["kind"] == "case" and source["file"] == path.name
+            assert source["key"] and source["line"] > 0
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.name for p in CASES])
+def test_every_conclusion_reaches_input_facts(path, rulebase):
+    d = diagnose_file(path, rulebase)
+    trace = {t["id"]: t for t in d.verdict["trace"]}
+
+    def leaves(fact_id, seen=None):
+        seen = seen if seen is not None else set()
+        entry = trace[fact_id]
+        if "rule" not in entry:
+            return {fact_id}
+        found = set()
+        for premise in entry["premises"]:
+            if premise not in seen:
+                seen.add(premise)
+                found |= leaves(premise, seen)
+        return found
+
+    for conclusion in d.verdict["conclusion"]:
+        entry = trace[conclusion["fact"]]
+        assert entry["type"] == "verdict" and entry["fields"]["stage"] == d.verdict["stage"]
+        inputs = leaves(conclusion["fact"])
+        if d.verdict["stage"] not in ("undetermined",):
+            assert inputs, "a committed stage must rest on input facts"
+        assert inputs == {e["fact"] for e in d.verdict["evidence"]} or len(d.verdict["conclusion"]) > 1
+    for key in ("findings", "next_steps", "retain"):
+        for item in d.verdict[key]:
+            assert trace[item["fact"]]["rule"] == item["rule"]
+
+
+def test_evidence_lists_the_deciding_facts_with_lines(rulebase):
+    d = diagnose_file(EXAMPLES / "convert_j6m.yaml", rulebase)
+    evidence = {(e["fields"]["artifact"], e["source"]["line"]) for e in d.verdict["evidence"]}
+    assert evidence == {("qat_bc", 11), ("quantized_bc", 12)}
+    chain = [t for t in d.verdict["trace"] if t.get("rule") == "map.convert"]
+    assert chain and chain[0]["absent"] == ["conflict{}"]
+
+
+def test_report_shows_the_chain(rulebase):
+    from j6doctor.report import render_markdown
+    text = render_markdown(diagnose_file(EXAMPLES / "convert_j6m.yaml", rulebase))
+    assert "规则 map.convert" in text and "convert_j6m.yaml:12 results.quantized_bc" in text
