@@ -49,20 +49,48 @@ def cli() -> None:
 
 
 @cli.command()
-@click.argument("case", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("case", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--workdir", "workdirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder of artifacts to scan (repeatable); CASE may then be omitted.")
+@click.option("--metrics", type=click.Path(path_type=Path, dir_okay=False),
+              help="Evaluation results (CSV / YAML / JSON rows: artifact, metric, value[, dataset, frames]).")
+@click.option("--tolerance", type=float, help="Allowed drop from the qat.pt baseline (default 0.01).")
+@click.option("--absolute", is_flag=True, help="The tolerance is in metric units, not relative to the baseline.")
+@click.option("--lower-is-better", is_flag=True, help="The metric is an error: larger values are worse.")
+@click.option("--no-env", is_flag=True, help="Do not read installed package versions or the board type.")
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
               help="Chinese Markdown report, or the JSON verdict of the public contract.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report to this file instead of standard output.")
-def diagnose(case: Path, fmt: str, output: Path | None) -> None:
-    """Diagnose CASE (case.yaml / case.json): which stage, and why."""
-    from .diagnose import diagnose_file
+def diagnose(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, tolerance: float | None,
+             absolute: bool, lower_is_better: bool, no_env: bool, fmt: str, output: Path | None) -> None:
+    """Diagnose CASE (case.yaml / case.json) and/or the artifacts under --workdir:
+    which stage, and why."""
+    from .diagnose import diagnose as run_diagnosis
     from .engine import EngineError, RuleBaseErrors
+    from .evidence import EvidenceOptions
     from .probes import InputError
+    from .probes.artifacts import require_folder
+    from .probes.case_file import read_case
+    from .probes.metrics_file import Tolerance
     from .report import render_json, render_markdown
 
+    if case is None and not workdirs:
+        _fail("give a case file, or --workdir DIR, or both (see j6doctor diagnose --help)", EXIT_INPUT)
+    if tolerance is not None and tolerance <= 0:
+        _fail("--tolerance must be greater than 0", EXIT_INPUT)
+    custom = tolerance is not None or absolute or lower_is_better
+    options = EvidenceOptions(
+        workdirs=[],
+        metrics=metrics,
+        tolerance=Tolerance(tolerance if tolerance is not None else 0.01, not absolute, not lower_is_better)
+        if custom else None,
+        use_environment=not no_env,
+    )
     try:
-        diagnosis = diagnose_file(case)
+        options.workdirs = [require_folder(w) for w in workdirs]
+        loaded = read_case(case) if case is not None else None
+        diagnosis = run_diagnosis(loaded, options=options)
     except InputError as exc:
         _fail(exc.render(), EXIT_INPUT)
     except RuleBaseErrors as exc:
@@ -70,8 +98,14 @@ def diagnose(case: Path, fmt: str, output: Path | None) -> None:
     except EngineError as exc:
         _fail(str(exc), EXIT_INTERNAL)
     text = render_json(diagnosis) if fmt == "json" else render_markdown(diagnosis)
-    protected = [case] + [diagnosis.case.folder / p for p in diagnosis.case.data.get("artifacts") or []]
-    _write(text, output, protected)
+    protected = [a["path"] for a in diagnosis.verdict["artifacts"]]
+    base = loaded.folder if loaded is not None else options.workdirs[0]
+    inputs = ([case] if case else []) + [base / p for p in protected]
+    if loaded is not None:
+        inputs += [loaded.folder / p for p in loaded.data.get("artifacts") or []]
+    if metrics is not None:
+        inputs.append(metrics)
+    _write(text, output, inputs)
 
 
 def main() -> None:

@@ -7,15 +7,17 @@ from functools import lru_cache
 from pathlib import Path
 
 from .engine import Fact, RuleBase, RunResult
+from .evidence import EvidenceOptions, collect
 from .facts import vocabulary
-from .probes.case_file import Case, case_facts, case_from_data, read_case
+from .probes.case_file import Case, case_from_data, read_case
 from .rules import BUNDLED_RULES_DIR
 from .verdict import build_verdict
 
 
 @dataclass
 class Diagnosis:
-    case: Case
+    case: Case | None
+    title: str  # what was diagnosed: the case file's name, or the work folder
     facts: list[Fact]
     run: RunResult
     rulebase: RuleBase
@@ -33,16 +35,29 @@ def load_rulebase(extra_rule_dirs: list[Path] | tuple[Path, ...] = ()) -> RuleBa
     return _rulebase(tuple(Path(p).resolve() for p in extra_rule_dirs))
 
 
-def diagnose(case: Case, rulebase: RuleBase | None = None) -> Diagnosis:
+def diagnose(case: Case | None, rulebase: RuleBase | None = None,
+             options: EvidenceOptions | None = None) -> Diagnosis:
     rulebase = rulebase or load_rulebase()
-    facts = case_facts(case)
+    options = options or EvidenceOptions()
+    facts = collect(case, options)
     result = rulebase.run(facts)
-    return Diagnosis(case, facts, result, rulebase, build_verdict(result, rulebase))
+    if case is not None:
+        title = case.display
+    elif options.workdirs:
+        title = "工作目录 " + ", ".join(p.name or str(p) for p in options.workdirs)
+    else:
+        title = "（无输入）"
+    return Diagnosis(case, title, facts, result, rulebase, build_verdict(result, rulebase))
 
 
-def diagnose_file(path: Path, rulebase: RuleBase | None = None) -> Diagnosis:
-    return diagnose(read_case(path), rulebase)
+def diagnose_file(path: Path, rulebase: RuleBase | None = None,
+                  options: EvidenceOptions | None = None) -> Diagnosis:
+    return diagnose(read_case(path), rulebase, options or EvidenceOptions(use_environment=False))
 
 
-def diagnose_data(data: dict, rulebase: RuleBase | None = None, display: str = "<example>") -> Diagnosis:
-    return diagnose(case_from_data(data, display), rulebase)
+def diagnose_data(data: dict, rulebase: RuleBase | None = None, display: str = "<example>",
+                  base: Path | None = None, options: EvidenceOptions | None = None) -> Diagnosis:
+    """Diagnose a case given as data (tests, rule examples). The environment is not read:
+    the answer must depend on the data alone."""
+    return diagnose(case_from_data(data, display, base), rulebase,
+                    options or EvidenceOptions(use_environment=False))

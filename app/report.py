@@ -10,10 +10,17 @@ import jinja2
 from .describe import describe
 from .diagnose import Diagnosis
 from .engine import Fact, RunResult
-from .facts import label
+from .facts import enum_values, label
 from .templates import TEMPLATES_DIR
 
-NOT_APPLICABLE_QA = ("compile", "board", "user_side")
+# What 关键发现 says for a slot no rule filled.
+_EMPTY_SLOT = {
+    "first_layer": ("未提供逐层对比产物（compare_per_layer_out），暂无", "暂不能判断（阶段未确定，不做逐层归因）"),
+    "metrics": ("暂无（Cosine / L1 / Atol / qscale / range 来自 compare_per_layer_out）", "暂无"),
+    "error_source": ("暂不能判断（需要逐层对比与敏感度分析）", "暂不能判断"),
+    "fixes": ("未提供", "未提供"),
+    "qa_summary": ("未提供 QuantAnalysis 产出物", "未提供 QuantAnalysis 产出物"),
+}
 
 
 def _environment() -> jinja2.Environment:
@@ -93,12 +100,12 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
     unconfirmed = {(f["artifact"], f["status"]) for f in result.by_type("unconfirmed")}
     roots = [result.fact(c["fact"]) for c in verdict["conclusion"]]
     return {
-        "case": diagnosis.case.display,
+        "case": diagnosis.title,
         "verdict": verdict,
         "stage": verdict["stage"],
         "stage_label": verdict["stage_label"],
         "undetermined": verdict["stage"] == "undetermined",
-        "qa_not_applicable": verdict["stage"] in NOT_APPLICABLE_QA,
+        "key_findings": _key_findings(verdict),
         "evidence": [describe(result.fact(e["fact"])) + f" — {result.fact(e['fact']).source.describe()}"
                      for e in verdict["evidence"]],
         "chain": evidence_chain(diagnosis, roots),
@@ -113,9 +120,23 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         "symptom": [f["text"] for f in by_type.get("symptom", [])],
         "deployment_notes": [f["text"] for f in by_type.get("deployment_notes", [])],
         "tried": [f["text"] for f in by_type.get("tried_fix", [])],
+        "files": [f"{a['path']}（{label('file_kind', a['kind'])}，{a['size']} 字节，sha256 {a['sha256'][:12]}）"
+                  for a in verdict["artifacts"]],
         "checks": _checks(diagnosis),
         "stage_name": lambda s: label("stage", s),
     }
+
+
+def _key_findings(verdict: dict[str, Any]) -> list[dict[str, Any]]:
+    """The five 关键发现 entries of the report template, in order, filled by the rules."""
+    undetermined = verdict["stage"] in ("undetermined", "baseline")
+    out = []
+    for slot in enum_values("key_slot"):
+        texts = [k["text"] for k in verdict["key_findings"] if k["slot"] == slot]
+        if not texts:
+            texts = [_EMPTY_SLOT[slot][1 if undetermined else 0]]
+        out.append({"label": label("key_slot", slot), "texts": texts})
+    return out
 
 
 def render_markdown(diagnosis: Diagnosis) -> str:

@@ -123,6 +123,17 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> dict[str, Any]:
         for f in sorted(result.by_type("finding"), key=lambda f: _num(f.id))
     ]
 
+    slot_order = list(enum_values("key_slot"))
+    key_findings = [
+        {"slot": f["slot"], "text": f["text"], "rule": f.derivation.rule, "fact": f.id}
+        for f in sorted(result.by_type("key_finding"),
+                        key=lambda f: (slot_order.index(f["slot"]), f["order"], _num(f.id)))
+    ]
+    artifacts = [
+        {"kind": f["kind"], "path": f["path"], "size": f["size"], "sha256": f["sha256"], "fact": f.id}
+        for f in result.by_type("artifact_file")
+    ]
+
     evidence = [
         {"fact": f.id, "type": f.type, "fields": dict(f.fields),
          "source": f.source.as_dict() if f.source else {}}
@@ -141,11 +152,13 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> dict[str, Any]:
             for f in sorted(chosen, key=lambda f: _num(f.id))
         ],
         "findings": findings,
+        "key_findings": key_findings,
         "warnings": warnings,
         "checklist": checklist,
         "mistakes": list(mistakes.values()),
         "next_steps": next_steps,
         "retain": retain,
+        "artifacts": artifacts,
         "trace": [trace_entry(f) for f in result.facts],
         "rulebase": {"fingerprint": rulebase.compiled.fingerprint, "rules": len(rulebase.rules)},
     }

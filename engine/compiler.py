@@ -154,7 +154,7 @@ def _pattern(cond: Condition, alias_of: dict[str, str], first_alias: str | None,
 
 
 def _choice_key(cond: Condition, test: Test) -> str:
-    return f"{cond.line}:{cond.type}:{test.field}"
+    return f"{id(cond)}:{test.field}"
 
 
 def _expansions(rule: Rule) -> list[dict[str, Any]]:

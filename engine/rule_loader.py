@@ -38,8 +38,9 @@ def _suggest(word: str, choices: Iterable[str]) -> str:
 class _FileChecker:
     """Turns one located YAML document into rules, collecting every error."""
 
-    def __init__(self, path: str, doc: LocatedDocument, vocab: Vocabulary):
+    def __init__(self, path: str, doc: LocatedDocument, vocab: Vocabulary, folder: str = ""):
         self.path = path
+        self.folder = folder
         self.doc = doc
         self.vocab = vocab
         self.errors: list[RuleBaseError] = []
@@ -122,7 +123,7 @@ class _FileChecker:
             line=self.doc.line_of(base), when=tuple(when), then=tuple(then),
             priority=int(raw.get("priority", 0)),
             knowledge=raw.get("knowledge", file_knowledge), examples=examples,
-            file_title=str(self.doc.data.get("title", "")),
+            file_title=str(self.doc.data.get("title", "")), folder=self.folder,
         )
 
     def build_condition(self, rid: str, path: tuple, raw: dict,
@@ -313,7 +314,7 @@ def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None) ->
         doc = load_yaml(text)
     except YamlInputError as exc:
         raise RuleBaseErrors([RuleBaseError(exc.message, file=name, line=exc.line)]) from None
-    checker = _FileChecker(name, doc, vocab)
+    checker = _FileChecker(name, doc, vocab, str(path.resolve().parent))
     rule_file = checker.build()
     if checker.errors or rule_file is None:
         raise RuleBaseErrors(checker.errors or [RuleBaseError("empty rule file", file=name)])

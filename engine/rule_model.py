@@ -97,6 +97,7 @@ class Rule:
     examples: list[Example] = field(default_factory=list)
     overrides: str | None = None  # file of the rule this one replaced (rule packs)
     file_title: str = ""  # title of the rule file: the table it encodes
+    folder: str = ""  # folder of the rule file: relative paths in its examples refer to it
 
     @property
     def positive(self) -> tuple[Condition, ...]:

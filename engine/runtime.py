@@ -237,8 +237,13 @@ def _resolve(value: Any, bound: dict[str, Fact], vocab: Vocabulary) -> Any:
 
 
 def _text(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    """A field value inside a conclusion's text: short and stable."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return format(value, ".6g")
     return str(value)
 
 

@@ -97,6 +97,17 @@ def _case_schema() -> dict[str, Any]:
                 },
             },
             "artifacts": {"type": "array", "items": string},
+            "metrics": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["file"],
+                "properties": {
+                    "file": string,
+                    "tolerance": {"type": "number", "exclusiveMinimum": 0},
+                    "relative": {"type": "boolean"},
+                    "higher_is_better": {"type": "boolean"},
+                },
+            },
             "tried": {"type": "array", "items": string},
         },
     }
@@ -110,10 +121,13 @@ class Case:
     display: str
     data: dict[str, Any]
     doc: LocatedDocument = field(default_factory=lambda: LocatedDocument(None, {}))
+    base: Path | None = None  # folder that relative paths refer to, for cases given as data
 
     @property
     def folder(self) -> Path:
-        return self.path.parent if self.path is not None else Path.cwd()
+        if self.path is not None:
+            return self.path.parent
+        return self.base if self.base is not None else Path.cwd()
 
     def source(self, *key: Any) -> Source:
         dotted = ".".join(str(k) for k in key)
@@ -154,8 +168,9 @@ def _format_error(err: jsonschema.ValidationError) -> tuple[tuple, str]:
     if err.validator == "required":
         missing = err.message.split("'")[1] if "'" in err.message else err.message
         return path, f"{key}: {missing!r} is required"
-    if err.validator == "minimum":
-        return path, f"{key}: must be at least {err.validator_value}"
+    if err.validator in ("minimum", "exclusiveMinimum"):
+        word = "at least" if err.validator == "minimum" else "greater than"
+        return path, f"{key}: must be {word} {err.validator_value}"
     return path, f"{key}: {err.message}"
 
 
@@ -191,11 +206,13 @@ def _reject_constant(display: str, name: str):
 
 
 def _normalize(data: dict[str, Any]) -> dict[str, Any]:
-    """Shorthand `results: {qat_pt: normal}` → `{status: normal}`."""
+    """Shorthands: `results: {qat_pt: normal}` → `{status: normal}`; `metrics: FILE` → `{file: FILE}`."""
+    data = dict(data)
     results = data.get("results")
     if isinstance(results, dict):
-        data = dict(data)
         data["results"] = {k: ({"status": v} if isinstance(v, str) else v) for k, v in results.items()}
+    if isinstance(data.get("metrics"), str):
+        data["metrics"] = {"file": data["metrics"]}
     return data
 
 
@@ -225,9 +242,12 @@ def read_case(path: Path) -> Case:
     return validate_case(doc, display, path)
 
 
-def case_from_data(data: dict[str, Any], display: str = "<example>") -> Case:
-    """A case given as data (a rule's example); validated like a file."""
-    return validate_case(LocatedDocument(data, {}), display, None)
+def case_from_data(data: dict[str, Any], display: str = "<example>", base: Path | None = None) -> Case:
+    """A case given as data (a rule's example); validated like a file. Relative paths in
+    it refer to `base` (a rule example's: the folder of its rule file)."""
+    case = validate_case(LocatedDocument(data, {}), display, None)
+    case.base = base
+    return case
 
 
 def validate_case(doc: LocatedDocument, display: str, path: Path | None) -> Case:

@@ -19,7 +19,7 @@ def test_help_and_version(cli):
 
 def test_usage_error_exits_2(cli):
     proc = cli("diagnose")
-    assert proc.returncode == 2 and "Missing argument" in proc.stderr
+    assert proc.returncode == 2 and "give a case file, or --workdir DIR" in proc.stderr
     bad = cli("diagnose", str(EXAMPLES / "empty.yaml"), "--format", "pdf")
     assert bad.returncode == 2 and "pdf" in bad.stderr
 

@@ -1,0 +1,174 @@
+"""Gather the evidence of one diagnosis: the case file, the artifact files, an evaluation
+results file and the environment, each through its probe, into numbered input facts.
+
+A file that cannot be read becomes a `probe_problem` fact and the diagnosis goes on with
+the rest; nothing here decides anything about stages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .engine import Fact, Source
+from .facts import vocabulary
+from .probes import InputError
+from .probes.artifacts import FoundFile, find_artifacts
+from .probes.case_file import Case, case_facts, normalize_platform
+from .probes.environment import BOARD_FILE, board_from_environment, installed_versions, read_board_file
+from .probes.metrics_file import Tolerance, judge, read_metrics
+
+METRICS_NAMES = ("metrics.csv", "metrics.yaml", "metrics.yml", "metrics.json")
+MAX_SIGNALS_PER_KIND = 10  # facts stay few: probes summarise (shared/engine/DURABLE_RULES.md)
+
+
+@dataclass
+class EvidenceOptions:
+    workdirs: list[Path] = field(default_factory=list)
+    metrics: Path | None = None
+    tolerance: Tolerance | None = None
+    use_environment: bool = True
+    environ: dict[str, str] | None = None
+    progress: Callable[[str], None] | None = None
+
+
+class FactList:
+    """Numbers input facts f1, f2, ... in the order the probes produce them."""
+
+    def __init__(self) -> None:
+        self.facts: list[Fact] = []
+        self.vocab = vocabulary()
+
+    def add(self, type_name: str, fields: dict[str, Any], source: Source) -> Fact:
+        fact = Fact(f"f{len(self.facts) + 1}", type_name, self.vocab.complete(type_name, fields), source)
+        self.facts.append(fact)
+        return fact
+
+    def extend_case(self, case: Case) -> None:
+        for fact in case_facts(case, start=len(self.facts) + 1):
+            self.facts.append(fact)
+
+
+def _file_source(found: FoundFile, line: int | None = None, key: str | None = None) -> Source:
+    return Source("file", file=found.display, line=line, key=key, sha256=found.sha256)
+
+
+def _problem(facts: FactList, display: str, message: str, sha256: str | None = None) -> None:
+    facts.add("probe_problem", {"path": display, "message": message},
+              Source("file", file=display, sha256=sha256))
+
+
+def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path | None, Tolerance, str | None]:
+    """The metrics file and tolerance: command line first, then the case's `metrics` key."""
+    spec = (case.data.get("metrics") if case else None) or {}
+    if isinstance(spec, str):
+        spec = {"file": spec}
+    tolerance = options.tolerance or Tolerance(
+        value=float(spec.get("tolerance", 0.01)),
+        relative=bool(spec.get("relative", True)),
+        higher_is_better=bool(spec.get("higher_is_better", True)),
+    )
+    if options.metrics is not None:
+        return options.metrics, tolerance, None
+    if spec.get("file") and case is not None:
+        return case.folder / spec["file"], tolerance, "metrics.file"
+    return None, tolerance, None
+
+
+def _add_metrics(facts: FactList, path: Path, display: str, tolerance: Tolerance, sha256: str | None) -> None:
+    try:
+        rows = read_metrics(path, display)
+    except InputError as exc:
+        _problem(facts, display, exc.render(), sha256)
+        return
+    judgements, notes = judge(rows, tolerance)
+    chain = vocabulary().enums["artifact"]
+    for j in judgements:
+        source = Source("file", file=display, line=j.row.line or None, key=f"{j.artifact}.{j.row.metric}", sha256=sha256)
+        facts.add("result", {
+            "artifact": j.artifact, "status": j.status, "evidence": j.evidence,
+            "metric": j.row.metric, "value": j.row.value, "pos": chain.attr(j.artifact, "chain", -1),
+        }, source)
+        facts.add("metric_judgement", {
+            "path": display, "artifact": j.artifact, "metric": j.row.metric, "value": j.row.value,
+            "baseline": j.baseline, "drop": j.drop, "threshold": j.threshold, "status": j.status,
+            "tolerance": tolerance.describe(),
+        }, source)
+    for note in notes:
+        _problem(facts, display, note, sha256)
+
+
+def _add_environment(facts: FactList, base: Path | None, options: EvidenceOptions) -> None:
+    for installed in installed_versions():
+        facts.add("version", {"package": installed.package, "version": installed.version},
+                  Source("environment", key=f"importlib.metadata:{installed.package}"))
+    settings = board_from_environment(options.environ)
+    if base is not None and (base / BOARD_FILE).is_file():
+        try:
+            settings = read_board_file(base / BOARD_FILE, BOARD_FILE.as_posix()) + settings
+        except InputError as exc:
+            _problem(facts, BOARD_FILE.as_posix(), exc.render())
+    for setting in settings:
+        family = normalize_platform(setting.value)
+        if family is None:
+            continue  # a board name we do not know is no evidence about the platform
+        source = (Source("environment", key=setting.origin) if setting.origin.startswith("env:")
+                  else Source("file", file=setting.origin, line=setting.line))
+        facts.add("platform", {"family": family, "march": vocabulary().enums["platform"].attr(family, "march"),
+                               "given": setting.value}, source)
+        break  # the first setting wins; the others repeat it
+
+
+def collect(case: Case | None, options: EvidenceOptions) -> list[Fact]:
+    from .artifact_readers import read_artifacts
+
+    facts = FactList()
+    if case is not None:
+        facts.extend_case(case)
+    base = case.folder if case is not None else (options.workdirs[0] if options.workdirs else None)
+    paths: list[Path] = []
+    display_of: dict[Path, str] = {}
+    if case is not None:
+        for raw in case.data.get("artifacts") or []:
+            paths.append(case.folder / raw)
+            display_of[case.folder / raw] = raw
+    paths.extend(options.workdirs)
+    found: list[FoundFile] = []
+    if paths:
+        found, problems = find_artifacts(paths, base or Path.cwd(), display_of, options.progress)
+        for display, message in problems:
+            _problem(facts, display, message)
+    for item in found:
+        facts.add("artifact_file", {"kind": item.kind, "path": item.display, "size": item.size,
+                                    "sha256": item.sha256}, _file_source(item))
+    read_artifacts(found, facts, _problem, MAX_SIGNALS_PER_KIND)
+
+    metrics_path, tolerance, _ = _metrics_settings(case, options)
+    if metrics_path is None:
+        for folder in options.workdirs:
+            for name in METRICS_NAMES:
+                if (folder / name).is_file():
+                    metrics_path = folder / name
+                    break
+            if metrics_path:
+                break
+    if metrics_path is not None:
+        display = _display(metrics_path, base)
+        if not metrics_path.is_file():
+            _problem(facts, display, "no such metrics file")
+        else:
+            from .probes.artifacts import sha256_of
+            _add_metrics(facts, metrics_path, display, tolerance, sha256_of(metrics_path))
+    if options.use_environment:
+        _add_environment(facts, base, options)
+    return facts.facts
+
+
+def _display(path: Path, base: Path | None) -> str:
+    if base is not None:
+        try:
+            return path.resolve().relative_to(base.resolve()).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()

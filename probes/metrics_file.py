@@ -1,0 +1,195 @@
+"""Evaluation results file → normal / abnormal per artifact.
+
+Format (CSV, YAML or JSON): rows of `artifact, metric, value` with optional `dataset`,
+`frames`. The qat.pt row of the same metric and dataset is the baseline; an artifact is
+abnormal when its drop from the baseline exceeds the tolerance (absolute, or relative to
+the baseline). `frames: 1` means a single frame: such a row is single-frame evidence.
+
+    artifact,metric,value,dataset,frames
+    qat_pt,mAP,41.2,val2017,5000
+    quantized_bc,mAP,36.0,val2017,5000
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..engine.strict_yaml import YamlInputError, load_yaml
+from .input_error import InputError
+
+# Accepted spellings of artifact ids (file names people write in spreadsheets).
+_ARTIFACT_ALIASES = {
+    "float": "float", "float_model": "float",
+    "qat_pt": "qat_pt", "qat.pt": "qat_pt", "qat": "qat_pt",
+    "qat_export_pt": "qat_export_pt", "qat.export.pt": "qat_export_pt", "pre_export": "qat_export_pt",
+    "qat_bc": "qat_bc", "qat.bc": "qat_bc",
+    "quantized_bc": "quantized_bc", "quantized.bc": "quantized_bc", "int.bc": "quantized_bc",
+    "hbm": "hbm", "hbm_x86": "hbm_x86", "x86": "hbm_x86", "hbm_sim": "hbm_x86", "board": "board",
+}
+BASELINE = "qat_pt"
+MAX_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    value: float = 0.01
+    relative: bool = True
+    higher_is_better: bool = True
+
+    def describe(self) -> str:
+        kind = f"相对基线 {self.value:.4g}（{self.value * 100:.4g}%）" if self.relative else f"绝对值 {self.value:.4g}"
+        return kind + ("，指标越大越好" if self.higher_is_better else "，指标越小越好")
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    line: int
+    artifact: str
+    metric: str
+    value: float
+    dataset: str
+    frames: int | None
+
+
+@dataclass(frozen=True)
+class Judgement:
+    artifact: str
+    status: str  # normal | abnormal
+    evidence: str  # dataset_eval | single_frame
+    row: MetricRow
+    baseline: float | None  # None for the baseline row itself
+    drop: float | None
+    threshold: float | None
+
+
+def _fail(display: str, message: str, line: int | None = None):
+    raise InputError(display, message, line)
+
+
+def _rows_from_records(records: list[Any], lines: list[int | None], display: str) -> list[MetricRow]:
+    rows = []
+    for record, line in zip(records, lines):
+        if not isinstance(record, dict):
+            _fail(display, "each row must be a mapping with artifact, metric, value", line)
+        unknown = sorted(set(record) - {"artifact", "metric", "value", "dataset", "frames"})
+        if unknown:
+            _fail(display, f"unknown column {unknown[0]!r}; expected artifact, metric, value, dataset, frames", line)
+        for key in ("artifact", "metric", "value"):
+            if record.get(key) in (None, ""):
+                _fail(display, f"missing {key!r} (expected artifact, metric, value)", line)
+        name = str(record["artifact"]).strip().lower()
+        artifact = _ARTIFACT_ALIASES.get(name)
+        if artifact is None:
+            _fail(display, f"unknown artifact {record['artifact']!r}; allowed: "
+                  "float, qat_pt, qat_export_pt, qat_bc, quantized_bc, hbm, hbm_x86, board", line)
+        try:
+            value = float(record["value"])
+        except (TypeError, ValueError):
+            _fail(display, f"value {record['value']!r} is not a number", line)
+        if not math.isfinite(value):
+            _fail(display, f"value {record['value']!r} is not a finite number", line)
+        frames = record.get("frames")
+        if frames not in (None, ""):
+            try:
+                frames = int(frames)
+            except (TypeError, ValueError):
+                _fail(display, f"frames {frames!r} is not a whole number", line)
+            if frames < 1:
+                _fail(display, "frames must be at least 1", line)
+        else:
+            frames = None
+        rows.append(MetricRow(line or 0, artifact, str(record["metric"]).strip(), value,
+                              str(record.get("dataset") or "").strip(), frames))
+    return rows
+
+
+def read_metrics(path: Path, display: str | None = None) -> list[MetricRow]:
+    display = display or path.name
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        _fail(display, f"cannot read: {exc.strerror}")
+    if len(raw) > MAX_BYTES:
+        _fail(display, f"too large for a metrics file ({len(raw)} bytes)")
+    if b"\x00" in raw:
+        _fail(display, "binary data, not a CSV / YAML / JSON metrics file")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        _fail(display, f"not UTF-8 text (invalid byte at offset {exc.start})", raw[:exc.start].count(b"\n") + 1)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        reader = csv.DictReader(io.StringIO(text), skipinitialspace=True)
+        if not reader.fieldnames:
+            _fail(display, "empty; expected a header line artifact,metric,value[,dataset,frames]", 1)
+        header = [h.strip() for h in reader.fieldnames]
+        if not {"artifact", "metric", "value"} <= set(header):
+            _fail(display, f"header {','.join(header)!r} lacks artifact, metric, value", 1)
+        records, lines = [], []
+        for record in reader:
+            if None in record:
+                _fail(display, "more fields than the header", reader.line_num)
+            records.append({k.strip(): (v.strip() if isinstance(v, str) else v)
+                            for k, v in record.items() if k})
+            lines.append(reader.line_num)
+        return _rows_from_records(records, lines, display)
+    if suffix in (".yaml", ".yml", ".json"):
+        try:
+            doc = json.loads(text) if suffix == ".json" else load_yaml(text).data
+            located = load_yaml(text) if suffix != ".json" else None
+        except (json.JSONDecodeError, YamlInputError) as exc:
+            line = getattr(exc, "lineno", None) or getattr(exc, "line", None)
+            _fail(display, f"not valid {'JSON' if suffix == '.json' else 'YAML'}: "
+                  f"{getattr(exc, 'msg', None) or getattr(exc, 'message', exc)}", line)
+        records = doc.get("results") if isinstance(doc, dict) else doc
+        if not isinstance(records, list):
+            _fail(display, "expected a list of rows (or a mapping with a 'results' list)")
+        prefix = ("results",) if isinstance(doc, dict) else ()
+        lines = [located.line_of(prefix + (i,)) if located else None for i in range(len(records))]
+        return _rows_from_records(records, lines, display)
+    _fail(display, "a metrics file ends in .csv, .yaml, .yml or .json")
+    return []
+
+
+def judge(rows: list[MetricRow], tolerance: Tolerance) -> tuple[list[Judgement], list[str]]:
+    """Judge every artifact against the qat.pt baseline of the same metric and dataset.
+    Returns one judgement per artifact (its worst row) and notes on rows that could not be judged."""
+    baselines: dict[tuple[str, str], MetricRow] = {}
+    for row in rows:
+        if row.artifact == BASELINE:
+            baselines.setdefault((row.metric, row.dataset), row)
+    per_artifact: dict[str, Judgement] = {}
+    notes: list[str] = []
+    for row in rows:
+        if row.artifact == "float":
+            continue  # the float model is not on the consistency chain
+        evidence = "single_frame" if row.frames == 1 else "dataset_eval"
+        if row.artifact == BASELINE:
+            current = Judgement(row.artifact, "normal", evidence, row, None, None, None)
+        else:
+            base = baselines.get((row.metric, row.dataset))
+            if base is None:
+                notes.append(f"line {row.line}: no qat_pt baseline for {row.metric}"
+                             + (f" on {row.dataset}" if row.dataset else "") + "; row not judged")
+                continue
+            drop = (base.value - row.value) if tolerance.higher_is_better else (row.value - base.value)
+            threshold = tolerance.value * abs(base.value) if tolerance.relative else tolerance.value
+            status = "abnormal" if drop > threshold else "normal"
+            current = Judgement(row.artifact, status, evidence, row, base.value, drop, threshold)
+        previous = per_artifact.get(row.artifact)
+        if previous is None or _worse(current, previous):
+            per_artifact[row.artifact] = current
+    order = list(_ARTIFACT_ALIASES.values())
+    return sorted(per_artifact.values(), key=lambda j: order.index(j.artifact)), notes
+
+
+def _worse(a: Judgement, b: Judgement) -> bool:
+    if a.status != b.status:
+        return a.status == "abnormal"
+    return (a.drop or 0.0) > (b.drop or 0.0)

@@ -1,0 +1,435 @@
+"""`model_check_result.txt` (written by prepare()'s model check, FORMATS.md §9) → a
+ModelCheck with the red flags of §13.6 as Signals.
+
+Two layouts are read: the newer one ("Each module called times:", graph in a separate
+fx_graph.txt) and profiler vB ("not used" / "used multi times" sub-sections and a trailing
+"Graph:" table). Sections are found by their literal heading lines; any other block is
+skipped, so an unknown extra section does not stop the parse.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .input_error import InputError
+from .text_tables import (Table, is_psql_start, is_simple_start, load_text, parse_psql,
+                          parse_simple, skip_blank, split_lines)
+
+if TYPE_CHECKING:
+    from .fx_graph import FxGraph
+
+WHAT = "model_check_result.txt"
+DEFAULT_AVERAGING_CONSTANT = 0.01
+
+# Literal heading line → section key (FORMATS.md §9 table).
+HEADINGS = {
+    "All fusable modules are fused in model!": "all_fused",
+    "Fusable modules are listed below:": "unfused",
+    "All modules in the model run exactly once.": "run_once",
+    "Modules below are not used:": "not_used",
+    "Modules below are used multi times:": "multi_used",
+    "Each module called times:": "called_times",
+    "input dtype statistics:": "input_dtype",
+    "output dtype statistics:": "output_dtype",
+    "Each layer out qconfig:": "layer_qconfig",
+    "Weight qconfig:": "weight_qconfig",
+    "Please check if these OPs qconfigs are expected..": "messages",
+    "Graph:": "graph",
+}
+_VB_ONLY = {"run_once", "not_used", "multi_used", "graph"}
+
+_LAYER_COLUMNS = {"module name": "module", "module type": "type", "input dtype": "input_dtype",
+                  "out dtype": "out_dtype", "ch_axis": "ch_axis", "observer": "observer"}
+_WEIGHT_COLUMNS = {"module name": "module", "module type": "type",
+                   "weight dtype": "weight_dtype", "ch_axis": "ch_axis", "observer": "observer"}
+_MESSAGE_COLUMNS = {"module name": "module", "module type": "type", "msg": "msg"}
+
+_SHARED_SUFFIX = re.compile(r"\s*\(shared\)$")
+# "neck.add[add]" (FloatFunctional method) and "dequant(1)" (k-th reuse) → "neck.add", "dequant".
+_NAME_SUFFIX = re.compile(r"(\[[^\]]*\]|\(\d+\))+$")
+_AVERAGING = re.compile(r"averaging_constant\s*=\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
+_FIXED_SCALE = re.compile(r"^Fixed (?:input )?scale\b")
+_WEIGHT_MSG = re.compile(r"^(\S+) weight!$")
+_FLOAT_DTYPE = re.compile(r"torch\.(?:float|half|bfloat)\w*")
+_STUBS = {"QuantStub", "DeQuantStub", "Quantize", "DeQuantize"}
+_DEQUANT_STUBS = {"DeQuantStub", "DeQuantize"}
+
+
+@dataclass(frozen=True)
+class Signal:
+    kind: str      # e.g. "unfused", "shared_module", "scale_frozen" (FORMATS.md §13.6)
+    module: str    # module name the signal is about ("" if global)
+    detail: str    # short English detail
+    line: int      # 1-based line in the file
+
+
+@dataclass
+class ModelCheck:
+    display: str
+    layout: str                        # "newer" | "vB"
+    all_fused: bool
+    unfused_groups: list[list[str]]
+    called_times: dict[str, int]
+    unused_modules: list[str]
+    shared_modules: dict[str, int]
+    layer_qconfig: list[dict[str, str]]
+    dtype_columns: list[str]
+    high_precision_outputs: list[str]
+    nondefault_averaging_constant: dict[str, float]
+    messages: list[tuple[str, str]]
+    has_embedded_graph: bool
+    signals: list[Signal]
+    # Additions beyond the brief: the weight table and the vB embedded graph itself.
+    weight_qconfig: list[dict[str, str]] = field(default_factory=list)
+    embedded_graph: FxGraph | None = None
+
+
+@dataclass
+class _Section:
+    key: str
+    line: int          # 1-based line of the heading
+    start: int         # index of the first body line
+    end: int           # index just after the body
+
+
+@dataclass
+class _RowLines:
+    """File lines of the rows behind each parsed item, so signals can point at them."""
+    groups: list[int] = field(default_factory=list)
+    shared_groups: set[int] = field(default_factory=set)   # groups whose first name had "(shared)"
+    called: dict[str, int] = field(default_factory=dict)
+    layer: list[int] = field(default_factory=list)
+    weight: list[int] = field(default_factory=list)
+    message: list[int] = field(default_factory=list)
+
+
+def read_model_check(path: Path, display: str | None = None) -> ModelCheck:
+    display = display or path.name
+    lines = split_lines(load_text(path, display, WHAT))
+    sections = _find_sections(lines)
+    if not sections:
+        raise InputError(display, f"not a {WHAT}: expected its section headings, e.g. "
+                                  "'Fusable modules are listed below:' and 'Each layer out qconfig:'")
+    check = ModelCheck(display=display, layout=_layout(sections), all_fused=False,
+                       unfused_groups=[], called_times={}, unused_modules=[],
+                       shared_modules={}, layer_qconfig=[], dtype_columns=[],
+                       high_precision_outputs=[], nondefault_averaging_constant={},
+                       messages=[], has_embedded_graph=False, signals=[])
+    where = _RowLines()
+    for sec in sections:
+        _read_section(lines, sec, display, check, where)
+    _require_sections(sections, display)
+    _reject_cut_heading(lines, display)
+    check.unused_modules = [m for m, n in check.called_times.items() if n == 0]
+    check.shared_modules = {m: n for m, n in check.called_times.items() if n > 1}
+    check.high_precision_outputs = _high_precision_outputs(check.layer_qconfig)
+    check.nondefault_averaging_constant = _averaging_constants(check.layer_qconfig)
+    check.signals = _signals(check, where)
+    return check
+
+
+def _read_section(lines: list[str], sec: _Section, display: str, check: ModelCheck,
+                  where: _RowLines) -> None:
+    if sec.key == "all_fused":
+        check.all_fused = True
+    elif sec.key == "unfused":
+        _read_unfused(lines, sec, display, check, where)
+    elif sec.key in ("not_used", "multi_used", "called_times"):
+        _read_called(lines, sec, display, check, where.called)
+    elif sec.key == "input_dtype":
+        check.dtype_columns = _read_dtype_stats(lines, sec, display)
+    elif sec.key == "output_dtype":
+        _read_dtype_stats(lines, sec, display)   # validated only; counts are not needed
+    elif sec.key == "layer_qconfig":
+        _read_rows(lines, sec, display, _LAYER_COLUMNS, check.layer_qconfig, where.layer)
+    elif sec.key == "weight_qconfig":
+        _read_rows(lines, sec, display, _WEIGHT_COLUMNS, check.weight_qconfig, where.weight)
+    elif sec.key == "messages":
+        rows: list[dict[str, str]] = []
+        _read_rows(lines, sec, display, _MESSAGE_COLUMNS, rows, where.message)
+        check.messages += [(r["module"], r["msg"]) for r in rows]
+    elif sec.key == "graph":
+        check.embedded_graph = _read_graph(lines, sec, display)
+        check.has_embedded_graph = True
+    # "run_once" carries no table: nothing to read.
+
+
+# ---------------------------------------------------------------- sections
+
+def _find_sections(lines: list[str]) -> list[_Section]:
+    """Known heading lines split the file; text before the first one is ignored."""
+    sections: list[_Section] = []
+    for i, line in enumerate(lines):
+        key = HEADINGS.get(line.strip())
+        if key is None:
+            continue
+        if sections:
+            sections[-1].end = i
+        sections.append(_Section(key, i + 1, i + 1, len(lines)))
+    return sections
+
+
+def _require_sections(sections: list[_Section], display: str) -> None:
+    keys = {s.key for s in sections}
+    missing = []
+    if not keys & {"all_fused", "unfused"}:
+        missing.append("'All fusable modules are fused in model!' or "
+                       "'Fusable modules are listed below:'")
+    if "layer_qconfig" not in keys:
+        missing.append("'Each layer out qconfig:'")
+    if not missing:
+        return
+    raise InputError(display, f"incomplete {WHAT} (truncated?): missing section "
+                              + " and ".join(missing))
+
+
+def _reject_cut_heading(lines: list[str], display: str) -> None:
+    """A file that ends in the first part of a heading was cut while being written."""
+    last = len(lines) - 1
+    while last >= 0 and not lines[last].strip():
+        last -= 1
+    tail = lines[last].strip() if last >= 0 else ""
+    if tail and tail not in HEADINGS and any(h.startswith(tail) for h in HEADINGS):
+        raise InputError(display, f"file ends in an incomplete section heading {tail!r} "
+                                  "(truncated?)", last + 1)
+
+
+def _layout(sections: list[_Section]) -> str:
+    keys = {s.key for s in sections}
+    return "vB" if keys & _VB_ONLY and "called_times" not in keys else "newer"
+
+
+def _first_table(lines: list[str], sec: _Section, display: str, style: str) -> Table:
+    """The table right under a heading (blank lines allowed in between)."""
+    i = skip_blank(lines, sec.start, sec.end)
+    starts = is_psql_start(lines, i) if style == "psql" else is_simple_start(lines, i)
+    if i >= sec.end or not starts:
+        heading = next(h for h, k in HEADINGS.items() if k == sec.key)
+        raise InputError(display, f"expected a {style} table under '{heading}'",
+                         i + 1 if i < len(lines) else sec.line)
+    parse = parse_psql if style == "psql" else parse_simple
+    return parse(lines[:sec.end], i, 1, display)
+
+
+def _columns(table: Table, wanted: dict[str, str], display: str, line: int) -> dict[str, int]:
+    """Field name → column index; the first wanted column (the name) is required."""
+    found = {key: table.column(header) for header, key in wanted.items()}
+    first_header, first_key = next(iter(wanted.items()))
+    if found[first_key] is None:
+        raise InputError(display, f"table has no '{first_header}' column; expected columns "
+                                  + ", ".join(repr(h) for h in wanted), line)
+    return {key: idx for key, idx in found.items() if idx is not None}
+
+
+# ---------------------------------------------------------------- section readers
+
+def _read_unfused(lines: list[str], sec: _Section, display: str, check: ModelCheck,
+                  where: _RowLines) -> None:
+    """One simple `name, type` table per unfused group, each closed by an all-blank row."""
+    i = skip_blank(lines, sec.start, sec.end)
+    if not is_simple_start(lines, i) or i >= sec.end:
+        raise InputError(display, "expected a 'name  type' table of unfused modules under "
+                                  "'Fusable modules are listed below:'", min(i, len(lines) - 1) + 1)
+    while i < sec.end and is_simple_start(lines, i):
+        table = parse_simple(lines[:sec.end], i, 1, display)
+        col = _columns(table, {"name": "name"}, display, i + 1)["name"]
+        group = [r.cells[col] for r in table.rows if r.cells[col]]
+        if group:
+            if _SHARED_SUFFIX.search(group[0]):
+                where.shared_groups.add(len(check.unfused_groups))
+            check.unfused_groups.append([_SHARED_SUFFIX.sub("", n) for n in group])
+            where.groups.append(table.rows[0].line)
+        i = skip_blank(lines, table.end, sec.end)
+
+
+def _read_called(lines: list[str], sec: _Section, display: str, check: ModelCheck,
+                 called_lines: dict[str, int]) -> None:
+    table = _first_table(lines, sec, display, "simple")
+    cols = _columns(table, {"name": "name", "called times": "times"}, display, sec.line + 1)
+    if "times" not in cols:
+        raise InputError(display, "expected columns 'name' and 'called times'", sec.line + 1)
+    for row in table.rows:
+        name, times = row.cells[cols["name"]], row.cells[cols["times"]]
+        if not re.fullmatch(r"\d+", times):
+            raise InputError(display, f"expected an integer 'called times' for {name!r}, "
+                                      f"got {times!r} (truncated row?)", row.line)
+        check.called_times[name] = int(times)
+        called_lines[name] = row.line
+
+
+def _read_dtype_stats(lines: list[str], sec: _Section, display: str) -> list[str]:
+    table = _first_table(lines, sec, display, "psql")
+    if table.column("module type") != 0:
+        raise InputError(display, "expected a dtype statistics table starting with a "
+                                  "'module type' column", sec.line + 2)
+    for row in table.rows:
+        bad = [c for c in row.cells[1:] if not re.fullmatch(r"\d+", c)]
+        if bad:
+            raise InputError(display, f"expected integer counts per dtype, got {bad[0]!r}", row.line)
+    return list(table.headers[1:])
+
+
+def _read_rows(lines: list[str], sec: _Section, display: str, wanted: dict[str, str],
+               out: list[dict[str, str]], out_lines: list[int]) -> None:
+    table = _first_table(lines, sec, display, "psql")
+    cols = _columns(table, wanted, display, sec.line + 2)
+    for row in table.rows:
+        out.append({key: row.cells[cols[key]] if key in cols else "" for key in wanted.values()})
+        out_lines.append(row.line)
+
+
+def _read_graph(lines: list[str], sec: _Section, display: str) -> FxGraph:
+    from .fx_graph import FxGraph, graph_signals, opcode_counts, read_fx_table  # avoids an import cycle
+
+    i = skip_blank(lines, sec.start, sec.end)
+    if i >= sec.end:
+        raise InputError(display, "expected the FX graph table under 'Graph:'", sec.line)
+    nodes = read_fx_table(lines[i:sec.end], i + 1, display)
+    return FxGraph(display, nodes, opcode_counts(nodes), graph_signals(nodes))
+
+
+# ---------------------------------------------------------------- derived facts
+
+def base_module(name: str) -> str:
+    """Module path without the `[method]` / `(k)` suffixes of the qconfig table."""
+    return _NAME_SUFFIX.sub("", name)
+
+
+def class_leaf(type_text: str) -> str:
+    """`<class 'a.b.Conv2d'>` or `a.b.Conv2d` → `Conv2d`."""
+    m = re.fullmatch(r"<class '([^']*)'>", type_text.strip())
+    return (m.group(1) if m else type_text.strip()).rsplit(".", 1)[-1]
+
+
+def _is_float(dtype_list: str) -> bool:
+    return bool(_FLOAT_DTYPE.search(dtype_list)) and "qint" not in dtype_list
+
+
+def _high_precision_outputs(rows: list[dict[str, str]]) -> list[str]:
+    """Output layers left in high precision: `activation = None` in ch_axis, or a non-stub
+    op turning quantized input into float output (GEMM high-precision output). Stubs and
+    `qconfig = None` float ops are not counted: they are not quantized layers."""
+    result: list[str] = []
+    for row in rows:
+        ch_axis = row["ch_axis"]
+        hp = ch_axis.startswith("activation = None") or (
+            class_leaf(row["type"]) not in _STUBS and _is_float(row["out_dtype"])
+            and "qint" in row["input_dtype"] and not ch_axis.startswith(("qconfig = None", "fakecast"))
+            and "FakeCast" not in ch_axis)
+        if hp and row["module"] not in result:
+            result.append(row["module"])
+    return result
+
+
+def _averaging_constant(observer: str) -> float | None:
+    m = _AVERAGING.search(observer)
+    return float(m.group(1)) if m else None
+
+
+def _averaging_constants(rows: list[dict[str, str]]) -> dict[str, float]:
+    """Activation observers only: the red flag of §13.6 is about output scales in QAT."""
+    result: dict[str, float] = {}
+    for row in rows:
+        value = _averaging_constant(row["observer"])
+        if value is not None and abs(value - DEFAULT_AVERAGING_CONSTANT) > 1e-12:
+            result[row["module"]] = value
+    return result
+
+
+# ---------------------------------------------------------------- signals
+
+def _signals(check: ModelCheck, where: _RowLines) -> list[Signal]:
+    signals: list[Signal] = []
+    for k, (group, line) in enumerate(zip(check.unfused_groups, where.groups)):
+        detail = "not fused: " + " + ".join(group)
+        if k in where.shared_groups:
+            detail += f" ({group[0]} is shared, so it cannot be fused in place)"
+        signals.append(Signal("unfused", group[0], detail, line))
+    signals += _called_signals(check, where.called)
+    signals += _layer_signals(check.layer_qconfig, where.layer)
+    signals += _message_signals(check.messages, where.message)
+    signals += _weight_table_signals(check.weight_qconfig, where.weight, signals)
+    return signals
+
+
+def _called_signals(check: ModelCheck, called_lines: dict[str, int]) -> list[Signal]:
+    types = {base_module(r["module"]): class_leaf(r["type"]) for r in check.layer_qconfig}
+    signals = [Signal("unused_module", m, "called 0 times (dead branch or missing input key?)",
+                      called_lines[m]) for m in check.unused_modules]
+    for module, times in check.shared_modules.items():
+        leaf = types.get(module, "")
+        if leaf in ("QuantStub", "Quantize"):
+            detail = (f"called {times} times; shared QuantStub: all its inputs get one scale "
+                      "(worst case of sharing)")
+        elif leaf in _DEQUANT_STUBS:
+            detail = f"called {times} times; shared DeQuantStub (harmless)"
+        else:
+            detail = f"called {times} times; calls share one set of quantization parameters"
+        signals.append(Signal("shared_module", module, detail, called_lines[module]))
+    return signals
+
+
+def _layer_signals(rows: list[dict[str, str]], lines: list[int]) -> list[Signal]:
+    signals: list[Signal] = []
+    previous: dict[str, str] | None = None
+    for row, line in zip(rows, lines):
+        module, leaf = row["module"], class_leaf(row["type"])
+        value = _averaging_constant(row["observer"])
+        if value == 0:
+            signals.append(Signal("scale_frozen", module, "averaging_constant=0", line))
+        elif value is not None and abs(value - DEFAULT_AVERAGING_CONSTANT) > 1e-12:
+            signals.append(Signal("averaging_constant", module,
+                                  f"averaging_constant={_printed_averaging(row['observer'])}", line))
+        if leaf in _DEQUANT_STUBS and "qint8" in row["input_dtype"]:
+            signals.append(Signal("dequant_input_qint8", module,
+                                  f"input dtype {row['input_dtype']}: output not high precision", line))
+        if (leaf not in _STUBS and "torch.float32" in row["input_dtype"]
+                and not _fused_conv_relu_link(previous, row)):
+            signals.append(Signal("float_input_op", module,
+                                  f"input dtype {row['input_dtype']} (missing QuantStub? runs as float)", line))
+        previous = row
+    return signals
+
+
+def _printed_averaging(observer: str) -> str:
+    """The averaging_constant exactly as printed."""
+    m = _AVERAGING.search(observer)
+    return m.group(1) if m else ""
+
+
+def _fused_conv_relu_link(previous: dict[str, str] | None, row: dict[str, str]) -> bool:
+    """The fp32 tensor between a conv/linear (activation=None) and the ReLU right after it
+    is an internal link of a fused pair, not a missing QuantStub."""
+    if previous is None or "relu" not in class_leaf(row["type"]).lower():
+        return False
+    prev_leaf = class_leaf(previous["type"]).lower()
+    return (("conv" in prev_leaf or "linear" in prev_leaf)
+            and "torch.float32" in previous["out_dtype"])
+
+
+def _message_signals(messages: list[tuple[str, str]], lines: list[int]) -> list[Signal]:
+    signals: list[Signal] = []
+    for (module, msg), line in zip(messages, lines):
+        if _FIXED_SCALE.match(msg):
+            signals.append(Signal("fixed_scale", module, msg, line))
+        elif _WEIGHT_MSG.match(msg):
+            signals.append(Signal("weight_dtype", module, msg, line))
+        elif msg.startswith("Mixed input dtype"):
+            signals.append(Signal("mixed_dtype", module, msg, line))
+    return signals
+
+
+def _weight_table_signals(rows: list[dict[str, str]], lines: list[int],
+                          existing: list[Signal]) -> list[Signal]:
+    """vB may filter the Msg list (FORMATS.md §9), so a non-qint8 weight is also taken from
+    the weight table when no Msg reported it."""
+    reported = {s.module for s in existing if s.kind == "weight_dtype"}
+    signals: list[Signal] = []
+    for row, line in zip(rows, lines):
+        dtype = row["weight_dtype"]
+        if dtype and dtype != "qint8" and row["module"] not in reported:
+            signals.append(Signal("weight_dtype", row["module"], f"{dtype} weight (weight table)", line))
+    return signals
