@@ -44,7 +44,7 @@ BAD_CASES = [
     ("duplicate key", "results:\n  qat_bc: {status: normal}\n  qat_bc: {status: abnormal}\n",
      3, ["duplicate key 'qat_bc'", "first at line 2"]),
     ("malformed YAML", "results:\n  qat_bc: {status: normal\n  board: x\n", None, ["not valid YAML"]),
-    ("YAML alias", "a: &x {status: normal}\nresults:\n  qat_bc: *x\n", 1, ["anchors"]),
+    ("YAML alias", "a: &x {status: normal}\nresults:\n  qat_bc: *x\n", 3, ["aliases (*name)"]),
     ("top level is a list", "- qat_pt\n", 1, ["a case file is a mapping"]),
     ("tried not a list", "tried: ConsistencyStrategy\n", 1, ["tried: expected a list"]),
 ]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from j6doctor.probes import InputError
+from synthetic import CONV, IDENT, QCONV, RELU, VB_HEADER, big_rows, csv_text, psql, vb_row
 from j6doctor.probes.compare_per_layer import (
     COSINE_HEALTHY, CompareRow, CompareTable, is_function_op, read_compare_per_layer,
     summarize,
@@ -21,74 +22,10 @@ VARIANTS = FORMATS / "variants"
 EXPECTED = json.loads((FORMATS / "EXPECTED.json").read_text(encoding="utf-8"))
 TXT_TOL = 1e-7          # the txt prints floats with 7 decimals (floatfmt=".7f")
 
-VB_HEADER = ["mod_name", "base_op_type", "analy_op_type", "shape", "quant_dtype", "qscale",
-             "Cosine", "L1", "Atol", "max_qscale_diff", "base_model_min", "analy_model_min",
-             "base_model_max", "analy_model_max", "base_model_mean", "analy_model_mean"]
 FLOAT_FIELDS = ("qscale", "cosine", "l1", "atol", "max_qscale_diff", "base_min", "analy_min",
                 "base_max", "analy_max", "base_mean", "analy_mean", "same_in_qatbc_qdiff",
                 "same_in_intbc_qdiff")
 TEXT_FIELDS = ("index", "mod_name", "base_op_type", "analy_op_type", "shape", "dtype", "advice")
-CONV = "torch.nn.modules.conv.Conv2d"
-QCONV = "horizon_plugin_pytorch.nn.qat.conv2d.Conv2d"
-RELU = "torch.nn.modules.activation.ReLU"
-IDENT = "torch.nn.modules.linear.Identity"
-
-
-# --- writers for generated tables (own minimal re-implementation of the layout rules) ------
-
-def cell_text(value: object) -> str:
-    if value is None:
-        return ""                       # tabulate renders None blank
-    if isinstance(value, float):
-        return f"{value:.7f}"           # floatfmt=".7f"
-    return str(value)
-
-
-def psql(dict_rows: list[dict], index: bool = True) -> str:
-    """psql table like tabulate(headers="keys", tablefmt="psql", showindex=True); numbers
-    right-aligned, text left-aligned, no trailing newline."""
-    headers = list(dict_rows[0])
-    numeric = [all(isinstance(r[h], (int, float)) or r[h] is None for r in dict_rows)
-               for h in headers]
-    body = [[cell_text(r[h]) for h in headers] for r in dict_rows]
-    if index:
-        headers, numeric = ["", *headers], [True, *numeric]
-        body = [[str(i), *row] for i, row in enumerate(body)]
-    widths = [max(len(h), *(len(row[k]) for row in body)) for k, h in enumerate(headers)]
-
-    def line(cells: list[str], header: bool = False) -> str:
-        parts = [(c.rjust(w) if numeric[k] and not header else c.ljust(w))
-                 for k, (c, w) in enumerate(zip(cells, widths))]
-        return "|" + "|".join(f" {p} " for p in parts) + "|"
-
-    border = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    rule = "|" + "+".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([border, line(headers, header=True), rule,
-                      *(line(row) for row in body), border])
-
-
-def csv_text(dict_rows: list[dict]) -> str:
-    """The hand-written csv: first row's keys, ', ' separator, str(value), '*' in shapes."""
-    out = [", ".join(dict_rows[0])]
-    for r in dict_rows:
-        out.append(", ".join(str(v).replace(",", "*") if k == "shape" else str(v)
-                             for k, v in r.items()))
-    return "\n".join(out) + "\n"
-
-
-def vb_row(name: str, cosine: float | None, atol: float | None, qscale: float | None = 0.05,
-           base_max: float = 6.0, analy_max: float = 6.0, base_op: str = RELU,
-           analy_op: str = IDENT, dtype: str = "qint8") -> dict:
-    metrics = cosine is not None or atol is not None
-    mqd = None if atol is None or qscale is None else atol / qscale
-    return {
-        "mod_name": name, "base_op_type": base_op, "analy_op_type": analy_op,
-        "shape": "torch.Size([1, 8, 4, 4])" if metrics else None, "quant_dtype": dtype,
-        "qscale": qscale, "Cosine": cosine, "L1": None if atol is None else atol / 10,
-        "Atol": atol, "max_qscale_diff": mqd, "base_model_min": 0.0, "analy_model_min": 0.0,
-        "base_model_max": base_max, "analy_model_max": analy_max, "base_model_mean": 0.5,
-        "analy_model_mean": 0.5,
-    }
 
 
 def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
@@ -469,19 +406,6 @@ def test_csv_header_with_same_in_and_shorter_rows(tmp_path):
 
 
 # --- scale ------------------------------------------------------------------------------
-
-def big_rows(n: int = 20_000, origin_at: int = 15_001) -> list[dict]:
-    rows = []
-    for i in range(n):
-        if i % 3 == 0:
-            rows.append(vb_row(f"m{i // 3}.conv", None, None, base_op=CONV, analy_op=QCONV))
-        elif i < origin_at:
-            rows.append(vb_row(f"m{i // 3}.relu{i % 3}", 0.9999, 0.02 + (i % 7) * 0.001))
-        else:
-            rows.append(vb_row(f"m{i // 3}.relu{i % 3}", 0.85 if i == origin_at else 0.84,
-                               120.0, base_max=150.0, analy_max=127 * 0.05))
-    return rows
-
 
 @pytest.mark.parametrize("suffix", [".csv", ".txt"])
 def test_twenty_thousand_rows(tmp_path, suffix):
