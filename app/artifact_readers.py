@@ -19,6 +19,7 @@ from .probes.fx_graph import read_fx_graph
 from .probes.layer_advisor import read_layer_advisor
 from .probes.model_check import Signal, read_model_check
 from .probes.pt_file import read_pt, sensitivity_rows_from_pt
+from .probes.user_scripts import check_script
 from .probes.sensitivity import (
     SensitivityRow, SensitivityTable, parse_sensitivity_name, read_sensitivity_txt, summarize_sensitivity,
 )
@@ -113,6 +114,23 @@ def _pt(found: FoundFile, facts, tables: dict[str, CompareTable], txt_twins: set
         _sensitivity(found, facts, tables, table)
 
 
+# What a script does that rules combine with case facts (M05, M08, M09, M10).
+SCRIPT_USES = ("quant_analysis", "split_run", "single_run", "consistency_strategy", "sensitivity",
+               "compare_per_layer", "fake_quant_float", "bc_editor")
+
+
+def _script(found: FoundFile, facts, limit: int) -> None:
+    report = check_script(found.path, found.display)
+    per_kind: Counter[str] = Counter()
+    for finding in report.findings:
+        per_kind[finding.kind] += 1
+        if per_kind[finding.kind] <= limit:
+            facts.add("script_finding", {"path": found.display, "line": finding.line, "kind": finding.kind,
+                                         "detail": finding.detail}, _source(found, line=finding.line))
+    for use in sorted(u for u in report.uses if u in SCRIPT_USES or u.startswith("consistency_level:")):
+        facts.add("script_use", {"path": found.display, "use": use}, _source(found, key=use))
+
+
 def _signals(found: FoundFile, facts, source: str, signals, limit: int) -> None:
     per_kind: Counter[str] = Counter()
     for signal in signals:
@@ -145,6 +163,8 @@ def read_artifacts(found: list[FoundFile], facts, problem: Problem, limit: int) 
                 _signals(item, facts, "model_check", read_model_check(item.path, item.display).signals, limit)
             elif item.kind == "fx_graph":
                 _signals(item, facts, "fx_graph", read_fx_graph(item.path, item.display).signals, limit)
+            elif item.kind == "script":
+                _script(item, facts, limit)
             elif item.kind == "abnormal_layer_advisor":
                 findings = [Signal(f.kind, f.mod_name, f.text, f.line)
                             for f in read_layer_advisor(item.path, item.display)]

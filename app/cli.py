@@ -48,24 +48,27 @@ def cli() -> None:
     qat.pt, qat.export.pt, qat.bc, quantized.bc, hbm and the board, with the evidence chain."""
 
 
-@cli.command()
-@click.argument("case", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--workdir", "workdirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Folder of artifacts to scan (repeatable); CASE may then be omitted.")
-@click.option("--metrics", type=click.Path(path_type=Path, dir_okay=False),
-              help="Evaluation results (CSV / YAML / JSON rows: artifact, metric, value[, dataset, frames]).")
-@click.option("--tolerance", type=float, help="Allowed drop from the qat.pt baseline (default 0.01).")
-@click.option("--absolute", is_flag=True, help="The tolerance is in metric units, not relative to the baseline.")
-@click.option("--lower-is-better", is_flag=True, help="The metric is an error: larger values are worse.")
-@click.option("--no-env", is_flag=True, help="Do not read installed package versions or the board type.")
-@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
-              help="Chinese Markdown report, or the JSON verdict of the public contract.")
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write the report to this file instead of standard output.")
-def diagnose(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, tolerance: float | None,
-             absolute: bool, lower_is_better: bool, no_env: bool, fmt: str, output: Path | None) -> None:
-    """Diagnose CASE (case.yaml / case.json) and/or the artifacts under --workdir:
-    which stage, and why."""
+def _input_options(command):
+    """The options every command that diagnoses shares: what to read, and how to judge it."""
+    options = [
+        click.argument("case", required=False, type=click.Path(path_type=Path, dir_okay=False)),
+        click.option("--workdir", "workdirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+                     help="Folder of artifacts to scan (repeatable); CASE may then be omitted."),
+        click.option("--metrics", type=click.Path(path_type=Path, dir_okay=False),
+                     help="Evaluation results (CSV / YAML / JSON rows: artifact, metric, value[, dataset, frames])."),
+        click.option("--tolerance", type=float, help="Allowed drop from the qat.pt baseline (default 0.01)."),
+        click.option("--absolute", is_flag=True, help="The tolerance is in metric units, not relative to the baseline."),
+        click.option("--lower-is-better", is_flag=True, help="The metric is an error: larger values are worse."),
+        click.option("--no-env", is_flag=True, help="Do not read installed package versions or the board type."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, tolerance: float | None,
+         absolute: bool, lower_is_better: bool, no_env: bool):
+    """Read the inputs and diagnose; every input problem exits 2 with its message."""
     from .diagnose import diagnose as run_diagnosis
     from .engine import EngineError, RuleBaseErrors
     from .evidence import EvidenceOptions
@@ -73,15 +76,13 @@ def diagnose(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None
     from .probes.artifacts import require_folder
     from .probes.case_file import read_case
     from .probes.metrics_file import Tolerance
-    from .report import render_json, render_markdown
 
     if case is None and not workdirs:
-        _fail("give a case file, or --workdir DIR, or both (see j6doctor diagnose --help)", EXIT_INPUT)
+        _fail("give a case file, or --workdir DIR, or both (see --help)", EXIT_INPUT)
     if tolerance is not None and tolerance <= 0:
         _fail("--tolerance must be greater than 0", EXIT_INPUT)
     custom = tolerance is not None or absolute or lower_is_better
     options = EvidenceOptions(
-        workdirs=[],
         metrics=metrics,
         tolerance=Tolerance(tolerance if tolerance is not None else 0.01, not absolute, not lower_is_better)
         if custom else None,
@@ -97,15 +98,47 @@ def diagnose(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None
         _fail(f"the rule base is invalid:\n{exc}", EXIT_INTERNAL)
     except EngineError as exc:
         _fail(str(exc), EXIT_INTERNAL)
-    text = render_json(diagnosis) if fmt == "json" else render_markdown(diagnosis)
-    protected = [a["path"] for a in diagnosis.verdict["artifacts"]]
     base = loaded.folder if loaded is not None else options.workdirs[0]
-    inputs = ([case] if case else []) + [base / p for p in protected]
+    inputs = ([case] if case else []) + [base / a["path"] for a in diagnosis.verdict["artifacts"]]
     if loaded is not None:
-        inputs += [loaded.folder / p for p in loaded.data.get("artifacts") or []]
+        inputs += [loaded.folder / p for p in (loaded.data.get("artifacts") or []) + (loaded.data.get("scripts") or [])]
     if metrics is not None:
         inputs.append(metrics)
-    _write(text, output, inputs)
+    return diagnosis, inputs
+
+
+@cli.command()
+@_input_options
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
+              help="Chinese Markdown report, or the JSON verdict of the public contract.")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the report to this file instead of standard output.")
+def diagnose(fmt: str, output: Path | None, **inputs) -> None:
+    """Diagnose CASE (case.yaml / case.json) and/or the artifacts under --workdir:
+    which stage, and why."""
+    from .report import render_json, render_markdown
+
+    diagnosis, protected = _run(**inputs)
+    text = render_json(diagnosis) if fmt == "json" else render_markdown(diagnosis)
+    _write(text, output, protected)
+
+
+@cli.command("next-step")
+@_input_options
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the script to this file instead of standard output.")
+def next_step(output: Path | None, **inputs) -> None:
+    """Write the concluded stage's next step as a runnable Python script (imports and call
+    order of the documented APIs; your paths filled in, FILL IN where the case lacks them)."""
+    from .next_step_script import render_next_step
+
+    diagnosis, protected = _run(**inputs)
+    script = render_next_step(diagnosis)
+    if script is None:
+        click.echo(f"j6doctor: {diagnosis.verdict['stage_label']}：没有可运行的下一步脚本；"
+                   "先补充报告中列出的信息再诊断", err=True)
+        return
+    _write(script, output, protected)
 
 
 def main() -> None:

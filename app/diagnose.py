@@ -22,6 +22,7 @@ class Diagnosis:
     run: RunResult
     rulebase: RuleBase
     verdict: dict
+    command_args: str = ""  # how to name the same inputs on a command line, for hints
 
 
 @lru_cache(maxsize=8)
@@ -47,7 +48,9 @@ def diagnose(case: Case | None, rulebase: RuleBase | None = None,
         title = "工作目录 " + ", ".join(p.name or str(p) for p in options.workdirs)
     else:
         title = "（无输入）"
-    return Diagnosis(case, title, facts, result, rulebase, build_verdict(result, rulebase))
+    args = [case.display] if case is not None else []
+    args += [f"--workdir {p.name or p}" for p in options.workdirs]
+    return Diagnosis(case, title, facts, result, rulebase, build_verdict(result, rulebase), " ".join(args))
 
 
 def diagnose_file(path: Path, rulebase: RuleBase | None = None,

@@ -15,7 +15,7 @@ from .engine import Fact, Source
 from .facts import vocabulary
 from .probes import InputError
 from .probes.artifacts import FoundFile, find_artifacts
-from .probes.case_file import Case, case_facts, normalize_platform
+from .probes.case_file import Case, case_facts, normalize_platform, version_number
 from .probes.environment import BOARD_FILE, board_from_environment, installed_versions, read_board_file
 from .probes.metrics_file import Tolerance, judge, read_metrics
 
@@ -101,7 +101,8 @@ def _add_metrics(facts: FactList, path: Path, display: str, tolerance: Tolerance
 
 def _add_environment(facts: FactList, base: Path | None, options: EvidenceOptions) -> None:
     for installed in installed_versions():
-        facts.add("version", {"package": installed.package, "version": installed.version},
+        facts.add("version", {"package": installed.package, "version": installed.version,
+                              "number": version_number(installed.version)},
                   Source("environment", key=f"importlib.metadata:{installed.package}"))
     settings = board_from_environment(options.environ)
     if base is not None and (base / BOARD_FILE).is_file():
@@ -130,7 +131,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> list[Fact]:
     paths: list[Path] = []
     display_of: dict[Path, str] = {}
     if case is not None:
-        for raw in case.data.get("artifacts") or []:
+        for raw in (case.data.get("artifacts") or []) + (case.data.get("scripts") or []):
             paths.append(case.folder / raw)
             display_of[case.folder / raw] = raw
     paths.extend(options.workdirs)

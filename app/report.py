@@ -11,6 +11,7 @@ from .describe import describe
 from .diagnose import Diagnosis
 from .engine import Fact, RunResult
 from .facts import enum_values, label
+from .next_step_script import script_stage
 from .templates import TEMPLATES_DIR
 
 # What 关键发现 says for a slot no rule filled.
@@ -106,6 +107,8 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         "stage_label": verdict["stage_label"],
         "undetermined": verdict["stage"] == "undetermined",
         "key_findings": _key_findings(verdict),
+        "script_stage": script_stage(diagnosis),
+        "command_args": diagnosis.command_args,
         "evidence": [describe(result.fact(e["fact"])) + f" — {result.fact(e['fact']).source.describe()}"
                      for e in verdict["evidence"]],
         "chain": evidence_chain(diagnosis, roots),

@@ -116,6 +116,10 @@ def _literal_tests(tests: list[Test]) -> tuple[list[dict], list[Test]]:
             eq.append({test.field: test.value})
         elif test.op in _OPS:
             other.append({_OPS[test.op]: {test.field: test.value}})
+        elif test.op == "contains":
+            # durable-rules' own regex dialect, anchored and case-insensitive; the loader
+            # admits only letters, digits, '_' and spaces, which need no escaping there.
+            other.append({"$imt": {test.field: f".*{test.value}.*"}})
         elif test.op == "not_in":
             other.extend({"$neq": {test.field: v}} for v in test.value)
         elif test.op == "in":

@@ -191,6 +191,11 @@ class _FileChecker:
                 self.error(f"operator {op} needs a numeric field", path, rid, where)
                 return None
             return Test(spec.name, op, ref)
+        if op == "contains":
+            if spec.type != "str":
+                self.error(f"operator contains needs a text field; {where} is {spec.type}", path, rid, where)
+                return None
+            return Test(spec.name, op, operand)
         values = operand if op in ("in", "not_in") else [operand]
         for value in values:
             problem = self.vocab.check_value(spec, value)
@@ -293,7 +298,8 @@ def _schema_message(err: jsonschema.ValidationError) -> str:
 
 def _schema_hint(err: jsonschema.ValidationError) -> str | None:
     if err.validator == "anyOf":
-        return "a test is a value, {ref: alias.field}, or one of {eq|ne|lt|le|gt|ge: value}, {in|not_in: [values]}"
+        return ("a test is a value, {ref: alias.field}, or one of {eq|ne|lt|le|gt|ge: value}, "
+                "{in|not_in: [values]}, {contains: word}")
     if err.validator in ("maxProperties", "minProperties") and err.schema.get("maxProperties") == 2:
         return "write `- <type>: {<field>: <value>}` (optionally with `as: <alias>`) or `- not: {<type>: {...}}`"
     if err.validator == "required":

@@ -23,7 +23,8 @@ A rule file:
             expect: {...}
 
 Field tests: a scalar means equality; otherwise one operator of
-eq ne lt le gt ge in not_in, whose operand is a literal or `{ref: alias.field}`.
+eq ne lt le gt ge in not_in, whose operand is a literal or `{ref: alias.field}`; and
+`contains: word` (case-insensitive substring of a text field; letters, digits, '_' and spaces).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in")
+OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains")
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class RuleFile:
 
 def _describe_test(test: Test) -> str:
     symbol = {"eq": "=", "ne": "≠", "lt": "<", "le": "≤", "gt": ">", "ge": "≥",
-              "in": "∈", "not_in": "∉"}[test.op]
+              "in": "∈", "not_in": "∉", "contains": " contains "}[test.op]
     value = test.value
     if isinstance(value, list):
         value = "[" + ", ".join(str(v) for v in value) + "]"

@@ -70,6 +70,8 @@ def classify(name: str) -> str | None:
         return "compile_config"
     if lower.endswith(".json") and ("bc_editor" in lower or "remove_fake_quant" in lower):
         return "bc_editor_config"
+    if lower.endswith(".py"):
+        return "script"
     return None
 
 

@@ -8,11 +8,16 @@ compare table).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .input_error import InputError
-from .sensitivity import TextTable, parse_number, parse_simple_table, read_text_lines
+from .text_tables import Table, load_text, parse_number, parse_simple, skip_blank, split_lines
+
+# A few short tables; the limit only guards memory against a wrong file.
+MAX_TEXT_BYTES = 64 * 1024 * 1024
 
 HEADING_INDEX = "The bad case input index of each output:"
 HEADING_VALUES = "The metric results of each badcase:"
@@ -20,7 +25,7 @@ HEADING_WORST = "The bad case input index of the worst output:"
 SECTIONS = (("index", HEADING_INDEX), ("values", HEADING_VALUES), ("worst", HEADING_WORST))
 
 NAME_HEADER = "Name/Index"
-WORST_HEADERS = ["metric", "dataloader index"]
+WORST_HEADERS = ("metric", "dataloader index")
 # Name given to metric columns that tabulate left without a header: with a custom metric
 # the writer passes one header too few and the header list shifts right (FORMATS.md §0.3/7).
 CUSTOM_METRIC = "custom"
@@ -61,18 +66,18 @@ def _find_key(mapping: dict, metric: str) -> str | None:
 
 def read_badcase_txt(path: Path, display: str | None = None) -> BadcaseReport:
     display = display or path.name
-    text = read_text_lines(path, display, EXPECTED)
-    tables: dict[str, TextTable] = {}
+    text = split_lines(load_text(path, display, EXPECTED, MAX_TEXT_BYTES))
+    tables: dict[str, Table] = {}
     heading_lines: dict[str, int] = {}
-    pos = _skip_blank(text, 0)
+    pos = skip_blank(text, 0)
     for key, heading in SECTIONS:
         if pos >= len(text) or text[pos].strip() != heading:
             found = f"found {text[pos].strip()[:60]!r}" if pos < len(text) else "but the file ends"
             raise InputError(display, f"expected the heading {heading!r}, {found}",
                              pos + 1 if pos < len(text) else None)
         heading_lines[key] = pos + 1
-        tables[key] = parse_simple_table(text, pos + 1, display, f"the table under {heading!r}")
-        pos = _skip_blank(text, tables[key].next_index)
+        tables[key] = parse_simple(text, pos + 1, 1, display, f"the table under {heading!r}")
+        pos = skip_blank(text, tables[key].end)
     if pos < len(text):
         raise InputError(display, f"unexpected text after the third table; expected {EXPECTED}", pos + 1)
     metrics = _metric_names(tables["index"], display)
@@ -92,13 +97,7 @@ def read_badcase_txt(path: Path, display: str | None = None) -> BadcaseReport:
     return BadcaseReport(display, metrics, index_by_output, value_by_output, worst, heading_lines)
 
 
-def _skip_blank(lines: list[str], pos: int) -> int:
-    while pos < len(lines) and not lines[pos].strip():
-        pos += 1
-    return pos
-
-
-def _metric_names(table: TextTable, display: str) -> list[str]:
+def _metric_names(table: Table, display: str) -> list[str]:
     """Metric columns, undoing tabulate's right shift of a too-short header list."""
     headers = table.headers
     shift = next((i for i, h in enumerate(headers) if h), len(headers))
@@ -107,16 +106,18 @@ def _metric_names(table: TextTable, display: str) -> list[str]:
         raise InputError(display, f"expected the header '{NAME_HEADER}  Cosine  MSE  L1  KL  SQNR', "
                                   f"found {'  '.join(headers)!r}", table.header_line)
     extra = [CUSTOM_METRIC if i == 0 else f"{CUSTOM_METRIC}_{i + 1}" for i in range(shift)]
-    return real[1:] + extra
+    return list(real[1:]) + extra
 
 
-def _per_output(table: TextTable, metrics: list[str], display: str, parse) -> dict:
+def _per_output(table: Table, metrics: list[str], display: str,
+                parse: Callable[[str, str, int, str], Any]) -> dict:
     result: dict[str, dict] = {}
-    for line, cells in table.rows:
-        name = cells[0]
+    for row in table.rows:
+        name = row.cells[0]
         if name in result:
-            raise InputError(display, f"output {name!r} is listed twice", line)
-        result[name] = {m: parse(cell, m, line, display) for m, cell in zip(metrics, cells[1:])}
+            raise InputError(display, f"output {name!r} is listed twice", row.line)
+        result[name] = {m: parse(cell, m, row.line, display)
+                        for m, cell in zip(metrics, row.cells[1:])}
     if not table.rows:
         raise InputError(display, "a per-output table has no rows (file truncated?)", table.header_line)
     return result
@@ -141,11 +142,12 @@ def _shown(cell: str) -> str:
     return repr(cell) if cell else "nothing"
 
 
-def _worst(table: TextTable, display: str) -> dict[str, int]:
+def _worst(table: Table, display: str) -> dict[str, int]:
     if table.headers != WORST_HEADERS:
         raise InputError(display, f"expected the header 'metric  dataloader index', "
                                   f"found {'  '.join(table.headers)!r}", table.header_line)
     if not table.rows:
         raise InputError(display, "the worst-output table has no rows (file truncated?)",
                          table.header_line)
-    return {cells[0]: _parse_index(cells[1], cells[0], line, display) for line, cells in table.rows}
+    return {row.cells[0]: _parse_index(row.cells[1], row.cells[0], row.line, display)
+            for row in table.rows}

@@ -40,6 +40,15 @@ def normalize_platform(text: str) -> str | None:
     return _PLATFORM_ALIASES.get(key)
 
 
+def version_number(text: str) -> int | None:
+    """`4.4.2` → 4004002, comparable in rules; None when the text is not a release number."""
+    match = re.match(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if not match or any(int(part or 0) > 999 for part in match.groups()[1:]):
+        return None
+    major, minor, micro = (int(part or 0) for part in match.groups())
+    return major * 1_000_000 + minor * 1_000 + micro
+
+
 def normalize_package(name: str) -> str:
     return re.sub(r"[_.\s]+", "-", name.strip().lower())
 
@@ -65,6 +74,12 @@ def _case_schema() -> dict[str, Any]:
         "additionalProperties": False,
         "required": ["status"],
         "properties": {"status": {"enum": list(enum_values("check_status"))}, "note": string},
+    }
+    outcome = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["outcome"],
+        "properties": {"outcome": {"enum": list(enum_values("diag_outcome"))}, "note": string},
     }
     return {
         "type": "object",
@@ -97,6 +112,26 @@ def _case_schema() -> dict[str, Any]:
                 },
             },
             "artifacts": {"type": "array", "items": string},
+            "scripts": {"type": "array", "items": string},
+            "user_checks": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {i: check for i in enum_values("user_check_item")},
+            },
+            "bc_flow_check": outcome,
+            "fake_quant_off_check": outcome,
+            "input_formats_differ": {"type": "boolean"},
+            "consistency_strategy": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["levels"],
+                "properties": {
+                    "levels": {"type": "array", "minItems": 1,
+                               "items": {"type": "integer", "minimum": 0, "maximum": 2}},
+                    "retrained": {"type": "boolean"},
+                    "set_before_prepare": {"type": "boolean"},
+                },
+            },
             "metrics": {
                 "type": "object",
                 "additionalProperties": False,
@@ -206,13 +241,17 @@ def _reject_constant(display: str, name: str):
 
 
 def _normalize(data: dict[str, Any]) -> dict[str, Any]:
-    """Shorthands: `results: {qat_pt: normal}` → `{status: normal}`; `metrics: FILE` → `{file: FILE}`."""
+    """Shorthands: `results: {qat_pt: normal}` → `{status: normal}`; `metrics: FILE` → `{file: FILE}`;
+    `fake_quant_off_check: consistent` → `{outcome: consistent}`."""
     data = dict(data)
     results = data.get("results")
     if isinstance(results, dict):
         data["results"] = {k: ({"status": v} if isinstance(v, str) else v) for k, v in results.items()}
     if isinstance(data.get("metrics"), str):
         data["metrics"] = {"file": data["metrics"]}
+    for key in ("bc_flow_check", "fake_quant_off_check"):
+        if isinstance(data.get(key), str):
+            data[key] = {"outcome": data[key]}
     return data
 
 
@@ -297,8 +336,8 @@ def case_facts(case: Case, start: int = 1) -> list[Fact]:
         add("platform", {"family": family, "march": attr("platform", family, "march"),
                          "given": data["platform"]}, case.source("platform"))
     for name, version in (data.get("versions") or {}).items():
-        add("version", {"package": normalize_package(name), "version": version.strip()},
-            case.source("versions", name))
+        add("version", {"package": normalize_package(name), "version": version.strip(),
+                        "number": version_number(version)}, case.source("versions", name))
     for artifact in enum_values("artifact"):
         entry = (data.get("results") or {}).get(artifact)
         if not entry or entry["status"] == "unknown":
@@ -319,6 +358,23 @@ def case_facts(case: Case, start: int = 1) -> list[Fact]:
         if check:
             add("checklist_item", {"item": item, "status": check["status"], "note": check.get("note", "")},
                 case.source("deployment", "checklist", item))
+    for item in enum_values("user_check_item"):
+        check = (data.get("user_checks") or {}).get(item)
+        if check:
+            add("user_check", {"item": item, "status": check["status"], "note": check.get("note", "")},
+                case.source("user_checks", item))
+    for key in ("bc_flow_check", "fake_quant_off_check"):
+        if key in data:
+            add(key, {"outcome": data[key]["outcome"], "note": data[key].get("note", "")}, case.source(key))
+    if "input_formats_differ" in data:
+        add("input_formats", {"differ": data["input_formats_differ"]}, case.source("input_formats_differ"))
+    strategy = data.get("consistency_strategy")
+    if strategy:
+        levels = strategy["levels"]
+        add("strategy_use", {"levels": ", ".join(str(level) for level in levels), "first_level": levels[0],
+                             "max_level": max(levels), "retrained": strategy.get("retrained"),
+                             "before_prepare": strategy.get("set_before_prepare")},
+            case.source("consistency_strategy"))
     for index, text in enumerate(data.get("tried") or []):
         if text.strip():
             add("tried_fix", {"text": text.strip()}, case.source("tried", index))

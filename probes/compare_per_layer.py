@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from .input_error import InputError
+from .text_tables import decode_text, is_psql_start, read_bytes, skip_blank
 
 __all__ = [
     "metric_row_for",
@@ -79,7 +80,7 @@ _NUMBER_FIELDS = ("qscale", "cosine", "l1", "atol", "max_qscale_diff", "base_min
 _WIDE23_ONLY = {"mse", "kl", "sqnr", "rtol", "base_model_var", "analy_model_var",
                 "max_atol_diff"}
 _MISSING = ("", "None")
-_BORDER = re.compile(r"\+(?:-+\+)+")
+_WHAT = "a UTF-8 text table (compare_per_layer_out.csv/.txt)"
 _HBIR_SUFFIX = re.compile(r"\[[^\[\]]+\]$")
 _IDENTITY = "torch.nn.modules.linear.Identity"  # analysis op of a fused-away bn / relu
 
@@ -161,22 +162,9 @@ def read_compare_per_layer(path: Path, display: str | None = None) -> CompareTab
 
 
 def _read_text(path: Path, display: str) -> str:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(display, f"cannot read the file ({exc.strerror or exc}); "
-                                  "expected a readable compare_per_layer_out file") from None
-    nul = raw.find(b"\x00")
-    if nul >= 0:
-        raise InputError(display, "binary data (NUL byte); expected a UTF-8 text table "
-                                  "(compare_per_layer_out.csv/.txt)",
-                         line=raw.count(b"\n", 0, nul) + 1)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise InputError(display, f"not UTF-8 text (byte 0x{raw[exc.start]:02x}); expected a "
-                                  "UTF-8 text table", line=line) from None
+    text = decode_text(read_bytes(path, display, _WHAT), display, _WHAT)
+    # Unlike text_tables.split_lines, a lone '\r' ends a line too (old Mac line ends),
+    # as this reader has always accepted.
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -285,14 +273,14 @@ def _csv_cells(body: list[str], width: int, display: str) -> pd.DataFrame:
 
 def _read_psql(text: str, display: str) -> CompareTable:
     lines = _split_lines(text)
-    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
-    if first is None:
+    first = skip_blank(lines, 0)
+    if first == len(lines):
         raise InputError(display, "empty file; expected a psql table (compare_per_layer_out.txt)"
                                   " starting with a '+----+----+' border")
-    border = lines[first].rstrip()
-    if not _BORDER.fullmatch(border):
+    if not is_psql_start(lines, first):
         raise InputError(display, "expected a psql table border like '+----+----+' "
                                   "(compare_per_layer_out.txt)", line=first + 1)
+    border = lines[first].rstrip()
     bounds = [i for i, ch in enumerate(border) if ch == "+"]
     header = _psql_header(lines, first + 1, bounds, display)
     has_index = header[0] == ""

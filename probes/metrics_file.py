@@ -22,6 +22,7 @@ from typing import Any
 
 from ..engine.strict_yaml import YamlInputError, load_yaml
 from .input_error import InputError
+from .text_tables import decode_text, read_bytes
 
 # Accepted spellings of artifact ids (file names people write in spreadsheets).
 _ARTIFACT_ALIASES = {
@@ -34,6 +35,7 @@ _ARTIFACT_ALIASES = {
 }
 BASELINE = "qat_pt"
 MAX_BYTES = 16 * 1024 * 1024
+WHAT = "a CSV / YAML / JSON metrics file (rows of artifact, metric, value[, dataset, frames])"
 
 
 @dataclass(frozen=True)
@@ -111,18 +113,8 @@ def _rows_from_records(records: list[Any], lines: list[int | None], display: str
 
 def read_metrics(path: Path, display: str | None = None) -> list[MetricRow]:
     display = display or path.name
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        _fail(display, f"cannot read: {exc.strerror}")
-    if len(raw) > MAX_BYTES:
-        _fail(display, f"too large for a metrics file ({len(raw)} bytes)")
-    if b"\x00" in raw:
-        _fail(display, "binary data, not a CSV / YAML / JSON metrics file")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        _fail(display, f"not UTF-8 text (invalid byte at offset {exc.start})", raw[:exc.start].count(b"\n") + 1)
+    # An empty file passes here: the format checks below say what its header should be.
+    text = decode_text(read_bytes(path, display, WHAT, MAX_BYTES), display, WHAT)
     suffix = path.suffix.lower()
     if suffix == ".csv":
         reader = csv.DictReader(io.StringIO(text), skipinitialspace=True)

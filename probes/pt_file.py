@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .input_error import InputError
+from .text_tables import read_head
 
 MAX_PICKLE_BYTES = 256 * 1024 * 1024
 TORCH_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -319,15 +320,8 @@ def read_pt(path: Path, display: str | None = None) -> PtContent:
 
 
 def _head(path: Path, display: str) -> bytes:
-    try:
-        with path.open("rb") as file:
-            head = file.read(8)
-    except FileNotFoundError:
-        raise InputError(str(path), "no such file") from None
-    except IsADirectoryError:
-        raise InputError(str(path), f"is a folder; expected {EXPECTED}") from None
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+    # Only the magic bytes: the archive or pickle is streamed later, never loaded whole.
+    head = read_head(path, display, EXPECTED, 8)
     if not head:
         raise InputError(display, f"empty file; expected {EXPECTED}")
     return head

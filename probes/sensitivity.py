@@ -4,8 +4,8 @@
 when only that quantizer is enabled. This module parses the file name and the table and
 summarises its shape (one dominant op, accumulation over several ops, or flat).
 
-The generic reading helpers (`read_text_lines`, `parse_simple_table`, `parse_psql_table`)
-are public because badcase.txt uses the same tabulate layout.
+File reading and the tabulate table layouts come from text_tables, shared with the
+other text probes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .input_error import InputError
+from .text_tables import (Row, Table, is_psql_start, load_text, parse_number, parse_psql,
+                          parse_simple, skip_blank, split_lines)
 
+# Sensitivity tables list one row per quantizer: a few MB even for large models.
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 
 # --- metric direction rules -------------------------------------------------------------
@@ -52,120 +55,8 @@ BARE_NAMES = ("sensitive_ops.txt", "sensitive_ops.pt")
 KNOWN_COLUMNS = ("op_name", "sensitive_type", "op_type", "quant_dtype", "flops")
 EXPECTED_HEADER = "op_name  sensitive_type  op_type  <metric>  quant_dtype  flops"
 
-_SIMPLE_RULE = re.compile(r"^-+(?: +-+)*$")
-_PSQL_BORDER = re.compile(r"^\+(?:-+\+)+$")
-_PSQL_RULE = re.compile(r"^\|(?:-+[+|])+$")
 _CASE_SUFFIX = re.compile(r"^(.*)_case_(\d+)$")
 _DATAINDEX_SUFFIX = re.compile(r"^(.*)_dataindex_(\d+)$")
-
-
-# =========================================================================================
-# Text and tabulate tables (shared with badcase.py)
-# =========================================================================================
-
-@dataclass
-class TextTable:
-    headers: list[str]
-    rows: list[tuple[int, list[str]]]  # (1-based line, cells)
-    header_line: int                   # 1-based
-    next_index: int                    # 0-based index of the first line after the table
-
-
-def read_text_lines(path: Path, display: str, expected: str) -> list[str]:
-    """The file's lines (no line ends), or InputError for empty/binary/non-UTF-8 input."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_TEXT_BYTES:
-            raise InputError(display, f"too large ({size} bytes); expected {expected}")
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(str(path), "no such file") from None
-    except IsADirectoryError:
-        raise InputError(str(path), f"is a folder; expected {expected}") from None
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror}") from None
-    if not raw.strip():
-        raise InputError(display, f"empty file; expected {expected}")
-    if b"\x00" in raw:
-        raise InputError(display, f"binary data (NUL bytes), not a text table; expected {expected}")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise InputError(display, f"not UTF-8 text (invalid byte at offset {exc.start}); "
-                                  f"expected {expected}", line) from None
-    # split("\n") rather than splitlines(): only real line ends separate rows.
-    return [line.rstrip("\r") for line in text.split("\n")]
-
-
-def is_simple_rule(line: str) -> bool:
-    return bool(_SIMPLE_RULE.match(line))
-
-
-def is_psql_border(line: str) -> bool:
-    return bool(_PSQL_BORDER.match(line))
-
-
-def _cut(line: str, starts: list[int]) -> list[str]:
-    """Cells by column start positions; the last column runs to end of line."""
-    stops = starts[1:] + [len(line)]
-    return [line[a:b].strip() for a, b in zip(starts, stops)]
-
-
-def _cut_boxed(line: str, bars: list[int]) -> list[str]:
-    """Cells between the '|' positions of a psql row."""
-    return [line[a + 1:b].strip() for a, b in zip(bars, bars[1:])]
-
-
-def parse_simple_table(lines: list[str], header_index: int, display: str,
-                       expected: str) -> TextTable:
-    """A tabulate "simple" table whose header is lines[header_index]; ends at a blank line."""
-    rule_index = header_index + 1
-    if rule_index >= len(lines) or not is_simple_rule(lines[rule_index]):
-        line = rule_index + 1 if rule_index < len(lines) else None
-        raise InputError(display, f"expected a dash rule line under the header of {expected} "
-                                  "(file truncated or not a tabulate table?)", line)
-    starts = [m.start() for m in re.finditer(r"-+", lines[rule_index])]
-    headers = _cut(lines[header_index], starts)
-    rows: list[tuple[int, list[str]]] = []
-    index = rule_index + 1
-    while index < len(lines) and lines[index].strip():
-        rows.append((index + 1, _cut(lines[index], starts)))
-        index += 1
-    return TextTable(headers, rows, header_index + 1, index)
-
-
-def parse_psql_table(lines: list[str], border_index: int, display: str,
-                     expected: str) -> TextTable:
-    """A tabulate "psql" table whose top border is lines[border_index]."""
-    border = lines[border_index]
-    bars = [i for i, ch in enumerate(border) if ch == "+"]
-    header_index, rule_index = border_index + 1, border_index + 2
-    if rule_index >= len(lines) or not lines[header_index].startswith("|") \
-            or not _PSQL_RULE.match(lines[rule_index]):
-        raise InputError(display, f"expected a header row and a |---+---| rule under the top "
-                                  f"border of {expected} (file truncated?)", border_index + 1)
-    headers = _cut_boxed(lines[header_index], bars)
-    rows: list[tuple[int, list[str]]] = []
-    index = rule_index + 1
-    while index < len(lines) and not is_psql_border(lines[index]):
-        if not lines[index].startswith("|"):
-            raise InputError(display, f"expected a table row starting with '|' in {expected}",
-                             index + 1)
-        rows.append((index + 1, _cut_boxed(lines[index], bars)))
-        index += 1
-    if index >= len(lines):
-        raise InputError(display, f"{expected} has no closing +---+ border (file truncated?)",
-                         len(lines))
-    return TextTable(headers, rows, header_index + 1, index + 1)
-
-
-def parse_number(text: str) -> float | None:
-    """A tabulate `g`-formatted number (`5.021e-05`, `0`, `1`, `inf`, `nan`), else None."""
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 # =========================================================================================
@@ -232,13 +123,13 @@ def read_sensitivity_txt(path: Path, display: str | None = None) -> SensitivityT
     """Read one sensitivity table (tabulate simple, or psql for v3.3)."""
     display = display or path.name
     expected = f"a sensitivity table ({EXPECTED_HEADER})"
-    lines = read_text_lines(path, display, expected)
+    lines = split_lines(load_text(path, display, expected, MAX_TEXT_BYTES))
     # A renamed file still parses; its output name is then unknown (reported as "").
     name = parse_sensitivity_name(path.name) or SensitivityName("", None, None, None)
     table = _locate_table(lines, display, expected)
     metric_col = _metric_column(table.headers, name, display, table.header_line)
-    rows = [_row(rank, line, cells, table.headers, metric_col, display)
-            for rank, (line, cells) in enumerate(table.rows)]
+    rows = [_row(rank, row, table.headers, metric_col, display)
+            for rank, row in enumerate(table.rows)]
     if not rows:
         raise InputError(display, f"the table has no data rows (file truncated?); expected {expected}",
                          table.header_line)
@@ -246,22 +137,21 @@ def read_sensitivity_txt(path: Path, display: str | None = None) -> SensitivityT
     return SensitivityTable(display, name, metric, _detect_order(rows, metric), rows)
 
 
-def _locate_table(lines: list[str], display: str, expected: str) -> TextTable:
-    first = next(i for i, line in enumerate(lines) if line.strip())
-    if "op_name" not in lines[first] and not is_psql_border(lines[first]):
+def _locate_table(lines: list[str], display: str, expected: str) -> Table:
+    first = skip_blank(lines, 0)  # load_text has rejected an all-blank file
+    psql = is_psql_start(lines, first)
+    if not psql and "op_name" not in lines[first]:
         raise InputError(display, f"expected the header line of {expected}, "
                                   f"found {lines[first].strip()[:60]!r}", first + 1)
-    if is_psql_border(lines[first]):
-        table = parse_psql_table(lines, first, display, expected)
-    else:
-        table = parse_simple_table(lines, first, display, expected)
-    if any(line.strip() for line in lines[table.next_index:]):
-        extra = next(i for i in range(table.next_index, len(lines)) if lines[i].strip())
+    table = (parse_psql(lines, first, 1, display) if psql
+             else parse_simple(lines, first, 1, display, expected))
+    extra = skip_blank(lines, table.end)
+    if extra < len(lines):
         raise InputError(display, f"unexpected text after the table; expected only {expected}", extra + 1)
     return table
 
 
-def _metric_column(headers: list[str], name: SensitivityName, display: str, line: int) -> int:
+def _metric_column(headers: tuple[str, ...], name: SensitivityName, display: str, line: int) -> int:
     lowered = [h.lower() for h in headers]
     missing = [c for c in KNOWN_COLUMNS[:3] if c not in lowered]
     if missing:
@@ -277,8 +167,9 @@ def _metric_column(headers: list[str], name: SensitivityName, display: str, line
     raise InputError(display, f"no metric column in the header; expected {EXPECTED_HEADER}", line)
 
 
-def _row(rank: int, line: int, cells: list[str], headers: list[str], metric_col: int,
+def _row(rank: int, row: Row, headers: tuple[str, ...], metric_col: int,
          display: str) -> SensitivityRow:
+    line, cells = row.line, row.cells
     by_name = {h.lower(): c for h, c in zip(headers, cells)}
     value = parse_number(cells[metric_col])
     if value is None:

@@ -1,17 +1,25 @@
-"""Reading tabulate tables out of Horizon text artifacts (FORMATS.md §0.3).
+"""Safe loading of Horizon text artifacts and the tabulate tables in them (FORMATS.md §0.3).
 
-Shared by the model_check, fx_graph and layer_advisor probes. Cells may contain single
-spaces, so rows are never split on whitespace: column spans come from the rule line
-(simple style: one dash group per column, the last column runs to the end of the line)
-or from the `+` positions of the top border (psql style).
+The one home of two jobs every probe needs:
 
-Line numbers are 1-based; a caller passes `first_line`, the file line of `lines[0]`.
+* reading a file: `read_bytes` / `read_head` (missing, folder, unreadable, too large),
+  `decode_text` (NUL bytes, UTF-8, BOM) and `load_text` (both, plus empty); `split_lines`
+  cuts the text at '\\n' and drops a '\\r' before it;
+* tables: cells may contain single spaces, so rows are never split on whitespace: column
+  spans come from the rule line (simple style: one dash group per column, the last column
+  runs to the end of the line) or from the `+` positions of the top border (psql style).
+
+Every failure is an InputError naming the file (its display name), the line where known
+and what was expected. Line numbers are 1-based; a table parser gets `first_line`, the
+file line of `lines[0]`.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +46,7 @@ class Table:
     headers: tuple[str, ...]
     rows: list[Row]
     end: int          # index into `lines` just after the table
+    header_line: int  # file line of the header row, for messages about the header
 
     def column(self, name: str) -> int | None:
         """Index of a header, compared case-insensitively; None when absent."""
@@ -48,33 +57,66 @@ class Table:
         return None
 
 
-def load_text(path: Path, display: str, what: str) -> str:
-    """The file as text, or InputError for missing, empty, binary or non-UTF-8 input.
+# ---------------------------------------------------------------- reading files
+
+@contextmanager
+def _os_errors(display: str, what: str) -> Iterator[None]:
+    """Turns the OS errors of opening or reading a file into InputError naming it."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise InputError(display, f"no such file; expected {what}") from None
+    except IsADirectoryError:
+        raise InputError(display, f"is a folder; expected {what}") from None
+    except OSError as exc:
+        raise InputError(display, f"cannot read: {exc.strerror or exc}; expected {what}") from None
+
+
+def read_bytes(path: Path, display: str, what: str, max_bytes: int = MAX_TEXT_BYTES) -> bytes:
+    """The whole file, or InputError for a missing, folder, unreadable or too large file.
 
     `what` names the expected artifact in messages (e.g. "model_check_result.txt").
     """
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(display, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(display, f"is a folder; expected the text file {what}") from None
-    except OSError as exc:
-        raise InputError(display, f"cannot read: {exc.strerror}") from None
-    if len(raw) > MAX_TEXT_BYTES:
-        raise InputError(display, f"too large for {what} ({len(raw)} bytes; limit {MAX_TEXT_BYTES})")
-    if not raw.strip():
-        raise InputError(display, f"empty file; expected {what}")
-    if b"\x00" in raw:
-        line = raw.count(b"\n", 0, raw.index(b"\x00")) + 1
-        raise InputError(display, f"binary data (NUL byte); expected the text file {what}", line)
+    with _os_errors(display, what):
+        size = path.stat().st_size
+        # Checked before reading, so that an oversized file is never loaded into memory.
+        if size > max_bytes:
+            raise InputError(display, f"too large ({size} bytes; limit {max_bytes}); expected {what}")
+        return path.read_bytes()
+
+
+def read_head(path: Path, display: str, what: str, count: int) -> bytes:
+    """The first `count` bytes (fewer for a short file), for binary readers that stream the
+    rest themselves; the same InputErrors as read_bytes except for the size limit."""
+    with _os_errors(display, what), path.open("rb") as file:
+        return file.read(count)
+
+
+def decode_text(raw: bytes, display: str, what: str) -> str:
+    """UTF-8 text without a leading BOM, or InputError (with its line) for NUL bytes or bytes
+    that are not UTF-8. Empty input is returned as "": some formats allow an empty file."""
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise InputError(display, f"binary data (NUL byte); expected {what}", _line_at(raw, nul))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise InputError(display, f"not UTF-8 text (invalid byte at offset {exc.start}); "
-                                  f"expected the text file {what}", line) from None
+        raise InputError(display, f"not UTF-8 text (invalid byte 0x{raw[exc.start]:02x} at "
+                                  f"offset {exc.start}); expected {what}",
+                         _line_at(raw, exc.start)) from None
     return text.removeprefix("\ufeff")
+
+
+def load_text(path: Path, display: str, what: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
+    """The file as text, or InputError for missing, too large, empty, binary or non-UTF-8 input."""
+    text = decode_text(read_bytes(path, display, what, max_bytes), display, what)
+    if not text.strip():
+        raise InputError(display, f"empty file; expected {what}")
+    return text
+
+
+def _line_at(raw: bytes, offset: int) -> int:
+    return raw.count(b"\n", 0, offset) + 1
 
 
 def split_lines(text: str) -> list[str]:
@@ -85,6 +127,8 @@ def split_lines(text: str) -> list[str]:
         lines.pop()
     return lines
 
+
+# ---------------------------------------------------------------- tables
 
 def skip_blank(lines: list[str], i: int, end: int | None = None) -> int:
     end = len(lines) if end is None else end
@@ -103,13 +147,26 @@ def is_psql_start(lines: list[str], i: int) -> bool:
     return i < len(lines) and bool(_PSQL_BORDER.match(lines[i].rstrip()))
 
 
+def parse_number(text: str) -> float | None:
+    """A tabulate `g`-formatted cell (`5.021e-05`, `0`, `1`, `inf`, `nan`) as a float, else None."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 # ---------------------------------------------------------------- simple style
 
-def parse_simple(lines: list[str], start: int, first_line: int, display: str) -> Table:
-    """A simple table whose header is lines[start]; it ends at a blank line or EOF."""
+def parse_simple(lines: list[str], start: int, first_line: int, display: str,
+                 what: str = "the table") -> Table:
+    """A simple table whose header is lines[start]; it ends at a blank line or EOF.
+
+    `what` names the table in the message for a missing dash rule."""
     if not is_simple_start(lines, start):
-        raise InputError(display, "expected a table header followed by a rule of dashes",
-                         first_line + start)
+        # No line to point at when the file ends where the header should be.
+        raise InputError(display, f"expected a header line and a dash rule line under it for "
+                                  f"{what} (file truncated or not a tabulate table?)",
+                         first_line + start if start < len(lines) else None)
     rule = lines[start + 1].rstrip()
     spans = [(m.start(), m.end()) for m in re.finditer(r"-+", rule)]
     headers = _cut_simple(lines[start], spans)
@@ -121,11 +178,10 @@ def parse_simple(lines: list[str], start: int, first_line: int, display: str) ->
     while i < len(lines) and lines[i].strip():
         cells = _cut_simple(lines[i], spans)
         if cells is None:
-            raise InputError(display, f"row does not line up with the {len(spans)} table "
-                                      "columns (garbled or truncated)", first_line + i)
+            raise _misaligned(display, len(spans), first_line + i)
         rows.append(Row(first_line + i, cells))
         i += 1
-    return Table(headers, rows, i)
+    return Table(headers, rows, i, first_line + start)
 
 
 def _cut_simple(line: str, spans: list[tuple[int, int]]) -> tuple[str, ...] | None:
@@ -168,14 +224,13 @@ def parse_psql(lines: list[str], start: int, first_line: int, display: str) -> T
                                       "(truncated file?)", first_line + min(i, len(lines) - 1))
         text = lines[i].rstrip()
         if text == border:
-            return Table(headers, rows, i + 1)
+            return Table(headers, rows, i + 1, first_line + start + 1)
         cells = _cut_psql(text, bounds, spans)
         if cells is None and i == len(lines) - 1:
             raise InputError(display, "table is cut off: incomplete last row and no closing "
                                       "+---+ border (truncated file?)", first_line + i)
         if cells is None:
-            raise InputError(display, f"row does not line up with the {len(spans)} table "
-                                      "columns (garbled or truncated)", first_line + i)
+            raise _misaligned(display, len(spans), first_line + i)
         rows.append(Row(first_line + i, cells))
         i += 1
 
@@ -189,6 +244,11 @@ def _cut_psql(line: str, bounds: list[int], spans: list[tuple[int, int]]) -> tup
 
 
 # ---------------------------------------------------------------- helpers
+
+def _misaligned(display: str, columns: int, line: int) -> InputError:
+    return InputError(display, f"row does not line up with the {columns} table columns "
+                               "(garbled or truncated)", line)
+
 
 def _width_models(line: str) -> list[str]:
     """Ways to map the line to columns: if it has wide characters, a copy where each takes

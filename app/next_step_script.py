@@ -1,0 +1,75 @@
+"""Render the concluded stage's next step as a ready-to-run Python script
+(templates/next_step/): the right imports and call order of KNOWLEDGE.md §10, the user's
+paths and march filled in where the case has them, clearly marked FILL IN placeholders
+(functions that raise NotImplementedError) where it does not."""
+
+from __future__ import annotations
+
+import jinja2
+
+from . import __version__
+from .diagnose import Diagnosis
+from .facts import attr, enum_values, label
+from .templates import TEMPLATES_DIR
+
+TEMPLATE_OF_STAGE = {
+    "pre_export": "pre_export.py.j2",
+    "export": "export.py.j2",
+    "convert": "convert.py.j2",
+    "qat_training": "qat_training.py.j2",
+    "compile": "deployment.py.j2",
+    "board": "deployment.py.j2",
+}
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "next_step")),
+        autoescape=False,  # Python source, not HTML: values go through the pyrepr filter
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["pyrepr"] = repr
+    return env
+
+
+def script_stage(diagnosis: Diagnosis) -> str | None:
+    """The chain stage whose procedure the script runs (a user-side verdict keeps the chain's)."""
+    stages = sorted({f["stage"] for f in diagnosis.run.by_type("chain_stage")})
+    if len(stages) != 1 or stages[0] not in TEMPLATE_OF_STAGE:
+        return None
+    return stages[0]
+
+
+def render_next_step(diagnosis: Diagnosis) -> str | None:
+    """The script's text, or None when the stage has no runnable next step (暂不能判断, 基线确认)."""
+    stage = script_stage(diagnosis)
+    if stage is None:
+        return None
+    facts = diagnosis.run
+    paths: dict[str, str] = {}
+    for fact in facts.by_type("artifact_file"):
+        paths.setdefault(fact["kind"], fact["path"])
+    platforms = facts.by_type("platform")
+    march = platforms[0]["march"] if platforms else None
+    families = {p["family"] for p in platforms}
+    checklist = diagnosis.verdict["checklist"] or [
+        {"id": item, "label": label("check_item", item), "look_at": attr("check_item", item, "look_at", ""),
+         "status": "unchecked"}
+        for item in enum_values("check_item")
+    ]
+    context = {
+        "case": diagnosis.title,
+        "stage": stage,
+        "stage_label": label("stage", stage),
+        "version": __version__,
+        "paths": {kind: paths.get(kind) for kind in enum_values("file_kind")},
+        "march": march,
+        "march_known": march is not None,
+        "split_run": any(f["differ"] for f in facts.by_type("input_formats")),
+        "consistency_strategy": bool(families & {"J6E", "J6M"}),
+        "checklist": checklist,
+    }
+    return _environment().get_template(TEMPLATE_OF_STAGE[stage]).render(**context)
