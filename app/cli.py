@@ -60,14 +60,30 @@ def _input_options(command):
         click.option("--absolute", is_flag=True, help="The tolerance is in metric units, not relative to the baseline."),
         click.option("--lower-is-better", is_flag=True, help="The metric is an error: larger values are worse."),
         click.option("--no-env", is_flag=True, help="Do not read installed package versions or the board type."),
+        click.option("--rules", "rule_packs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+                     help="Extra rule pack folder (repeatable); its rules add to or override bundled ones by id."),
     ]
     for option in reversed(options):
         command = option(command)
     return command
 
 
+def _rulebase(rule_packs: tuple[Path, ...]):
+    """The bundled rule base plus packs; a broken pack is the user's input error (exit 2)."""
+    from .diagnose import load_rulebase
+    from .engine import RuleBaseErrors
+
+    for pack in rule_packs:
+        if not pack.is_dir():
+            _fail(f"{pack}: no such rule pack folder", EXIT_INPUT)
+    try:
+        return load_rulebase(rule_packs)
+    except RuleBaseErrors as exc:
+        _fail(f"the rule base is invalid:\n{exc}", EXIT_INPUT if rule_packs else EXIT_INTERNAL)
+
+
 def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, tolerance: float | None,
-         absolute: bool, lower_is_better: bool, no_env: bool):
+         absolute: bool, lower_is_better: bool, no_env: bool, rule_packs: tuple[Path, ...] = ()):
     """Read the inputs and diagnose; every input problem exits 2 with its message."""
     from .diagnose import diagnose as run_diagnosis
     from .engine import EngineError, RuleBaseErrors
@@ -88,10 +104,11 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
         if custom else None,
         use_environment=not no_env,
     )
+    rulebase = _rulebase(rule_packs)
     try:
         options.workdirs = [require_folder(w) for w in workdirs]
         loaded = read_case(case) if case is not None else None
-        diagnosis = run_diagnosis(loaded, options=options)
+        diagnosis = run_diagnosis(loaded, rulebase, options=options)
     except InputError as exc:
         _fail(exc.render(), EXIT_INPUT)
     except RuleBaseErrors as exc:
@@ -139,6 +156,103 @@ def next_step(output: Path | None, **inputs) -> None:
                    "先补充报告中列出的信息再诊断", err=True)
         return
     _write(script, output, protected)
+
+
+@cli.command()
+@_input_options
+@click.option("--why-not", "why_not_stage", metavar="STAGE",
+              help="Also explain why the verdict is not STAGE: the rules that would conclude it, "
+                   "their failed conditions, and the evidence that would change the answer.")
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False))
+def explain(why_not_stage: str | None, fmt: str, output: Path | None, **inputs) -> None:
+    """The evidence chain of the verdict: every derived fact with its rule, rule file and
+    line, down to the input facts and their sources (case key, file, line, sha256)."""
+    from .explain_report import explain_data, render_explain_json, render_explain_markdown, stage_choices
+
+    if why_not_stage is not None and why_not_stage not in stage_choices():
+        _fail(f"--why-not: unknown stage {why_not_stage!r}; allowed: {', '.join(stage_choices())}", EXIT_INPUT)
+    diagnosis, protected = _run(**inputs)
+    data = explain_data(diagnosis, why_not_stage)
+    text = render_explain_json(data) if fmt == "json" else render_explain_markdown(diagnosis, data)
+    _write(text, output, protected)
+
+
+@cli.group()
+def rules() -> None:
+    """Work on the rule base: lint it, run each rule's example cases, print the rule-file schema."""
+
+
+def _rule_dirs(dirs: tuple[Path, ...]):
+    from .rules import BUNDLED_RULES_DIR
+
+    for folder in dirs:
+        if not folder.exists():
+            _fail(f"{folder}: no such rule folder or file", EXIT_INPUT)
+    return [BUNDLED_RULES_DIR, *dirs], {BUNDLED_RULES_DIR: "rules"}
+
+
+@rules.command("lint")
+@click.argument("dirs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--strict", is_flag=True, help="Warnings fail too.")
+def rules_lint(dirs: tuple[Path, ...], strict: bool) -> None:
+    """Check the bundled rules plus the rule packs DIRS: schema, vocabulary, rules that can
+    never fire, rules that disagree on the same conditions, endless cycles, engine limits."""
+    from .engine.lint import lint
+    from .facts import vocabulary
+
+    folders, display = _rule_dirs(dirs)
+    issues = lint(folders, vocabulary(), display)
+    for issue in issues:
+        click.echo(issue.render())
+    errors = sum(1 for i in issues if i.level == "error")
+    warnings = sum(1 for i in issues if i.level == "warning")
+    click.echo(f"{errors} error(s), {warnings} warning(s)")
+    if errors or (strict and warnings):
+        sys.exit(EXIT_INTERNAL)
+
+
+@rules.command("test")
+@click.argument("dirs", nargs=-1, type=click.Path(path_type=Path, file_okay=False))
+@click.option("-v", "--verbose", is_flag=True, help="List every example, not only failures.")
+def rules_test(dirs: tuple[Path, ...], verbose: bool) -> None:
+    """Run every rule's example cases (bundled rules plus the packs DIRS) and report
+    per-rule coverage. Fails when an example fails, or a rule has no example that fires it."""
+    from .rule_tests import coverage_failures, run_rule_tests
+
+    rulebase = _rulebase(tuple(dirs))
+    results, coverage = run_rule_tests(rulebase)
+    for r in results:
+        if verbose or not r.passed:
+            click.echo(f"{'PASS' if r.passed else 'FAIL'} {r.file}:{r.line} {r.rule}: {r.name}")
+            for problem in r.problems:
+                click.echo(f"    {problem}")
+    click.echo("")
+    click.echo(f"{'rule':44} {'examples':>8} {'fired':>6} {'fired by any':>12}")
+    for c in coverage:
+        click.echo(f"{c.rule:44} {c.examples:>8} {c.fired_by_own:>6} {c.fired_by_any:>12}")
+    uncovered = coverage_failures(coverage)
+    for line in uncovered:
+        click.echo(line)
+    failed = sum(1 for r in results if not r.passed)
+    covered = sum(1 for c in coverage if c.fired_by_own)
+    click.echo(f"{len(results) - failed} passed, {failed} failed; {covered}/{len(coverage)} rules fired by their examples")
+    if failed or uncovered:
+        sys.exit(EXIT_INTERNAL)
+
+
+@rules.command("schema")
+@click.option("--plain", is_flag=True, help="The generic schema, without the fact vocabulary.")
+def rules_schema(plain: bool) -> None:
+    """Print the JSON Schema of a rule file (for editors), with fact types, fields and values."""
+    import json
+
+    from .engine import rule_file_schema
+    from .engine.schema_export import vocabulary_schema
+    from .facts import vocabulary
+
+    schema = rule_file_schema() if plain else vocabulary_schema(vocabulary())
+    click.echo(json.dumps(schema, ensure_ascii=False, indent=2))
 
 
 def main() -> None:

@@ -26,14 +26,16 @@ class Diagnosis:
 
 
 @lru_cache(maxsize=8)
-def _rulebase(extra: tuple[Path, ...]) -> RuleBase:
-    directories = [BUNDLED_RULES_DIR, *extra]
-    return RuleBase.load(directories, vocabulary(), {BUNDLED_RULES_DIR: "rules"})
+def _rulebase(extra: tuple[tuple[Path, str], ...]) -> RuleBase:
+    directories = [BUNDLED_RULES_DIR, *(path for path, _ in extra)]
+    display = {BUNDLED_RULES_DIR: "rules", **{path: shown for path, shown in extra}}
+    return RuleBase.load(directories, vocabulary(), display)
 
 
 def load_rulebase(extra_rule_dirs: list[Path] | tuple[Path, ...] = ()) -> RuleBase:
-    """The bundled rule base plus rule packs (a later pack overrides rules by id)."""
-    return _rulebase(tuple(Path(p).resolve() for p in extra_rule_dirs))
+    """The bundled rule base plus rule packs (a later pack overrides rules by id). Pack
+    files are shown by the folder name the user gave, so reports do not depend on cwd."""
+    return _rulebase(tuple((Path(p).resolve(), Path(p).as_posix().rstrip("/")) for p in extra_rule_dirs))
 
 
 def diagnose(case: Case | None, rulebase: RuleBase | None = None,

@@ -35,48 +35,6 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def _rule_line(result: RunResult, fact: Fact, diagnosis: Diagnosis) -> str:
-    d = fact.derivation
-    title = diagnosis.rulebase.rule(d.rule).title
-    where = f"{d.rule_file}:{d.rule_line}" if d.rule_line else d.rule_file
-    return f"规则 {d.rule}「{title}」（{where}）"
-
-
-def _fact_text(fact: Fact) -> str:
-    if fact.derivation is None:
-        return describe(fact)
-    fields = "，".join(f"{k}={v}" for k, v in fact.fields.items() if v not in ("", None))
-    return f"{fact.type}（{fields}）"
-
-
-def evidence_chain(diagnosis: Diagnosis, roots: list[Fact]) -> list[dict[str, Any]]:
-    """The derivation tree below `roots`, flattened with depths, for the report."""
-    result = diagnosis.run
-    lines: list[dict[str, Any]] = []
-    shown: set[str] = set()
-
-    def visit(fact: Fact, depth: int) -> None:
-        entry = {"depth": depth, "id": fact.id, "text": _fact_text(fact), "repeat": fact.id in shown,
-                 "via": "", "absent": ""}
-        if fact.derivation is not None:
-            entry["via"] = _rule_line(result, fact, diagnosis)
-            if fact.derivation.absent:
-                entry["absent"] = "；".join(fact.derivation.absent)
-        elif fact.source is not None:
-            entry["via"] = "来源：" + fact.source.describe()
-        lines.append(entry)
-        if entry["repeat"]:
-            return
-        shown.add(fact.id)
-        if fact.derivation is not None:
-            for premise in fact.derivation.premises:
-                visit(result.fact(premise), depth + 1)
-
-    for root in roots:
-        visit(root, 0)
-    return lines
-
-
 def _checks(diagnosis: Diagnosis) -> list[dict[str, Any]]:
     """What the rule base checked: each rule file, in order, with the rules that fired."""
     fired = diagnosis.run.fired_rules()
@@ -99,7 +57,6 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         by_type.setdefault(fact.type, []).append(fact)
     results = by_type.get("result", [])
     unconfirmed = {(f["artifact"], f["status"]) for f in result.by_type("unconfirmed")}
-    roots = [result.fact(c["fact"]) for c in verdict["conclusion"]]
     return {
         "case": diagnosis.title,
         "verdict": verdict,
@@ -111,7 +68,7 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         "command_args": diagnosis.command_args,
         "evidence": [describe(result.fact(e["fact"])) + f" — {result.fact(e['fact']).source.describe()}"
                      for e in verdict["evidence"]],
-        "chain": evidence_chain(diagnosis, roots),
+        "appendix": _appendix(diagnosis),
         "normal": [describe(f) for f in results if f["status"] == "normal"
                    and (f["artifact"], f["status"]) not in unconfirmed],
         "abnormal": [describe(f) for f in results if f["status"] == "abnormal"
@@ -140,6 +97,17 @@ def _key_findings(verdict: dict[str, Any]) -> list[dict[str, Any]]:
             texts = [_EMPTY_SLOT[slot][1 if undetermined else 0]]
         out.append({"label": label("key_slot", slot), "texts": texts})
     return out
+
+
+def _appendix(diagnosis: Diagnosis) -> list[str]:
+    """The derivation trees of the verdict and of each mistake, for the audit appendix."""
+    from .explain_report import explain_data, tree_lines
+
+    data = explain_data(diagnosis)
+    lines: list[str] = []
+    for tree in data["conclusions"] + data["mistakes"]:
+        tree_lines(tree, 0, lines)
+    return lines
 
 
 def render_markdown(diagnosis: Diagnosis) -> str:

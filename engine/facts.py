@@ -49,6 +49,7 @@ class Derivation:
     rule_line: int | None
     premises: tuple[str, ...]
     absent: tuple[str, ...] = ()  # negated conditions that held, in words
+    overrides: str | None = None  # file:line of the bundled rule a rule pack replaced
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -59,6 +60,8 @@ class Derivation:
         }
         if self.absent:
             out["absent"] = list(self.absent)
+        if self.overrides:
+            out["overrides"] = self.overrides
         return out
 
 

@@ -201,7 +201,7 @@ class _Run:
             candidate = Fact(
                 id="", type=concl.type, fields=fields, depth=depth, stratum=self.stratum,
                 derivation=Derivation(crule.rule.id, crule.rule.file, crule.rule.line,
-                                      tuple(f.id for f in premises), absent),
+                                      tuple(f.id for f in premises), absent, crule.rule.overrides),
             )
             existing = self.by_content.get(candidate.content_key())
             if existing is not None:

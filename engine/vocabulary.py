@@ -49,6 +49,7 @@ class FactType:
     origin: str
     meaning: str
     fields: dict[str, FieldSpec]
+    exclusive: tuple[str, ...] = ()  # fields that must take one value per run (e.g. a verdict's stage)
 
 
 @dataclass
@@ -103,7 +104,11 @@ class Vocabulary:
             origin_kind = tspec.get("origin", "derived")
             if origin_kind not in ("input", "derived"):
                 raise VocabularyError(f"{origin}: type {tname!r}: origin must be input or derived")
-            vocab.types[tname] = FactType(tname, origin_kind, str(tspec.get("meaning", "")), fields)
+            exclusive = tuple(tspec.get("exclusive") or ())
+            unknown_fields = [f for f in exclusive if f not in fields]
+            if unknown_fields:
+                raise VocabularyError(f"{origin}: type {tname!r}: exclusive field {unknown_fields[0]!r} is not a field")
+            vocab.types[tname] = FactType(tname, origin_kind, str(tspec.get("meaning", "")), fields, exclusive)
         return vocab
 
     # ------------------------------------------------------------------ checks

@@ -10,7 +10,8 @@ from conftest import EXAMPLES
 from j6doctor.diagnose import diagnose_file
 from j6doctor.report import render_markdown
 
-HEADINGS = ["## 结论摘要", "## 已确认事实", "## 执行过的检查", "## 关键发现", "## 下一步建议", "## 需要保留的产物"]
+HEADINGS = ["## 结论摘要", "## 已确认事实", "## 执行过的检查", "## 关键发现", "## 下一步建议", "## 需要保留的产物",
+            "## 附录：证据链"]
 CASES = sorted(EXAMPLES.glob("*.yaml"))
 
 
@@ -19,7 +20,7 @@ def _report(name, rulebase):
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.name for p in CASES])
-def test_six_sections_in_order(path, rulebase):
+def test_six_sections_in_order_then_the_appendix(path, rulebase):
     text = render_markdown(diagnose_file(path, rulebase))
     headings = re.findall(r"^## .*$", text, flags=re.M)
     assert headings == HEADINGS

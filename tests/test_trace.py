@@ -67,4 +67,5 @@ def test_evidence_lists_the_deciding_facts_with_lines(rulebase):
 def test_report_shows_the_chain(rulebase):
     from j6doctor.report import render_markdown
     text = render_markdown(diagnose_file(EXAMPLES / "convert_j6m.yaml", rulebase))
-    assert "规则 map.convert" in text and "convert_j6m.yaml:12 results.quantized_bc" in text
+    appendix = text.split("## 附录：证据链")[1]
+    assert "规则 map.convert" in appendix and "convert_j6m.yaml:12 results.quantized_bc" in appendix

@@ -1,0 +1,127 @@
+"""`j6doctor explain`: the derivation tree behind a verdict, and `--why-not STAGE`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .diagnose import Diagnosis
+from .engine.explain import derivation_tree, inputs_needed, why_not
+from .facts import enum_values, label, vocabulary
+
+
+def _rules(diagnosis: Diagnosis) -> dict:
+    return {r.id: r for r in diagnosis.rulebase.rules}
+
+
+def explain_data(diagnosis: Diagnosis, why_not_stage: str | None = None) -> dict[str, Any]:
+    verdict = diagnosis.verdict
+    rules = _rules(diagnosis)
+    result = diagnosis.run
+    data: dict[str, Any] = {
+        "stage": verdict["stage"],
+        "stage_label": verdict["stage_label"],
+        "conclusions": [derivation_tree(result, rules, c["fact"]) for c in verdict["conclusion"]],
+        "missing": [derivation_tree(result, rules, fid) for m in verdict["missing_detail"] for fid in m["facts"]],
+        "mistakes": [derivation_tree(result, rules, fid) for m in verdict["mistakes"] for fid in m["facts"]],
+        "rulebase": verdict["rulebase"],
+    }
+    if why_not_stage is not None:
+        input_types = {n for n, t in vocabulary().types.items() if t.origin == "input"}
+        checks = why_not(result, diagnosis.rulebase.rules, "verdict", {"stage": why_not_stage}, input_types)
+        data["why_not"] = {
+            "stage": why_not_stage,
+            "stage_label": label("stage", why_not_stage),
+            "already": verdict["stage"] == why_not_stage,
+            "rules": [c.as_dict() for c in checks],
+            "would_change": inputs_needed(checks),
+        }
+    return data
+
+
+def render_explain_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+
+def tree_lines(node: dict[str, Any], depth: int, out: list[str]) -> None:
+    pad = "  " * depth
+    fields = "，".join(f"{k}={v}" for k, v in node["fields"].items() if v not in ("", None))
+    head = f"{pad}- [{node['fact']}] {node['type']}（{fields}）"
+    if node.get("see_above"):
+        out.append(head + "（见上）")
+        return
+    if "rule" in node:
+        where = f"{node['rule_file']}:{node['rule_line']}"
+        extra = f"；覆盖了 {node['overrides']}" if node.get("overrides") else ""
+        out.append(f"{head} ← 规则 {node['rule']}「{node['rule_title']}」（{where}{extra}）")
+        if node.get("absent"):
+            out.append(f"{pad}  - 且不存在：{'；'.join(node['absent'])}")
+        for premise in node["premises"]:
+            tree_lines(premise, depth + 1, out)
+    else:
+        src = node.get("source", {})
+        where = src.get("file") or src.get("kind", "")
+        if src.get("line"):
+            where += f":{src['line']}"
+        if src.get("key"):
+            where += f" {src['key']}"
+        if src.get("sha256"):
+            where += f"（sha256 {src['sha256'][:12]}）"
+        out.append(f"{head} ← 输入：{where}")
+
+
+def _check_lines(check: dict[str, Any], depth: int, out: list[str]) -> None:
+    pad = "  " * depth
+    state = "已触发" if check["fired"] else "未触发"
+    out.append(f"{pad}- 规则 {check['rule']}「{check['title']}」（{check['file']}:{check['line']}，{state}）")
+    for cond in check["conditions"]:
+        mark = "？" if cond.get("unknown") else ("✓" if cond["satisfied"] else "✗")
+        text = ("不存在 " if cond["negated"] else "") + cond["condition"]
+        detail = ""
+        if cond.get("facts"):
+            detail = ("，被 " if cond["negated"] and not cond["satisfied"] else "，由 ") + "、".join(cond["facts"])
+        if cond.get("needs_input"):
+            detail = f"，需要输入 {cond['needs_input']}"
+        if cond.get("unknown"):
+            detail = "，未评估（依赖前面未满足的条件）"
+        out.append(f"{pad}  - {mark} {text}{detail}")
+        for producer in cond.get("producers", []):
+            _check_lines(producer, depth + 2, out)
+
+
+def render_explain_markdown(diagnosis: Diagnosis, data: dict[str, Any]) -> str:
+    out = [f"# j6doctor 证据链：{diagnosis.title}", "",
+           f"当前结论：**{data['stage_label']}**（`{data['stage']}`）", ""]
+    out += ["## 结论的推导", ""]
+    for tree in data["conclusions"]:
+        tree_lines(tree, 0, out)
+    if data["missing"]:
+        out += ["", "## 缺失信息的推导", ""]
+        for tree in data["missing"]:
+            tree_lines(tree, 0, out)
+    if data["mistakes"]:
+        out += ["", "## 常见误区的推导", ""]
+        for tree in data["mistakes"]:
+            tree_lines(tree, 0, out)
+    if "why_not" in data:
+        w = data["why_not"]
+        out += ["", f"## 为什么不是 {w['stage_label']}（`{w['stage']}`）", ""]
+        if w["already"]:
+            out.append(f"当前结论就是 {w['stage_label']}。")
+        if not w["rules"]:
+            out.append("没有任何规则能得出这个结论。")
+        for check in w["rules"]:
+            _check_lines(check, 0, out)
+        if w["would_change"]:
+            out += ["", "会改变结论的证据：", ""]
+            for item in w["would_change"]:
+                if item["kind"] == "add":
+                    out.append(f"- 补充输入：{item['condition']}（规则 {item['rule']}）")
+                else:
+                    out.append(f"- 复核或去掉：{item['condition']}，当前由 {'、'.join(item['facts'])} 阻止（规则 {item['rule']}）")
+    out.append("")
+    return "\n".join(out)
+
+
+def stage_choices() -> list[str]:
+    return list(enum_values("stage"))

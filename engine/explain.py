@@ -1,0 +1,246 @@
+"""Explanations over a finished run: the derivation tree of a fact, and why a conclusion
+was NOT reached (which rules could reach it, which of their conditions failed, and what
+input would change that).
+
+The run's conclusions come from durable-rules; this module only re-reads its facts. The
+small condition matcher here mirrors the compiled semantics (equality, ne/lt/le/gt/ge,
+in/not_in, contains, joins to earlier aliases) for the purpose of explaining.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .facts import Fact
+from .rule_model import Condition, Ref, Rule, Test
+from .runtime import RunResult
+
+MAX_DEPTH = 6
+MAX_PRODUCERS = 6
+
+
+# ---------------------------------------------------------------------------- derivation trees
+
+def derivation_tree(result: RunResult, rules: dict[str, Rule], fact_id: str,
+                    seen: set[str] | None = None) -> dict[str, Any]:
+    """A fact with everything it was derived from, down to input facts and their sources."""
+    seen = set() if seen is None else seen
+    fact = result.fact(fact_id)
+    node: dict[str, Any] = {"fact": fact.id, "type": fact.type, "fields": dict(fact.fields)}
+    if fact.id in seen:
+        node["see_above"] = True
+        return node
+    seen.add(fact.id)
+    if fact.derivation is None:
+        node["source"] = fact.source.as_dict() if fact.source else {}
+        return node
+    d = fact.derivation
+    rule = rules.get(d.rule)
+    node.update({"rule": d.rule, "rule_title": rule.title if rule else "", "rule_file": d.rule_file,
+                 "rule_line": d.rule_line})
+    if rule is not None and rule.overrides:
+        node["overrides"] = rule.overrides
+    if d.absent:
+        node["absent"] = list(d.absent)
+    node["premises"] = [derivation_tree(result, rules, p, seen) for p in d.premises]
+    return node
+
+
+# ---------------------------------------------------------------------------- matching
+
+def _test_holds(test: Test, fact: Fact, bound: dict[str, Fact]) -> bool | None:
+    """True / False, or None when the test refers to an alias that is not bound."""
+    value = fact.fields.get(test.field)
+    operand = test.value
+    if isinstance(operand, Ref):
+        if operand.alias not in bound:
+            return None
+        operand = bound[operand.alias].fields.get(operand.field)
+    op = test.op
+    if op == "eq":
+        return value == operand
+    if op == "ne":
+        return value != operand
+    if op == "in":
+        return value in operand
+    if op == "not_in":
+        return value not in operand
+    if op == "contains":
+        return isinstance(value, str) and str(operand).lower() in value.lower()
+    if value is None or operand is None:
+        return False
+    try:
+        return {"lt": value < operand, "le": value <= operand, "gt": value > operand, "ge": value >= operand}[op]
+    except TypeError:
+        return False
+
+
+def matching_facts(cond: Condition, facts: list[Fact], bound: dict[str, Fact],
+                   extra: tuple[Test, ...] = ()) -> list[Fact]:
+    out = []
+    for fact in facts:
+        if fact.type != cond.type:
+            continue
+        if all(_test_holds(t, fact, bound) is not False for t in cond.tests + extra):
+            out.append(fact)
+    return out
+
+
+# ---------------------------------------------------------------------------- why not
+
+@dataclass
+class ConditionCheck:
+    condition: str
+    negated: bool
+    satisfied: bool
+    facts: list[str] = field(default_factory=list)
+    unknown: bool = False  # a `not:` that compares with a fact an earlier failed condition did not bind  # matching facts (or, for `not`, the blockers)
+    producers: list["RuleCheck"] = field(default_factory=list)  # for unmet derived conditions
+    needs_input: str = ""  # for unmet input conditions: the input that would satisfy it
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"condition": self.condition, "negated": self.negated, "satisfied": self.satisfied}
+        if self.unknown:
+            out["unknown"] = True
+        if self.facts:
+            out["facts"] = self.facts
+        if self.producers:
+            out["producers"] = [p.as_dict() for p in self.producers]
+        if self.needs_input:
+            out["needs_input"] = self.needs_input
+        return out
+
+
+@dataclass
+class RuleCheck:
+    rule: str
+    title: str
+    file: str
+    line: int | None
+    fired: bool
+    conditions: list[ConditionCheck]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "title": self.title, "file": self.file, "line": self.line,
+                "fired": self.fired, "conditions": [c.as_dict() for c in self.conditions]}
+
+
+def _describe(cond: Condition, extra: tuple[Test, ...]) -> str:
+    return Condition(cond.type, cond.tests + extra, cond.negated, cond.alias, cond.line).describe()
+
+
+def producers_of(rules: list[Rule], type_name: str, wanted: tuple[Test, ...]) -> list[tuple[Rule, dict[str, tuple[Test, ...]]]]:
+    """Rules that can derive a `type_name` fact meeting the literal tests in `wanted`, with
+    the extra tests that pushes onto their conditions (a conclusion field that copies a
+    bound fact's field carries the requirement over to that fact)."""
+    found = []
+    for rule in rules:
+        for concl in rule.then:
+            if concl.type != type_name:
+                continue
+            pushed: dict[str, list[Test]] = {}
+            possible = True
+            for test in wanted:
+                if isinstance(test.value, Ref):
+                    continue
+                value = concl.fields.get(test.field)
+                if isinstance(value, Ref):
+                    pushed.setdefault(value.alias, []).append(Test(value.field, test.op, test.value))
+                elif isinstance(value, str) and "${" in value:
+                    continue  # a text template may produce anything
+                elif not _test_holds(test, _Literal(test.field, value), {}):
+                    possible = False
+            if possible and _compatible(rule, pushed):
+                found.append((rule, {k: tuple(v) for k, v in pushed.items()}))
+                break
+    return found
+
+
+def _compatible(rule: Rule, pushed: dict[str, list[Test]]) -> bool:
+    """A requirement pushed onto a condition that its own literal tests exclude (e.g. stage
+    convert onto `stage in [compile, board]`) means the rule cannot produce it."""
+    for cond in rule.when:
+        for test in pushed.get(cond.alias or "", ()):
+            if test.op != "eq":
+                continue
+            probe = _Literal(test.field, test.value)
+            for own in cond.tests:
+                if own.field == test.field and not isinstance(own.value, Ref) and not _test_holds(own, probe, {}):
+                    return False
+    return True
+
+
+class _Literal(Fact):
+    def __init__(self, name: str, value: Any):
+        super().__init__("", "", {name: value})
+
+
+def check_rule(rule: Rule, result: RunResult, rules: list[Rule], vocab_input_types: set[str],
+               pushed: dict[str, tuple[Test, ...]], depth: int, visiting: set[str]) -> RuleCheck:
+    facts = result.facts
+    bound: dict[str, Fact] = {}
+    checks: list[ConditionCheck] = []
+    for cond in rule.when:
+        extra = pushed.get(cond.alias or "", ())
+        matches = matching_facts(cond, facts, bound, extra)
+        text = _describe(cond, extra)
+        if cond.negated:
+            unbound = any(isinstance(t.value, Ref) and t.value.alias not in bound for t in cond.tests)
+            if unbound:
+                checks.append(ConditionCheck(text, True, True, [], unknown=True))
+            else:
+                checks.append(ConditionCheck(text, True, not matches, [f.id for f in matches]))
+            continue
+        if matches:
+            if cond.alias:
+                bound[cond.alias] = matches[0]
+            checks.append(ConditionCheck(text, False, True, [f.id for f in matches[:5]]))
+            continue
+        check = ConditionCheck(text, False, False)
+        literal = tuple(t for t in cond.tests + extra if not isinstance(t.value, Ref))
+        if cond.type in vocab_input_types:
+            check.needs_input = Condition(cond.type, literal).describe()
+        elif depth < MAX_DEPTH:
+            for producer, more in producers_of(rules, cond.type, literal)[:MAX_PRODUCERS]:
+                if producer.id in visiting:
+                    continue
+                check.producers.append(check_rule(producer, result, rules, vocab_input_types, more,
+                                                  depth + 1, visiting | {producer.id}))
+        checks.append(check)
+    fired = rule.id in result.fired_rules()
+    return RuleCheck(rule.id, rule.title, rule.file, rule.line, fired, checks)
+
+
+def why_not(result: RunResult, rules: list[Rule], type_name: str, wanted: dict[str, Any],
+            input_types: set[str]) -> list[RuleCheck]:
+    """For every rule that could derive `type_name` with the field values `wanted`, which of
+    its conditions hold on this run's facts and which do not, recursively for derived facts."""
+    tests = tuple(Test(k, "eq", v) for k, v in wanted.items())
+    return [check_rule(rule, result, rules, input_types, pushed, 0, {rule.id})
+            for rule, pushed in producers_of(rules, type_name, tests)]
+
+
+def inputs_needed(checks: list[RuleCheck]) -> list[dict[str, Any]]:
+    """What would let some path of rules fire: input facts to add (`add`) and facts that
+    block a `not:` condition (`remove`), each once, in the order met."""
+    needed: list[dict[str, Any]] = []
+
+    def walk(check: RuleCheck) -> None:
+        for cond in check.conditions:
+            if cond.satisfied:
+                continue
+            if cond.negated:
+                item = {"kind": "remove", "condition": cond.condition, "facts": cond.facts, "rule": check.rule}
+            elif cond.needs_input:
+                item = {"kind": "add", "condition": cond.needs_input, "facts": [], "rule": check.rule}
+            else:
+                for producer in cond.producers:
+                    walk(producer)
+                continue
+            if all(n["condition"] != item["condition"] or n["kind"] != item["kind"] for n in needed):
+                needed.append(item)
+
+    for check in checks:
+        walk(check)
+    return needed
