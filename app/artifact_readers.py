@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import PurePosixPath
 from typing import Callable
 
+from .charts import compare_series, sensitivity_series
 from .engine import Source
 from .probes import InputError
 from .probes.artifacts import FoundFile
@@ -39,6 +40,7 @@ def _compare(found: FoundFile, facts, tables: dict[str, CompareTable]) -> None:
     table = read_compare_per_layer(found.path, found.display)
     tables[_folder(found)] = table
     summary = summarize(table)
+    facts.charts.append(compare_series(found.display, table, summary))
     facts.add("compare_summary", {
         "path": found.display, "rows": summary.rows, "metric_rows": summary.metric_rows,
         "pattern": summary.pattern, "analysis_type": summary.analysis_type,
@@ -76,6 +78,7 @@ def _sensitivity(found: FoundFile, facts, tables: dict[str, CompareTable],
     if not table.rows:
         raise InputError(found.display, "the sensitivity table has no rows")
     summary = summarize_sensitivity(table)
+    facts.charts.append(sensitivity_series(found.display, table, summary))
     compare = _compare_for(found, tables)
     joined = metric_row_for(compare, summary.top.op_name) if compare is not None else None
     runner = summary.runner_up
@@ -141,13 +144,15 @@ def _signals(found: FoundFile, facts, source: str, signals, limit: int) -> None:
                                    "detail": signal.detail}, _source(found, line=signal.line))
 
 
-def read_artifacts(found: list[FoundFile], facts, problem: Problem, limit: int) -> None:
+def read_artifacts(found: list[FoundFile], facts, problem: Problem, limit: int, progress=None) -> None:
     tables: dict[str, CompareTable] = {}
     csv_folders = {_folder(f) for f in found if f.kind == "compare_per_layer_csv"}
     txt_twins = {f.display[:-4] for f in found if f.kind == "sensitivity_txt"}
     # compare tables first: sensitivity rows are joined to them through fused groups
     ordered = sorted(found, key=lambda f: (0 if f.kind.startswith("compare_per_layer") else 1, f.display))
     for item in ordered:
+        if progress is not None:
+            progress(f"读取 {item.display}")
         try:
             if item.kind == "compare_per_layer_csv":
                 _compare(item, facts, tables)

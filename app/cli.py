@@ -92,6 +92,7 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
     from .probes.artifacts import require_folder
     from .probes.case_file import read_case
     from .probes.metrics_file import Tolerance
+    from .progress import Progress
 
     if case is None and not workdirs:
         _fail("give a case file, or --workdir DIR, or both (see --help)", EXIT_INPUT)
@@ -105,6 +106,8 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
         use_environment=not no_env,
     )
     rulebase = _rulebase(rule_packs)
+    progress = Progress()
+    options.progress = progress.step
     try:
         options.workdirs = [require_folder(w) for w in workdirs]
         loaded = read_case(case) if case is not None else None
@@ -115,6 +118,8 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
         _fail(f"the rule base is invalid:\n{exc}", EXIT_INTERNAL)
     except EngineError as exc:
         _fail(str(exc), EXIT_INTERNAL)
+    finally:
+        progress.done()
     base = loaded.folder if loaded is not None else options.workdirs[0]
     inputs = ([case] if case else []) + [base / a["path"] for a in diagnosis.verdict["artifacts"]]
     if loaded is not None:
@@ -126,17 +131,17 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
 
 @cli.command()
 @_input_options
-@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
-              help="Chinese Markdown report, or the JSON verdict of the public contract.")
+@click.option("--format", "fmt", type=click.Choice(["md", "json", "html"]), default="md", show_default=True,
+              help="Chinese Markdown report, the JSON verdict of the public contract, or a self-contained HTML page.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report to this file instead of standard output.")
 def diagnose(fmt: str, output: Path | None, **inputs) -> None:
     """Diagnose CASE (case.yaml / case.json) and/or the artifacts under --workdir:
     which stage, and why."""
-    from .report import render_json, render_markdown
+    from .report import render_html, render_json, render_markdown
 
     diagnosis, protected = _run(**inputs)
-    text = render_json(diagnosis) if fmt == "json" else render_markdown(diagnosis)
+    text = {"json": render_json, "html": render_html, "md": render_markdown}[fmt](diagnosis)
     _write(text, output, protected)
 
 
@@ -176,6 +181,62 @@ def explain(why_not_stage: str | None, fmt: str, output: Path | None, **inputs) 
     data = explain_data(diagnosis, why_not_stage)
     text = render_explain_json(data) if fmt == "json" else render_explain_markdown(diagnosis, data)
     _write(text, output, protected)
+
+
+@cli.command()
+@click.argument("case", required=False, default="case.yaml", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--workdir", "workdirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder of artifacts to scan (repeatable).")
+@click.option("--no-env", is_flag=True, help="Do not read installed package versions or the board type.")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the final report to this file instead of standard output.")
+def ask(case: Path, workdirs: tuple[Path, ...], no_env: bool, output: Path | None) -> None:
+    """Ask for the missing information that would change the judgement (info gate order,
+    with the reason), write the answers into CASE (created if absent; existing content and
+    comments are kept), then diagnose. An empty answer skips; end of input stops asking."""
+    from .ask import EndOfAnswers, ask_missing, write_case
+    from .probes import InputError
+    from .probes.case_file import read_case
+    from .report import render_markdown
+
+    if case.suffix.lower() not in (".yaml", ".yml", ".json"):
+        _fail(f"{case}: a case file ends in .yaml, .yml or .json", EXIT_INPUT)
+
+    def answer(question: str) -> str:
+        click.echo(question, nl=False)
+        line = sys.stdin.readline()
+        if not line:
+            raise EndOfAnswers()
+        return line.rstrip("\n")
+
+    asked: set[str] = set()
+    diagnosis = None
+    for _ in range(3):  # answers can reveal new gaps (e.g. deploy_adaptation once the stage is known)
+        if case.exists():
+            try:
+                read_case(case)
+            except InputError as exc:
+                _fail(exc.render(), EXIT_INPUT)
+        inputs = dict(case=case if case.exists() else None, workdirs=workdirs, metrics=None, tolerance=None,
+                      absolute=False, lower_is_better=False, no_env=no_env)
+        if inputs["case"] is None and not workdirs:
+            write_case(case, {})
+            inputs["case"] = case
+        diagnosis, _ = _run(**inputs)
+        verdict = dict(diagnosis.verdict)
+        verdict["missing_detail"] = [m for m in verdict["missing_detail"] if m["id"] not in asked]
+        if not verdict["missing_detail"]:
+            break
+        asked.update(m["id"] for m in verdict["missing_detail"])
+        data = diagnosis.case.data if diagnosis.case is not None else {}
+        updates = ask_missing(data, verdict, answer, click.echo)
+        if not updates:
+            break
+        write_case(case, updates)
+        click.echo(f"\n已写入 {case}")
+    diagnosis, protected = _run(case, workdirs, None, None, False, False, no_env)
+    click.echo("")
+    _write(render_markdown(diagnosis), output, protected)
 
 
 @cli.group()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -23,6 +23,7 @@ class Diagnosis:
     rulebase: RuleBase
     verdict: dict
     command_args: str = ""  # how to name the same inputs on a command line, for hints
+    charts: list = field(default_factory=list)  # per-layer series for the HTML report
 
 
 @lru_cache(maxsize=8)
@@ -42,8 +43,8 @@ def diagnose(case: Case | None, rulebase: RuleBase | None = None,
              options: EvidenceOptions | None = None) -> Diagnosis:
     rulebase = rulebase or load_rulebase()
     options = options or EvidenceOptions()
-    facts = collect(case, options)
-    result = rulebase.run(facts)
+    evidence = collect(case, options)
+    result = rulebase.run(evidence.facts)
     if case is not None:
         title = case.display
     elif options.workdirs:
@@ -52,7 +53,8 @@ def diagnose(case: Case | None, rulebase: RuleBase | None = None,
         title = "（无输入）"
     args = [case.display] if case is not None else []
     args += [f"--workdir {p.name or p}" for p in options.workdirs]
-    return Diagnosis(case, title, facts, result, rulebase, build_verdict(result, rulebase), " ".join(args))
+    return Diagnosis(case, title, evidence.facts, result, rulebase, build_verdict(result, rulebase),
+                     " ".join(args), evidence.charts)
 
 
 def diagnose_file(path: Path, rulebase: RuleBase | None = None,

@@ -38,6 +38,7 @@ class FactList:
 
     def __init__(self) -> None:
         self.facts: list[Fact] = []
+        self.charts: list[dict[str, Any]] = []  # per-layer series for the HTML report, not facts
         self.vocab = vocabulary()
 
     def add(self, type_name: str, fields: dict[str, Any], source: Source) -> Fact:
@@ -121,7 +122,13 @@ def _add_environment(facts: FactList, base: Path | None, options: EvidenceOption
         break  # the first setting wins; the others repeat it
 
 
-def collect(case: Case | None, options: EvidenceOptions) -> list[Fact]:
+@dataclass
+class Evidence:
+    facts: list[Fact]
+    charts: list[dict[str, Any]]
+
+
+def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     from .artifact_readers import read_artifacts
 
     facts = FactList()
@@ -137,13 +144,14 @@ def collect(case: Case | None, options: EvidenceOptions) -> list[Fact]:
     paths.extend(options.workdirs)
     found: list[FoundFile] = []
     if paths:
-        found, problems = find_artifacts(paths, base or Path.cwd(), display_of, options.progress)
+        scan = (lambda shown: options.progress(f"扫描 {shown}")) if options.progress else None
+        found, problems = find_artifacts(paths, base or Path.cwd(), display_of, scan)
         for display, message in problems:
             _problem(facts, display, message)
     for item in found:
         facts.add("artifact_file", {"kind": item.kind, "path": item.display, "size": item.size,
                                     "sha256": item.sha256}, _file_source(item))
-    read_artifacts(found, facts, _problem, MAX_SIGNALS_PER_KIND)
+    read_artifacts(found, facts, _problem, MAX_SIGNALS_PER_KIND, options.progress)
 
     metrics_path, tolerance, _ = _metrics_settings(case, options)
     if metrics_path is None:
@@ -163,7 +171,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> list[Fact]:
             _add_metrics(facts, metrics_path, display, tolerance, sha256_of(metrics_path))
     if options.use_environment:
         _add_environment(facts, base, options)
-    return facts.facts
+    return Evidence(facts.facts, facts.charts)
 
 
 def _display(path: Path, base: Path | None) -> str:

@@ -114,5 +114,31 @@ def render_markdown(diagnosis: Diagnosis) -> str:
     return _environment().get_template("report.md.j2").render(**report_context(diagnosis))
 
 
+def render_html(diagnosis: Diagnosis) -> str:
+    """A self-contained HTML page (inline CSS and SVG, no script, no network); every value
+    is escaped by Jinja's autoescape."""
+    from . import __version__
+    from .charts import layout_compare, layout_sensitivity
+    from .explain_report import explain_data
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    data = explain_data(diagnosis)
+    context = report_context(diagnosis)
+    context.update({
+        "version": __version__,
+        "trees": data["conclusions"] + data["mistakes"],
+        "compare_charts": [layout_compare(c) for c in diagnosis.charts if c["kind"] == "compare"],
+        "sensitivity_charts": [layout_sensitivity(c) for c in diagnosis.charts if c["kind"] == "sensitivity"],
+    })
+    return env.get_template("report.html.j2").render(**context)
+
+
 def render_json(diagnosis: Diagnosis) -> str:
     return json.dumps(diagnosis.verdict, ensure_ascii=False, indent=2, sort_keys=False) + "\n"

@@ -1,0 +1,123 @@
+"""Chart geometry for the HTML report: per-layer COSINE / ATOL lines with the error origin
+marked, and sensitivity bars. Pure numbers and labels; the template draws them as inline
+SVG (no script, no network), and Jinja escapes every label."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MAX_POINTS = 600  # a 100,000-row table is thinned to this many points, origin and worst kept
+WIDTH, HEIGHT, PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 760, 220, 56, 16, 16, 28
+
+
+def _thin(rows: list, keep: set[int]) -> list:
+    if len(rows) <= MAX_POINTS:
+        return rows
+    step = len(rows) / MAX_POINTS
+    chosen = {int(i * step) for i in range(MAX_POINTS)} | {i for i, r in enumerate(rows) if r.index in keep}
+    return [rows[i] for i in sorted(chosen)]
+
+
+def _finite(value) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def compare_series(display: str, table, summary) -> dict[str, Any]:
+    """The metric rows of a compare table, as data for two line panels."""
+    metric = [r for r in table.rows if r.has_metrics]
+    origin = summary.origin.row.index if summary.origin else None
+    worst = summary.worst.index if summary.worst else None
+    points = _thin(metric, {i for i in (origin, worst) if i is not None})
+    return {
+        "kind": "compare",
+        "path": display,
+        "rows": len(table.rows),
+        "points": [(r.index, r.mod_name, r.cosine, r.atol) for r in points],
+        "origin": origin,
+        "origin_name": summary.origin.row.mod_name if summary.origin else "",
+    }
+
+
+def sensitivity_series(display: str, table, summary, top: int = 15) -> dict[str, Any]:
+    ranked = sorted(table.rows, key=lambda r: r.rank)[:top]
+    return {
+        "kind": "sensitivity",
+        "path": display,
+        "metric": table.metric,
+        "bars": [(f"{r.op_name} ({r.sensitive_type})", r.value) for r in ranked],
+        "top": summary.top.op_name,
+    }
+
+
+def _scale(values: list[float], log: bool) -> tuple[float, float]:
+    finite = [v for v in values if _finite(v) and (v > 0 or not log)]
+    if not finite:
+        return (0.0, 1.0)
+    low, high = min(finite), max(finite)
+    if log:
+        low, high = math.log10(low), math.log10(high)
+    if high - low < 1e-12:
+        low, high = low - 0.5, high + 0.5
+    return low, high
+
+
+def _panel(points: list[tuple], which: int, log: bool, first: int, last: int) -> dict[str, Any]:
+    values = [p[which] for p in points]
+    low, high = _scale(values, log)
+    inner_w = WIDTH - PAD_LEFT - PAD_RIGHT
+    inner_h = HEIGHT - PAD_TOP - PAD_BOTTOM
+    span = max(last - first, 1)
+
+    def xy(index: int, value: float) -> tuple[float, float]:
+        v = math.log10(value) if log else value
+        x = PAD_LEFT + inner_w * (index - first) / span
+        y = PAD_TOP + inner_h * (1 - (v - low) / (high - low))
+        return x, y
+
+    coords = [xy(p[0], p[which]) for p in points if _finite(p[which]) and (p[which] > 0 or not log)]
+    ticks = []
+    for k in range(5):
+        v = low + (high - low) * k / 4
+        shown = 10 ** v if log else v
+        ticks.append({"y": f"{PAD_TOP + inner_h * (1 - k / 4):.1f}", "label": format(shown, ".3g")})
+    return {
+        "points": " ".join(f"{x:.1f},{y:.1f}" for x, y in coords),
+        "dots": [{"x": f"{x:.1f}", "y": f"{y:.1f}"} for x, y in coords] if len(coords) <= 80 else [],
+        "ticks": ticks,
+        "log": log,
+    }
+
+
+def layout_compare(series: dict[str, Any]) -> dict[str, Any]:
+    """Two panels (COSINE linear, ATOL log) sharing the row axis, origin marked."""
+    points = series["points"]
+    first = points[0][0] if points else 0
+    last = points[-1][0] if points else 1
+    inner_w = WIDTH - PAD_LEFT - PAD_RIGHT
+    origin_x = None
+    if series["origin"] is not None and points:
+        origin_x = f"{PAD_LEFT + inner_w * (series['origin'] - first) / max(last - first, 1):.1f}"
+    return {
+        **series,
+        "width": WIDTH, "height": HEIGHT, "pad_left": PAD_LEFT, "pad_top": PAD_TOP,
+        "plot_bottom": HEIGHT - PAD_BOTTOM, "plot_right": WIDTH - PAD_RIGHT,
+        "cosine": _panel(points, 2, False, first, last),
+        "atol": _panel(points, 3, True, first, last),
+        "origin_x": origin_x,
+        "first_row": first, "last_row": last,
+    }
+
+
+def layout_sensitivity(series: dict[str, Any]) -> dict[str, Any]:
+    bars = series["bars"]
+    finite = [abs(v) for _, v in bars if _finite(v)]
+    top = max(finite) if finite else 1.0
+    label_w, bar_w, row_h = 300, 420, 20
+    drawn = []
+    for i, (name, value) in enumerate(bars):
+        length = (abs(value) / top * bar_w) if _finite(value) and top > 0 else 0.0
+        drawn.append({"y": f"{10 + i * row_h:.1f}", "text_y": f"{24 + i * row_h:.1f}", "name": name,
+                      "length": f"{max(length, 1.0):.1f}", "value": format(value, ".4g") if _finite(value) else str(value)})
+    return {**series, "width": label_w + bar_w + 90, "height": 20 + row_h * len(bars), "label_w": label_w,
+            "bars_drawn": drawn}

@@ -1,0 +1,37 @@
+"""Progress for long runs (large artifact folders): one rewritten status line on a
+terminal's stderr, nothing at all when stderr is not a terminal (pipes, CI, files)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+MIN_INTERVAL = 0.1  # seconds between redraws: hashing thousands of files must not be slowed by printing
+
+
+class Progress:
+    def __init__(self, stream: TextIO | None = None, enabled: bool | None = None):
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.count = 0
+        self.last = 0.0
+        self.shown = False
+
+    def step(self, what: str) -> None:
+        self.count += 1
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < MIN_INTERVAL:
+            return
+        self.last = now
+        text = f"[j6doctor] {self.count} 个文件：{what}"
+        self.stream.write("\r\x1b[K" + text[:120])
+        self.stream.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.enabled and self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
