@@ -31,6 +31,24 @@ def best_of(command: list[str], repeat: int) -> float:
     return best
 
 
+def doctor_command(folder: Path) -> list[str]:
+    """`j6doctor diagnose --workdir FOLDER` as a fresh process (JSON, no environment probe)."""
+    return [sys.executable, "-m", "j6doctor", "diagnose", "--workdir", str(folder),
+            "--no-env", "--format", "json"]
+
+
+def floor_command(csv: Path) -> list[str]:
+    """The floor: a fresh interpreter that imports pandas and reads the same compare table."""
+    return [sys.executable, "-c", f"import pandas; pandas.read_csv({str(csv)!r}, skipinitialspace=True)"]
+
+
+def workdir_vs_floor(folder: Path, repeat: int) -> tuple[float, float]:
+    """Best-of-`repeat` seconds of j6doctor on `folder` and of the pandas floor on its csv."""
+    doctor = best_of(doctor_command(folder), repeat)
+    floor = best_of(floor_command(folder / "compare_per_layer_out.csv"), repeat)
+    return doctor, floor
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, nargs="+", default=[20_000])
@@ -40,12 +58,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for rows in args.rows:
             folder = write_workdir(Path(tmp) / f"qa_{rows}", rows)
-            csv = folder / "compare_per_layer_out.csv"
-            doctor = best_of([sys.executable, "-m", "j6doctor", "diagnose", "--workdir", str(folder),
-                              "--no-env", "--format", "json"], args.repeat)
-            floor = best_of([sys.executable, "-c",
-                             f"import pandas; pandas.read_csv({str(csv)!r}, skipinitialspace=True)"],
-                            args.repeat)
+            doctor, floor = workdir_vs_floor(folder, args.repeat)
             print(f"{rows:>8}  {doctor:>10.3f}  {floor:>14.3f}  {doctor / floor:>6.2f}")
 
 

@@ -239,3 +239,27 @@ def test_vocabulary_checks():
         VOCAB.complete("item", {"name": "x", "rank": 1, "color": "pink"})
     with pytest.raises(VocabularyError, match="has no field"):
         VOCAB.complete("item", {"name": "x", "rank": 1, "size": 2})
+
+
+def _join_rules(count: int) -> str:
+    lines = ["seed: test", "rules:"]
+    for r in range(count):
+        lines += [f"  - id: j{r}", f"    title: j{r}", "    when:",
+                  "      - item: {color: red}", "        as: a",
+                  "      - not:", "          seen: {name: {ref: a.name}}",
+                  "    then:", f"      - note: {{text: j{r}}}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_many_join_patterns_on_one_condition_are_refused_at_load(tmp_path):
+    """65 conditions with the same tests that each compare with another fact make durable-rules
+    fail with error 303 when a fact arrives; the checker refuses them before any run."""
+    folder = tmp_path / "joins"
+    folder.mkdir()
+    (folder / "joins.yaml").write_text(_join_rules(65), encoding="utf-8")
+    with pytest.raises(RuleBaseErrors) as info:
+        RuleBase.load([folder], VOCAB)
+    assert "above 64" in str(info.value) and "joins.yaml" in str(info.value)
+    (folder / "joins.yaml").write_text(_join_rules(40), encoding="utf-8")
+    rb = RuleBase.load([folder], VOCAB)
+    assert len(rb.run(items(("x", 1, {}))).by_type("note")) == 40
