@@ -6,6 +6,7 @@ error or invalid input (message on stderr), 1 an internal error.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import traceback
@@ -96,8 +97,8 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
 
     if case is None and not workdirs:
         _fail("give a case file, or --workdir DIR, or both (see --help)", EXIT_INPUT)
-    if tolerance is not None and tolerance <= 0:
-        _fail("--tolerance must be greater than 0", EXIT_INPUT)
+    if tolerance is not None and not (math.isfinite(tolerance) and tolerance > 0):
+        _fail("--tolerance must be a finite number greater than 0", EXIT_INPUT)
     custom = tolerance is not None or absolute or lower_is_better
     options = EvidenceOptions(
         metrics=metrics,

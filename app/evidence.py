@@ -14,7 +14,7 @@ from typing import Any, Callable
 from .engine import Fact, Source
 from .facts import vocabulary
 from .probes import InputError
-from .probes.artifacts import FoundFile, find_artifacts
+from .probes.artifacts import FoundFile, find_artifacts, sha256_of
 from .probes.case_file import Case, case_facts, normalize_platform, version_number
 from .probes.environment import BOARD_FILE, board_from_environment, installed_versions, read_board_file
 from .probes.metrics_file import Tolerance, judge, read_metrics
@@ -141,6 +141,10 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
         for raw in (case.data.get("artifacts") or []) + (case.data.get("scripts") or []):
             paths.append(case.folder / raw)
             display_of[case.folder / raw] = raw
+        for raw in case.data.get("scripts") or []:
+            target = case.folder / raw
+            if target.is_file() and not raw.lower().endswith(".py"):
+                _problem(facts, raw, "scripts lists Python files (.py); this one was not checked")
     paths.extend(options.workdirs)
     found: list[FoundFile] = []
     if paths:
@@ -164,11 +168,15 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
                 break
     if metrics_path is not None:
         display = _display(metrics_path, base)
-        if not metrics_path.is_file():
-            _problem(facts, display, "no such metrics file")
-        else:
-            from .probes.artifacts import sha256_of
+        try:
+            exists = metrics_path.is_file()
+        except OSError as exc:  # e.g. a name too long for the file system
+            _problem(facts, display, f"cannot read: {exc.strerror}")
+            exists = None
+        if exists:
             _add_metrics(facts, metrics_path, display, tolerance, sha256_of(metrics_path))
+        elif exists is False:
+            _problem(facts, display, "no such metrics file")
     if options.use_environment:
         _add_environment(facts, base, options)
     return Evidence(facts.facts, facts.charts)

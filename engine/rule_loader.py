@@ -286,13 +286,13 @@ def _kind(spec: FieldSpec) -> str:
 def _schema_message(err: jsonschema.ValidationError) -> str:
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = sorted((err.schema.get("properties") or {}).keys())
-        extra = sorted(set(err.instance) - set(allowed))
+        extra = sorted(set(err.instance) - set(allowed), key=str)  # YAML keys may be numbers, dates
         if allowed and extra:
             return f"unknown key {extra[0]!r}; allowed: {', '.join(allowed)}"
     if err.validator == "required":
         return err.message.replace("is a required property", "is required")
     if err.validator == "anyOf" and isinstance(err.instance, dict):
-        return f"not a valid test: {json.dumps(err.instance, ensure_ascii=False)}"
+        return f"not a valid test: {json.dumps(err.instance, ensure_ascii=False, default=str)}"
     return err.message
 
 
@@ -311,9 +311,11 @@ def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None) ->
     """Read and check one rule file; raise RuleBaseErrors listing every problem."""
     name = display or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise RuleBaseErrors([RuleBaseError(f"not UTF-8 text (byte {exc.start})", file=name)]) from None
+        raise RuleBaseErrors([RuleBaseError(f"not UTF-8 text (byte {exc.start}); expected a YAML rule file",
+                                            file=name, line=raw.count(b"\n", 0, exc.start) + 1)]) from None
     except OSError as exc:
         raise RuleBaseErrors([RuleBaseError(f"cannot read: {exc.strerror}", file=name)]) from None
     try:

@@ -4,7 +4,8 @@ Built on PyYAML's SafeLoader (never the full loader), with three additions that 
 diagnostic input needs:
 - duplicate mapping keys are an error (a silently overwritten key drops evidence);
 - aliases are refused (no alias bombs, no shared sub-trees);
-- every mapping key and sequence item gets its 1-based line, addressable by key path.
+- every mapping key and sequence item gets its 1-based line, addressable by key path;
+- nesting is limited (MAX_DEPTH), so that no reader of the data can run out of stack.
 """
 
 from __future__ import annotations
@@ -47,10 +48,13 @@ class LocatedDocument:
 # LibYAML's parser when PyYAML has it (about 10x faster on the rule files), else the
 # pure-Python one; both with the safe constructor only.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Rule and case files nest about ten levels; deeper data would only exhaust the recursion of
+# the readers after the parser (JSON Schema validation, error messages).
+MAX_DEPTH = 100
 
 
 def _check_and_collect(node: yaml.Node, path: Path, lines: dict[Path, int], seen: set[int],
-                       used_at: int | None = None) -> None:
+                       used_at: int | None = None, depth: int = 0) -> None:
     """Record the line of every key path; refuse aliases and duplicate keys.
 
     The composer resolves an alias to the very node object its anchor names, so a node met
@@ -60,6 +64,8 @@ def _check_and_collect(node: yaml.Node, path: Path, lines: dict[Path, int], seen
                              used_at or node.start_mark.line + 1)
     seen.add(id(node))
     lines.setdefault(path, node.start_mark.line + 1)
+    if depth > MAX_DEPTH and isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+        raise YamlInputError(f"nested more than {MAX_DEPTH} levels deep", node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         first: dict[Any, int] = {}
         for key_node, value_node in node.value:
@@ -72,12 +78,12 @@ def _check_and_collect(node: yaml.Node, path: Path, lines: dict[Path, int], seen
             first.setdefault(key, line)
             child = path + (key,)
             lines[child] = line
-            _check_and_collect(value_node, child, lines, seen, line)
+            _check_and_collect(value_node, child, lines, seen, line, depth + 1)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             child = path + (index,)
             lines[child] = item.start_mark.line + 1
-            _check_and_collect(item, child, lines, seen, item.start_mark.line + 1)
+            _check_and_collect(item, child, lines, seen, item.start_mark.line + 1, depth + 1)
 
 
 def load_yaml(text: str) -> LocatedDocument:
@@ -102,6 +108,13 @@ def load_yaml(text: str) -> LocatedDocument:
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "malformed YAML"
         raise YamlInputError(f"not valid YAML: {problem}", line) from None
+    except yaml.reader.ReaderError as exc:  # a control character: no mark, but a position
+        # LibYAML counts the position in UTF-8 bytes, the pure-Python reader in characters.
+        head = (text.encode("utf-8", "surrogatepass")[:exc.position].decode("utf-8", "replace")
+                if _Loader is not yaml.SafeLoader else text[:exc.position])
+        line = head.count("\n") + 1 if isinstance(exc.position, int) else None
+        raise YamlInputError(f"not valid YAML: unacceptable character #x{exc.character:04x}: "
+                             f"{exc.reason}", line) from None
     except yaml.YAMLError as exc:
         raise YamlInputError(f"not valid YAML: {exc}") from None
     except (RecursionError, TypeError, ValueError) as exc:

@@ -113,7 +113,12 @@ def find_artifacts(paths: list[Path], base: Path, display_of: dict[Path, str] | 
     seen = 0
     for given in paths:
         shown = (display_of or {}).get(given) or _relative(given, base)
-        if not given.exists():
+        try:
+            exists = given.exists()
+        except OSError as exc:  # a name too long, a folder on the way that cannot be searched
+            problems.append((shown, f"cannot read: {exc.strerror}"))
+            continue
+        if not exists:
             problems.append((shown, "no such file or folder"))
             continue
         candidates = [given] if given.is_file() else _walk(given)
@@ -139,8 +144,12 @@ def find_artifacts(paths: list[Path], base: Path, display_of: dict[Path, str] | 
 
 
 def require_folder(path: Path) -> Path:
-    if not path.exists():
+    try:
+        exists, is_dir = path.exists(), path.is_dir()
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise InputError(str(path), f"cannot read: {exc.strerror}; expected a folder") from None
+    if not exists:
         raise InputError(str(path), "no such folder")
-    if not path.is_dir():
+    if not is_dir:
         raise InputError(str(path), "is not a folder")
     return path

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,7 +174,15 @@ class Case:
 def _describe_type(value: Any) -> str:
     names = {bool: "boolean", int: "number", float: "number", str: "string", list: "list",
              dict: "mapping", type(None): "nothing (null)"}
-    return f"{names.get(type(value), type(value).__name__)} {json.dumps(value, ensure_ascii=False)[:60]}"
+    return f"{names.get(type(value), type(value).__name__)} {_shown(value)[:60]}"
+
+
+def _shown(value: Any) -> str:
+    """JSON-like text of a value from the case; YAML also gives dates, bytes and sets."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):  # nested too deeply / circular
+        return f"<{type(value).__name__}>"
 
 
 def _format_error(err: jsonschema.ValidationError) -> tuple[tuple, str]:
@@ -180,7 +190,7 @@ def _format_error(err: jsonschema.ValidationError) -> tuple[tuple, str]:
     key = ".".join(str(p) for p in path) or "(top level)"
     if err.validator == "additionalProperties":
         allowed = list((err.schema.get("properties") or {}).keys())
-        extra = sorted(set(err.instance) - set(allowed))
+        extra = sorted(set(err.instance) - set(allowed), key=str)  # YAML keys: str, int, null, date
         name = extra[0]
         close = difflib.get_close_matches(str(name), allowed, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -190,7 +200,7 @@ def _format_error(err: jsonschema.ValidationError) -> tuple[tuple, str]:
         allowed = [str(v) for v in err.validator_value]
         close = difflib.get_close_matches(str(err.instance), allowed, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        return path, f"{key}: {json.dumps(err.instance, ensure_ascii=False)} is not allowed{hint}; allowed: {', '.join(allowed)}"
+        return path, f"{key}: {_shown(err.instance)} is not allowed{hint}; allowed: {', '.join(allowed)}"
     if err.validator == "type":
         expected = err.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
@@ -225,6 +235,8 @@ def _parse(text: str, suffix: str, display: str) -> LocatedDocument:
             raise InputError(display, f"not valid JSON: {exc.msg}", exc.lineno) from None
         except RecursionError:
             raise InputError(display, "JSON nesting is too deep") from None
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            raise InputError(display, f"not valid JSON: {exc}") from None
         try:  # line numbers only; JSON is (almost always) valid YAML
             lines = load_yaml(text).lines
         except YamlInputError:
@@ -261,6 +273,13 @@ def read_case(path: Path) -> Case:
     if path.suffix.lower() not in (".yaml", ".yml", ".json"):
         raise InputError(display, "a case file ends in .yaml, .yml or .json")
     try:
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            # A pipe or a device (e.g. a link to /dev/zero) would block or never end.
+            raise InputError(str(path), "not a regular file (a pipe or a device); give a case file")
+        if path.stat().st_size > MAX_CASE_BYTES:  # checked before reading it into memory
+            raise InputError(display, f"too large for a case file ({path.stat().st_size} bytes; "
+                                      f"limit {MAX_CASE_BYTES})")
         raw = path.read_bytes()
     except FileNotFoundError:
         raise InputError(str(path), "no such file") from None
@@ -271,12 +290,14 @@ def read_case(path: Path) -> Case:
     if len(raw) > MAX_CASE_BYTES:
         raise InputError(display, f"too large for a case file ({len(raw)} bytes; limit {MAX_CASE_BYTES})")
     if b"\x00" in raw:
-        raise InputError(display, "binary data, not a YAML or JSON text file")
+        raise InputError(display, "binary data, not a YAML or JSON text file",
+                         raw.count(b"\n", 0, raw.index(b"\x00")) + 1)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(display, f"not UTF-8 text (invalid byte at offset {exc.start})", line) from None
+        raise InputError(display, f"not UTF-8 text (invalid byte at offset {exc.start}); "
+                                  "expected a YAML or JSON case file", line) from None
     doc = _parse(text, path.suffix.lower(), display)
     return validate_case(doc, display, path)
 
@@ -298,9 +319,17 @@ def validate_case(doc: LocatedDocument, display: str, path: Path | None) -> Case
     data = _normalize(data)
     errors: list[tuple[int | None, str]] = []
     validator = jsonschema.Draft202012Validator(_case_schema())
+    bad: set[tuple] = set()
     for err in validator.iter_errors(data):
         epath, message = _format_error(err)
         errors.append((doc.line_of(epath), message))
+        bad.add(tuple(err.absolute_path))
+    for where, number in _non_finite(data, ()):
+        if where not in bad:  # YAML's .nan / .inf, JSON's 1e999 (NaN and Infinity are refused above)
+            errors.append((doc.line_of(where), f"{'.'.join(str(p) for p in where)}: {number} is not a "
+                                               "finite number; expected a number"))
+    for where, problem in _unusable_paths(data):
+        errors.append((doc.line_of(where), f"{'.'.join(str(p) for p in where)}: {problem}"))
     if isinstance(data.get("platform"), str) and normalize_platform(data["platform"]) is None:
         errors.append((doc.line_of(("platform",)),
                        f"platform: unknown platform {data['platform']!r}; allowed: {PLATFORM_FORMS}"))
@@ -317,6 +346,44 @@ def validate_case(doc: LocatedDocument, display: str, path: Path | None) -> Case
         raise InputError(display, errors[0][1], errors[0][0],
                          more=[(line, msg) for line, msg in errors[1:]])
     return Case(path, display, data, doc)
+
+
+def _non_finite(value: Any, where: tuple) -> list[tuple[tuple, float]]:
+    """Key paths of nan / inf numbers (iterative: the data may be nested deeply)."""
+    found, todo = [], [(where, value)]
+    while todo:
+        where, value = todo.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append((where, value))
+        elif isinstance(value, dict):
+            todo += [(where + (k,), v) for k, v in value.items()]
+        elif isinstance(value, list):
+            todo += [(where + (i,), v) for i, v in enumerate(value)]
+    return sorted(found, key=lambda f: [str(p) for p in f[0]])
+
+
+# A name longer than this cannot be a file on any file system the tool runs on (NAME_MAX);
+# stat() on it fails with ENAMETOOLONG instead of "no such file".
+_MAX_NAME_BYTES = 255
+
+
+def _unusable_paths(data: dict[str, Any]) -> list[tuple[tuple, str]]:
+    """Paths the tool opens that no file can have (NUL byte, over-long name)."""
+    paths: list[tuple[tuple, Any]] = []
+    for key in ("artifacts", "scripts"):
+        if isinstance(data.get(key), list):
+            paths += [((key, i), p) for i, p in enumerate(data[key])]
+    if isinstance(data.get("metrics"), dict):
+        paths.append((("metrics", "file"), data["metrics"].get("file")))
+    problems = []
+    for where, text in paths:
+        if not isinstance(text, str):
+            continue
+        if "\x00" in text:
+            problems.append((where, "a file path cannot contain a NUL character"))
+        elif any(len(part.encode("utf-8", "surrogatepass")) > _MAX_NAME_BYTES for part in re.split(r"[\\/]", text)):
+            problems.append((where, f"a file or folder name in this path is longer than {_MAX_NAME_BYTES} bytes"))
+    return problems
 
 
 def case_facts(case: Case, start: int = 1) -> list[Fact]:
@@ -380,5 +447,9 @@ def case_facts(case: Case, start: int = 1) -> list[Fact]:
             add("tried_fix", {"text": text.strip()}, case.source("tried", index))
     for index, raw_path in enumerate(data.get("artifacts") or []):
         target = case.folder / raw_path
-        add("artifact_path", {"path": raw_path, "exists": target.exists()}, case.source("artifacts", index))
+        try:
+            exists = target.exists()
+        except OSError:  # e.g. a folder on the way that cannot be searched
+            exists = False
+        add("artifact_path", {"path": raw_path, "exists": exists}, case.source("artifacts", index))
     return facts

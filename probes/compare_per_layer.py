@@ -18,10 +18,21 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-import pandas as pd
-
 from .input_error import InputError
 from .text_tables import decode_text, is_psql_start, read_bytes, skip_blank
+
+
+class _LazyPandas:
+    """pandas costs ~0.25 s to import: load it when a compare table is read, not when
+    j6doctor starts (most diagnoses read no table)."""
+
+    def __getattr__(self, name: str):
+        import pandas
+
+        return getattr(pandas, name)
+
+
+pd = _LazyPandas()
 
 __all__ = [
     "metric_row_for",

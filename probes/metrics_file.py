@@ -79,7 +79,7 @@ def _rows_from_records(records: list[Any], lines: list[int | None], display: str
     for record, line in zip(records, lines):
         if not isinstance(record, dict):
             _fail(display, "each row must be a mapping with artifact, metric, value", line)
-        unknown = sorted(set(record) - {"artifact", "metric", "value", "dataset", "frames"})
+        unknown = sorted(set(record) - {"artifact", "metric", "value", "dataset", "frames"}, key=str)
         if unknown:
             _fail(display, f"unknown column {unknown[0]!r}; expected artifact, metric, value, dataset, frames", line)
         for key in ("artifact", "metric", "value"):
@@ -100,7 +100,7 @@ def _rows_from_records(records: list[Any], lines: list[int | None], display: str
         if frames not in (None, ""):
             try:
                 frames = int(frames)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 _fail(display, f"frames {frames!r} is not a whole number", line)
             if frames < 1:
                 _fail(display, "frames must be at least 1", line)
@@ -118,18 +118,25 @@ def read_metrics(path: Path, display: str | None = None) -> list[MetricRow]:
     suffix = path.suffix.lower()
     if suffix == ".csv":
         reader = csv.DictReader(io.StringIO(text), skipinitialspace=True)
-        if not reader.fieldnames:
+        try:
+            fieldnames = reader.fieldnames
+        except csv.Error as exc:
+            _fail(display, f"not a valid CSV header ({exc})", 1)
+        if not fieldnames:
             _fail(display, "empty; expected a header line artifact,metric,value[,dataset,frames]", 1)
         header = [h.strip() for h in reader.fieldnames]
         if not {"artifact", "metric", "value"} <= set(header):
             _fail(display, f"header {','.join(header)!r} lacks artifact, metric, value", 1)
         records, lines = [], []
-        for record in reader:
-            if None in record:
-                _fail(display, "more fields than the header", reader.line_num)
-            records.append({k.strip(): (v.strip() if isinstance(v, str) else v)
-                            for k, v in record.items() if k})
-            lines.append(reader.line_num)
+        try:
+            for record in reader:
+                if None in record:
+                    _fail(display, "more fields than the header", reader.line_num)
+                records.append({k.strip(): (v.strip() if isinstance(v, str) else v)
+                                for k, v in record.items() if k})
+                lines.append(reader.line_num)
+        except csv.Error as exc:  # e.g. a field over the csv module's size limit
+            _fail(display, f"not a valid CSV row ({exc})", reader.line_num or None)
         return _rows_from_records(records, lines, display)
     if suffix in (".yaml", ".yml", ".json"):
         try:
@@ -137,8 +144,13 @@ def read_metrics(path: Path, display: str | None = None) -> list[MetricRow]:
             located = load_yaml(text) if suffix != ".json" else None
         except (json.JSONDecodeError, YamlInputError) as exc:
             line = getattr(exc, "lineno", None) or getattr(exc, "line", None)
-            _fail(display, f"not valid {'JSON' if suffix == '.json' else 'YAML'}: "
-                  f"{getattr(exc, 'msg', None) or getattr(exc, 'message', exc)}", line)
+            problem = str(getattr(exc, "msg", None) or getattr(exc, "message", exc))
+            kind = f"not valid {'JSON' if suffix == '.json' else 'YAML'}"
+            _fail(display, problem if problem.startswith(kind) else f"{kind}: {problem}", line)
+        except RecursionError:  # json.loads of very deeply nested arrays
+            _fail(display, "not valid JSON: nested too deeply")
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            _fail(display, f"not valid JSON: {exc}")
         records = doc.get("results") if isinstance(doc, dict) else doc
         if not isinstance(records, list):
             _fail(display, "expected a list of rows (or a mapping with a 'results' list)")

@@ -14,6 +14,14 @@ Only the object pickle is read, with an Unpickler whose `find_class` hands out:
 No real callable from outside this allow-list is ever imported, so nothing in the file can
 execute. torch is deliberately not used even when installed, so results are the same on
 every machine.
+
+The unpickler is the pure-Python one (`pickle._Unpickler`), because the C one cannot be
+bounded: a few KB of memo references can build a tuple whose hash (as a dict key) takes
+2**40 steps inside C code, or a tuple nested a million deep whose hash overflows the C stack.
+Here every hash of a tuple is costed first (`MAX_HASH_WORK`, `MAX_KEY_NESTING`), `str()` of a
+container is refused (its repr can be exponential too), BUILD may not modify the allowed
+functions or classes, and a read past the end of the data is a truncation, never a huge
+allocation.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import _compat_pickle
 import collections
 import io
 import pickle
+import struct
 import zipfile
 import zlib
 from dataclasses import dataclass, field, replace
@@ -32,6 +41,11 @@ from .input_error import InputError
 from .text_tables import read_head
 
 MAX_PICKLE_BYTES = 256 * 1024 * 1024
+# Tuple elements hashed (dict keys, set items) over one pickle, shared sub-tuples counted
+# every time they are reached, as hash() does; real checkpoints stay far below.
+MAX_HASH_WORK = 10_000_000
+# tuple.__hash__ recurses in C without a depth check: a deeper key could crash the process.
+MAX_KEY_NESTING = 1_000
 TORCH_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 STUB_PACKAGES = ("horizon_plugin_pytorch", "horizon_plugin_profiler")
 EXPECTED = "a torch .pt file (a zip archive with <archive>/data.pkl, or a legacy torch pickle)"
@@ -169,8 +183,9 @@ def _torch_size(dims: Any = ()) -> tuple:
 
 def _latin1_encode(text: Any, encoding: str = "utf-8") -> bytes:
     """_codecs.encode as used by protocol-2 pickles of bytes; only the latin-1 form."""
-    if not isinstance(text, str) or encoding.lower().replace("-", "") not in ("latin1", "iso88591"):
-        raise pickle.UnpicklingError(f"_codecs.encode with {encoding!r} is not supported")
+    if not isinstance(text, str) or not isinstance(encoding, str) \
+            or encoding.lower().replace("-", "") not in ("latin1", "iso88591"):
+        raise pickle.UnpicklingError(f"_codecs.encode with {_safe_text(encoding)} is not supported")
     return text.encode("latin-1")
 
 
@@ -241,10 +256,169 @@ class _Log:
         return self.classes[full]
 
 
-class _RestrictedUnpickler(pickle.Unpickler):
+_HASHING_TYPES = (set, frozenset, dict, collections.OrderedDict)
+_SCALARS = (str, bytes, bytearray, int, float, complex, bool, type(None))
+
+
+class _Dispatch(dict):
+    def __missing__(self, key: int) -> Any:
+        raise pickle.UnpicklingError(f"invalid load key, {chr(key)!r}.")
+
+
+class _StrictReader:
+    """The file as the unpickler reads it: a read past the end is an EOFError (truncated
+    data), before anything is allocated for it."""
+
+    def __init__(self, file: BinaryIO):
+        self._file = file
+        start = file.tell()
+        self._end = file.seek(0, io.SEEK_END)
+        file.seek(start)
+
+    def remaining(self) -> int:
+        return self._end - self._file.tell()
+
+    def read(self, n: int = -1) -> bytes:
+        if n < 0:
+            return self._file.read()
+        if n > self._end - self._file.tell():
+            raise EOFError("pickle data was truncated")
+        return self._file.read(n)
+
+    def readline(self) -> bytes:
+        line = self._file.readline()
+        if not line.endswith(b"\n"):
+            raise EOFError("pickle data was truncated")
+        return line
+
+    def readinto(self, buffer: Any) -> int:
+        if len(buffer) > self._end - self._file.tell():
+            raise EOFError("pickle data was truncated")
+        return self._file.readinto(buffer)
+
+
+class _RestrictedUnpickler(pickle._Unpickler):  # noqa: SLF001 -- see the module docstring
+    dispatch = _Dispatch(pickle._Unpickler.dispatch)  # noqa: SLF001
+
     def __init__(self, file: BinaryIO, log: _Log):
-        super().__init__(file, encoding="utf-8")
+        self._reader = _StrictReader(file)
+        super().__init__(self._reader, encoding="utf-8")
         self.log = log
+        self._costs: dict[int, tuple[tuple, int, int]] = {}  # id -> (tuple, elements, depth)
+        self._hash_work = 0
+
+    # -- bounded hashing ------------------------------------------------------------------
+    def _tuple_cost(self, root: tuple) -> tuple[int, int]:
+        """(elements hash() visits, nesting depth) of a tuple; each distinct tuple once."""
+        costs = self._costs
+        todo: list[tuple[tuple, bool]] = [(root, False)]
+        while todo:
+            node, ready = todo.pop()
+            if id(node) in costs:
+                continue
+            if not ready:
+                todo.append((node, True))
+                todo.extend((c, False) for c in node if type(c) is tuple and id(c) not in costs)
+                continue
+            size, depth = 1, 1
+            for c in node:
+                if type(c) is tuple:
+                    size += costs[id(c)][1]
+                    depth = max(depth, costs[id(c)][2] + 1)
+                else:
+                    size += 1
+            if depth > MAX_KEY_NESTING:
+                raise pickle.UnpicklingError(f"tuples nested more than {MAX_KEY_NESTING} deep")
+            costs[id(node)] = (node, size, depth)
+        return costs[id(root)][1], costs[id(root)][2]
+
+    def _charge(self, keys: Any) -> None:
+        """Account for hashing `keys` (dict keys, set items) before it happens."""
+        for key in keys:
+            if type(key) is tuple:
+                self._hash_work += self._tuple_cost(key)[0]
+                if self._hash_work > MAX_HASH_WORK:
+                    raise pickle.UnpicklingError(
+                        f"hashing its keys would take more than {MAX_HASH_WORK} steps "
+                        "(nested shared tuples)")
+
+    def _check_call(self, func: Any, args: Any, new: bool = False) -> None:
+        """A call the pickle asks for (REDUCE, NEWOBJ, INST/OBJ) of an allowed callable."""
+        if not isinstance(args, tuple):
+            return  # the call itself fails
+        if func is str and not all(isinstance(a, _SCALARS) for a in args):
+            raise pickle.UnpicklingError("str() of a container or object is not allowed")
+        if any(func is t for t in _HASHING_TYPES) and args and not (new and func is not frozenset):
+            items = args[0]
+            if isinstance(items, dict):
+                self._charge(list(items))
+            elif isinstance(items, (list, tuple, set, frozenset)):
+                self._charge(items)
+
+    def load_reduce(self) -> None:
+        self._check_call(self.stack[-2], self.stack[-1])
+        super().load_reduce()
+    dispatch[pickle.REDUCE[0]] = load_reduce
+
+    def load_newobj(self) -> None:
+        self._check_call(self.stack[-2], self.stack[-1], new=True)
+        super().load_newobj()
+    dispatch[pickle.NEWOBJ[0]] = load_newobj
+
+    def load_newobj_ex(self) -> None:
+        self._check_call(self.stack[-3], self.stack[-2], new=True)
+        super().load_newobj_ex()
+    dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
+
+    def _instantiate(self, klass: Any, args: Any) -> None:  # INST, OBJ
+        self._check_call(klass, tuple(args) if isinstance(args, list) else args)
+        super()._instantiate(klass, args)
+
+    def load_setitem(self) -> None:
+        self._charge(self.stack[-2:-1])
+        super().load_setitem()
+    dispatch[pickle.SETITEM[0]] = load_setitem
+
+    def load_setitems(self) -> None:
+        # After a MARK the unpickler collects the items in a fresh self.stack.
+        self._charge(self.stack[0::2])
+        super().load_setitems()
+    dispatch[pickle.SETITEMS[0]] = load_setitems
+
+    def load_additems(self) -> None:
+        self._charge(self.stack)
+        super().load_additems()
+    dispatch[pickle.ADDITEMS[0]] = load_additems
+
+    def load_frozenset(self) -> None:
+        self._charge(self.stack)
+        super().load_frozenset()
+    dispatch[pickle.FROZENSET[0]] = load_frozenset
+
+    def load_bytearray8(self) -> None:
+        # The pure-Python unpickler allocates (and zeroes) the bytearray before reading it.
+        size, = struct.unpack("<Q", self.read(8))
+        frame = self._unframer.current_frame
+        available = self._reader.remaining() + (len(frame.getbuffer()) - frame.tell() if frame else 0)
+        if size > available:
+            raise EOFError("pickle data was truncated")
+        buffer = bytearray(size)
+        self.readinto(buffer)
+        self.append(buffer)
+    dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
+
+    def load_build(self) -> None:
+        inst, state = self.stack[-2], self.stack[-1]
+        if isinstance(inst, type) or callable(inst):
+            # Setting attributes of an allowed function or class would change how this
+            # process reads every later pickle.
+            raise pickle.UnpicklingError("BUILD on a class or function is not allowed")
+        if isinstance(state, tuple) and len(state) == 2:
+            state = state[0]
+        if isinstance(state, dict) and not hasattr(inst, "__setstate__"):
+            self._charge(list(state))
+        super().load_build()
+    dispatch[pickle.BUILD[0]] = load_build
 
     def find_class(self, module: str, name: str) -> Any:
         module, name = _modern_name(module, name)
@@ -265,8 +439,20 @@ class _RestrictedUnpickler(pickle.Unpickler):
         if isinstance(pid, tuple) and len(pid) >= 3 and pid[0] == "storage":
             numel = pid[4] if len(pid) > 4 and isinstance(pid[4], int) else None
             location = pid[3] if len(pid) > 3 and isinstance(pid[3], str) else None
-            return StoragePlaceholder(str(pid[2]), _storage_dtype(pid[1]), location, numel)
-        return StoragePlaceholder(repr(pid)[:200], None)
+            key = pid[2] if isinstance(pid[2], str) else _safe_text(pid[2])
+            return StoragePlaceholder(key, _storage_dtype(pid[1]), location, numel)
+        return StoragePlaceholder(_safe_text(pid), None)
+
+
+def _safe_text(value: Any, limit: int = 200) -> str:
+    """A short text for a value from the pickle; never the repr of a container (which can be
+    exponentially long when the pickle shares sub-objects)."""
+    if isinstance(value, (str, bytes, int, float, bool, type(None))):
+        try:
+            return repr(value)[:limit]
+        except ValueError:  # an int too large to print
+            return f"<{type(value).__name__}>"
+    return f"<{type(value).__name__}>"
 
 
 def _modern_name(module: str, name: str) -> tuple[str, str]:
@@ -361,9 +547,10 @@ def _load(run, log: _Log, display: str) -> PtContent:
     except Exception as exc:  # noqa: BLE001 — any failure on untrusted bytes is bad input
         if log.refused:
             return _refused(display, log)
-        if isinstance(exc, EOFError) or "truncated" in str(exc):
+        detail = _exception_text(exc)
+        if isinstance(exc, EOFError) or "truncated" in detail:
             raise InputError(display, f"truncated pickle (the data ends early); expected {EXPECTED}") from None
-        raise InputError(display, f"not a readable pickle ({type(exc).__name__}: {exc}); "
+        raise InputError(display, f"not a readable pickle ({type(exc).__name__}: {detail}); "
                                   f"expected {EXPECTED}") from None
     if log.refused:
         return _refused(display, log)
@@ -374,6 +561,14 @@ def _load(run, log: _Log, display: str) -> PtContent:
                          f"present, unreadable without {packages} "
                          f"(the saved object is a {value._stub_name})")
     return PtContent(display, True, value, needs, [], _read_note(needs))
+
+
+def _exception_text(exc: BaseException) -> str:
+    """The message of an exception raised while unpickling, without str(exc): a KeyError or
+    the like would repr an object from the pickle."""
+    if len(exc.args) == 1 and isinstance(exc.args[0], str):
+        return exc.args[0][:300]
+    return ", ".join(_safe_text(a, 100) for a in exc.args[:3])
 
 
 def _refused(display: str, log: _Log) -> PtContent:

@@ -17,6 +17,7 @@ file line of `lines[0]`.
 from __future__ import annotations
 
 import re
+import stat
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -78,6 +79,7 @@ def read_bytes(path: Path, display: str, what: str, max_bytes: int = MAX_TEXT_BY
     `what` names the expected artifact in messages (e.g. "model_check_result.txt").
     """
     with _os_errors(display, what):
+        _require_regular(path, display, what)
         size = path.stat().st_size
         # Checked before reading, so that an oversized file is never loaded into memory.
         if size > max_bytes:
@@ -88,8 +90,18 @@ def read_bytes(path: Path, display: str, what: str, max_bytes: int = MAX_TEXT_BY
 def read_head(path: Path, display: str, what: str, count: int) -> bytes:
     """The first `count` bytes (fewer for a short file), for binary readers that stream the
     rest themselves; the same InputErrors as read_bytes except for the size limit."""
-    with _os_errors(display, what), path.open("rb") as file:
-        return file.read(count)
+    with _os_errors(display, what):
+        _require_regular(path, display, what)
+        with path.open("rb") as file:
+            return file.read(count)
+
+
+def _require_regular(path: Path, display: str, what: str) -> None:
+    """A pipe or a device (e.g. a link to /dev/zero) would block or never end; a folder is
+    left to the IsADirectoryError of the read."""
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise InputError(display, f"not a regular file (a pipe or a device); expected {what}")
 
 
 def decode_text(raw: bytes, display: str, what: str) -> str:

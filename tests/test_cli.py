@@ -73,3 +73,12 @@ def test_internal_errors_have_no_traceback(cli, tmp_path):
     # A report path inside a folder that does not exist is a clean input error, not a crash.
     proc = cli("diagnose", str(EXAMPLES / "empty.yaml"), "-o", str(tmp_path / "no" / "such" / "r.md"))
     assert proc.returncode == 2 and "cannot write" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_non_finite_tolerance_and_unusable_metrics_path(cli, tmp_path):
+    for value in ("inf", "nan", "-1"):
+        proc = cli("diagnose", str(EXAMPLES / "empty.yaml"), "--tolerance", value)
+        assert proc.returncode == 2 and "finite number greater than 0" in proc.stderr
+    long_name = tmp_path / ("m" * 300 + ".csv")
+    proc = cli("diagnose", str(EXAMPLES / "empty.yaml"), "--no-env", "--metrics", str(long_name), "--format", "json")
+    assert proc.returncode == 0 and "cannot read" in proc.stdout
