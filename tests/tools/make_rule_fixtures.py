@@ -91,50 +91,48 @@ def fx_graph_txt(path: Path) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def sensitivity_pt(path: Path) -> None:
-    """A torch-style zip .pt whose rows reference horizon_plugin_pytorch classes: without the
-    plugin it can be opened only with stubs, never executed."""
-    names = ["horizon_plugin_pytorch", "horizon_plugin_pytorch.nn", "horizon_plugin_pytorch.nn.qat",
-             "horizon_plugin_pytorch.nn.qat.conv2d"]
+def pickle_with_foreign_class(module: str, class_name: str, build) -> bytes:
+    """Pickle `build(cls)` where cls is a stand-in for `module.class_name` (a Horizon class):
+    the fake modules exist only while pickling, so the reader must never need them."""
+    names = [".".join(module.split(".")[:k]) for k in range(1, module.count(".") + 2)]
     modules = {name: types.ModuleType(name) for name in names}
-    cls = type("Conv2d", (), {"__module__": names[-1]})
-    modules[names[-1]].Conv2d = cls
-    for parent, child in zip(names, names[1:]):
-        setattr(modules[parent], child.rsplit(".", 1)[1], modules[child])
-    sys.modules.update(modules)  # only while pickling: the reader must never need them
-    try:
-        payload = pickle.dumps([["backbone.layer3.conv2", "activation", cls, 0.288411, None, "0(0%)"]], protocol=2)
-    finally:
-        for name in names:
-            del sys.modules[name]
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("output_bbox_pred_L1_sensitive_ops/data.pkl", payload)
-        archive.writestr("output_bbox_pred_L1_sensitive_ops/version", "3\n")
-    path.write_bytes(buffer.getvalue())
-
-
-def badcase_report_pt(path: Path) -> None:
-    """all_badcase_info.pt of profiler v3.3: a BadCaseReport object, unreadable without the profiler."""
-    names = ["horizon_plugin_profiler", "horizon_plugin_profiler.utils", "horizon_plugin_profiler.utils.entities"]
-    modules = {name: types.ModuleType(name) for name in names}
-    cls = type("BadCaseReport", (), {"__module__": names[-1]})
-    modules[names[-1]].BadCaseReport = cls
+    cls = type(class_name, (), {"__module__": module})
+    setattr(modules[module], class_name, cls)
     for parent, child in zip(names, names[1:]):
         setattr(modules[parent], child.rsplit(".", 1)[1], modules[child])
     sys.modules.update(modules)
     try:
-        report = cls()
-        report.worst_index = {"L1": 137}
-        payload = pickle.dumps(report, protocol=2)
+        return pickle.dumps(build(cls), protocol=2)
     finally:
         for name in names:
             del sys.modules[name]
+
+
+def write_pt(path: Path, archive_name: str, payload: bytes) -> None:
+    """A torch-style zip .pt: <archive>/data.pkl and <archive>/version."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("all_badcase_info/data.pkl", payload)
-        archive.writestr("all_badcase_info/version", "3\n")
+        for name, data in ((f"{archive_name}/data.pkl", payload), (f"{archive_name}/version", b"3\n")):
+            archive.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0)), data)  # reproducible
     path.write_bytes(buffer.getvalue())
+
+
+def sensitivity_pt(path: Path) -> None:
+    """Sensitivity rows referencing a horizon_plugin_pytorch class: readable only with stubs."""
+    payload = pickle_with_foreign_class(
+        "horizon_plugin_pytorch.nn.qat.conv2d", "Conv2d",
+        lambda cls: [["backbone.layer3.conv2", "activation", cls, 0.288411, None, "0(0%)"]])
+    write_pt(path, "output_bbox_pred_L1_sensitive_ops", payload)
+
+
+def badcase_report_pt(path: Path) -> None:
+    """all_badcase_info.pt of profiler v3.3: a BadCaseReport object, unreadable without the profiler."""
+    def build(cls):
+        report = cls()
+        report.worst_index = {"L1": 137}
+        return report
+    payload = pickle_with_foreign_class("horizon_plugin_profiler.utils.entities", "BadCaseReport", build)
+    write_pt(path, "all_badcase_info", payload)
 
 
 def main() -> None:
