@@ -9,7 +9,7 @@ import jinja2
 
 from .describe import describe
 from .diagnose import Diagnosis
-from .engine import Fact, RunResult
+from .engine import Fact
 from .facts import enum_values, label
 from .next_step_script import script_stage
 from .templates import TEMPLATES_DIR

@@ -11,7 +11,7 @@ from .compiler import compile_rules
 from .errors import RuleBaseError, RuleBaseErrors
 from .explain import producers_of
 from .rule_loader import load_rule_dirs
-from .rule_model import Ref, Rule, Test
+from .rule_model import Ref, Rule
 from .vocabulary import Vocabulary
 
 

@@ -4,7 +4,6 @@ calls them in the documented order (checked with j6doctor's own script checker).
 from __future__ import annotations
 
 import ast
-import shutil
 
 import pytest
 

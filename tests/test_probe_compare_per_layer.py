@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from j6doctor.probes import InputError
-from synthetic import CONV, IDENT, QCONV, RELU, VB_HEADER, big_rows, csv_text, psql, vb_row
+from synthetic import CONV, IDENT, QCONV, VB_HEADER, big_rows, csv_text, psql, vb_row
 from j6doctor.probes.compare_per_layer import (
     COSINE_HEALTHY, CompareRow, CompareTable, is_function_op, read_compare_per_layer,
     summarize,
