@@ -83,7 +83,6 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         "files": [f"{a['path']}（{label('file_kind', a['kind'])}，{a['size']} 字节，sha256 {a['sha256'][:12]}）"
                   for a in verdict["artifacts"]],
         "checks": _checks(diagnosis),
-        "stage_name": lambda s: label("stage", s),
     }
 
 

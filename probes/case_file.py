@@ -11,7 +11,6 @@ import difflib
 import json
 import math
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,10 @@ from ..engine import Fact, Source
 from ..engine.strict_yaml import LocatedDocument, YamlInputError, load_yaml
 from ..facts import attr, enum_values, vocabulary
 from .input_error import InputError
+from .text_tables import decode_text, read_bytes
 
 MAX_CASE_BYTES = 4 * 1024 * 1024
+CASE_WHAT = "a YAML or JSON case file"
 STATUS_VALUES = ("normal", "abnormal", "unknown")
 
 # Platform spellings accepted (case-insensitive, '-', '_' and spaces ignored).
@@ -272,32 +273,9 @@ def read_case(path: Path) -> Case:
     display = path.name
     if path.suffix.lower() not in (".yaml", ".yml", ".json"):
         raise InputError(display, "a case file ends in .yaml, .yml or .json")
-    try:
-        mode = path.stat().st_mode
-        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-            # A pipe or a device (e.g. a link to /dev/zero) would block or never end.
-            raise InputError(str(path), "not a regular file (a pipe or a device); give a case file")
-        if path.stat().st_size > MAX_CASE_BYTES:  # checked before reading it into memory
-            raise InputError(display, f"too large for a case file ({path.stat().st_size} bytes; "
-                                      f"limit {MAX_CASE_BYTES})")
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(str(path), "no such file") from None
-    except IsADirectoryError:
-        raise InputError(str(path), "is a folder; give a case file (or use --workdir)") from None
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror}") from None
-    if len(raw) > MAX_CASE_BYTES:
-        raise InputError(display, f"too large for a case file ({len(raw)} bytes; limit {MAX_CASE_BYTES})")
-    if b"\x00" in raw:
-        raise InputError(display, "binary data, not a YAML or JSON text file",
-                         raw.count(b"\n", 0, raw.index(b"\x00")) + 1)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(display, f"not UTF-8 text (invalid byte at offset {exc.start}); "
-                                  "expected a YAML or JSON case file", line) from None
+    # File-system errors name the path as given; content errors the file name, with a line.
+    raw = read_bytes(path, str(path), CASE_WHAT, MAX_CASE_BYTES)
+    text = decode_text(raw, display, CASE_WHAT)
     doc = _parse(text, path.suffix.lower(), display)
     return validate_case(doc, display, path)
 
