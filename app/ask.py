@@ -19,7 +19,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from .facts import label
 from .probes.case_file import normalize_platform
-from .probes.metrics_file import _ARTIFACT_ALIASES as ARTIFACT_ALIASES
+from .probes.metrics_file import ARTIFACT_ALIASES
 
 GATE_PACKAGES = ("horizon-plugin-pytorch", "horizon-plugin-profiler", "hbdk4-compiler")
 EVIDENCE = ("dataset_eval", "badcase", "multi_frame_visual", "single_frame")

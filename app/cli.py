@@ -196,8 +196,6 @@ def ask(case: Path, workdirs: tuple[Path, ...], no_env: bool, output: Path | Non
     with the reason), write the answers into CASE (created if absent; existing content and
     comments are kept), then diagnose. An empty answer skips; end of input stops asking."""
     from .ask import EndOfAnswers, ask_missing, write_case
-    from .probes import InputError
-    from .probes.case_file import read_case
     from .report import render_markdown
 
     if case.suffix.lower() not in (".yaml", ".yml", ".json"):
@@ -213,17 +211,10 @@ def ask(case: Path, workdirs: tuple[Path, ...], no_env: bool, output: Path | Non
     asked: set[str] = set()
     diagnosis = None
     for _ in range(3):  # answers can reveal new gaps (e.g. deploy_adaptation once the stage is known)
-        if case.exists():
-            try:
-                read_case(case)
-            except InputError as exc:
-                _fail(exc.render(), EXIT_INPUT)
-        inputs = dict(case=case if case.exists() else None, workdirs=workdirs, metrics=None, tolerance=None,
-                      absolute=False, lower_is_better=False, no_env=no_env)
-        if inputs["case"] is None and not workdirs:
+        if not case.exists() and not workdirs:
             write_case(case, {})
-            inputs["case"] = case
-        diagnosis, _ = _run(**inputs)
+        # _run reads and validates the case: a bad case file exits 2 before anything is written
+        diagnosis, protected = _run(case if case.exists() else None, workdirs, None, None, False, False, no_env)
         verdict = dict(diagnosis.verdict)
         verdict["missing_detail"] = [m for m in verdict["missing_detail"] if m["id"] not in asked]
         if not verdict["missing_detail"]:
@@ -235,7 +226,9 @@ def ask(case: Path, workdirs: tuple[Path, ...], no_env: bool, output: Path | Non
             break
         write_case(case, updates)
         click.echo(f"\n已写入 {case}")
-    diagnosis, protected = _run(case, workdirs, None, None, False, False, no_env)
+        diagnosis = None  # the case changed: diagnose again
+    if diagnosis is None:
+        diagnosis, protected = _run(case, workdirs, None, None, False, False, no_env)
     click.echo("")
     _write(render_markdown(diagnosis), output, protected)
 

@@ -60,7 +60,7 @@ def _problem(facts: FactList, display: str, message: str, sha256: str | None = N
               Source("file", file=display, sha256=sha256))
 
 
-def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path | None, Tolerance, str | None]:
+def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path | None, Tolerance]:
     """The metrics file and tolerance: command line first, then the case's `metrics` key."""
     spec = (case.data.get("metrics") if case else None) or {}
     if isinstance(spec, str):
@@ -71,10 +71,10 @@ def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path
         higher_is_better=bool(spec.get("higher_is_better", True)),
     )
     if options.metrics is not None:
-        return options.metrics, tolerance, None
+        return options.metrics, tolerance
     if spec.get("file") and case is not None:
-        return case.folder / spec["file"], tolerance, "metrics.file"
-    return None, tolerance, None
+        return case.folder / spec["file"], tolerance
+    return None, tolerance
 
 
 def _add_metrics(facts: FactList, path: Path, display: str, tolerance: Tolerance, sha256: str | None) -> None:
@@ -157,7 +157,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
                                     "sha256": item.sha256}, _file_source(item))
     read_artifacts(found, facts, _problem, MAX_SIGNALS_PER_KIND, options.progress)
 
-    metrics_path, tolerance, _ = _metrics_settings(case, options)
+    metrics_path, tolerance = _metrics_settings(case, options)
     if metrics_path is None:
         for folder in options.workdirs:
             for name in METRICS_NAMES:

@@ -68,7 +68,6 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         "command_args": diagnosis.command_args,
         "evidence": [describe(result.fact(e["fact"])) + f" — {result.fact(e['fact']).source.describe()}"
                      for e in verdict["evidence"]],
-        "appendix": _appendix(diagnosis),
         "normal": [describe(f) for f in results if f["status"] == "normal"
                    and (f["artifact"], f["status"]) not in unconfirmed],
         "abnormal": [describe(f) for f in results if f["status"] == "abnormal"
@@ -110,7 +109,9 @@ def _appendix(diagnosis: Diagnosis) -> list[str]:
 
 
 def render_markdown(diagnosis: Diagnosis) -> str:
-    return _environment().get_template("report.md.j2").render(**report_context(diagnosis))
+    context = report_context(diagnosis)
+    context["appendix"] = _appendix(diagnosis)  # the HTML page draws the same trees itself
+    return _environment().get_template("report.md.j2").render(**context)
 
 
 def render_html(diagnosis: Diagnosis) -> str:

@@ -25,7 +25,7 @@ from .input_error import InputError
 from .text_tables import decode_text, read_bytes
 
 # Accepted spellings of artifact ids (file names people write in spreadsheets).
-_ARTIFACT_ALIASES = {
+ARTIFACT_ALIASES = {
     "float": "float", "float_model": "float",
     "qat_pt": "qat_pt", "qat.pt": "qat_pt", "qat": "qat_pt",
     "qat_export_pt": "qat_export_pt", "qat.export.pt": "qat_export_pt", "pre_export": "qat_export_pt",
@@ -86,7 +86,7 @@ def _rows_from_records(records: list[Any], lines: list[int | None], display: str
             if record.get(key) in (None, ""):
                 _fail(display, f"missing {key!r} (expected artifact, metric, value)", line)
         name = str(record["artifact"]).strip().lower()
-        artifact = _ARTIFACT_ALIASES.get(name)
+        artifact = ARTIFACT_ALIASES.get(name)
         if artifact is None:
             _fail(display, f"unknown artifact {record['artifact']!r}; allowed: "
                   "float, qat_pt, qat_export_pt, qat_bc, quantized_bc, hbm, hbm_x86, board", line)
@@ -189,7 +189,7 @@ def judge(rows: list[MetricRow], tolerance: Tolerance) -> tuple[list[Judgement],
         previous = per_artifact.get(row.artifact)
         if previous is None or _worse(current, previous):
             per_artifact[row.artifact] = current
-    order = list(_ARTIFACT_ALIASES.values())
+    order = list(ARTIFACT_ALIASES.values())
     return sorted(per_artifact.values(), key=lambda j: order.index(j.artifact)), notes
 
 
