@@ -17,11 +17,13 @@ from typing import Any, Callable
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from .facts import label
-from .probes.case_file import normalize_platform
-from .probes.metrics_file import ARTIFACT_ALIASES
+from .facts import label, resolve
+from .probes.case_file import normalize_platform, platform_forms, resolve_package
 
 GATE_PACKAGES = ("horizon-plugin-pytorch", "horizon-plugin-profiler", "hbdk4-compiler")
+VERSION_EXAMPLES = {"hbdk4-compiler": "4.4.2", "hbdk3": "3.49.15", "openexplorer": "3.0.31", "hb-mapper": "1.24.3"}
+# What a PTQ user's conversion yaml says about the model's input (input_parameters).
+INPUT_PARAMETERS = ("input_type_rt", "input_type_train", "input_layout_train", "norm_type", "mean_value", "scale_value")
 EVIDENCE = ("dataset_eval", "badcase", "multi_frame_visual", "single_frame")
 MAX_TRIES = 3
 
@@ -49,7 +51,7 @@ def _ask_valid(ask: Ask, question: str, parse: Callable[[str], Any], hint: str) 
 def _artifacts(text: str) -> list[str] | None:
     out = []
     for part in text.replace("，", ",").replace("、", ",").split(","):
-        name = ARTIFACT_ALIASES.get(part.strip().lower())
+        name = resolve("artifact", part.strip())
         if name is None or name == "float":
             return None
         out.append(name)
@@ -131,24 +133,34 @@ class _Questions:
 
     @staticmethod
     def platform(data, verdict, ask, updates) -> None:
-        value = _ask_valid(ask, "平台 / march（J6E J6M J6P J6B J6H，或 nash-e ... nash-h，或 RDK S100 / S100P）：",
-                           lambda text: text if normalize_platform(text) else None, "例如 J6M 或 nash-m")
+        value = _ask_valid(ask, f"平台 / march（{platform_forms()}）：",
+                           lambda text: text if normalize_platform(text) else None, "例如 J6M、nash-m 或 RDK X5")
         if value:
             updates["platform"] = value
 
     @staticmethod
     def versions(data, verdict, ask, updates) -> None:
-        known = {k.replace("_", "-").lower() for k in (data.get("versions") or {})}
+        known = {resolve_package(str(k), str(v)) for k, v in (data.get("versions") or {}).items()}
+        item = next((m for m in verdict["missing_detail"] if m["id"] == "versions"), {})
         versions = updates.setdefault("versions", {})
-        for package in GATE_PACKAGES:
+        for package in item.get("ask") or GATE_PACKAGES:
             if package in known:
                 continue
-            text = ask(f"{package} 版本（如 3.1.2；留空跳过）：").strip()
+            text = ask(f"{label('package', package)} 版本（如 {VERSION_EXAMPLES.get(package, '3.1.2')}；留空跳过）：").strip()
             if text:
                 versions[package] = text
 
     @staticmethod
     def deploy_adaptation(data, verdict, ask, updates) -> None:
+        item = next((m for m in verdict["missing_detail"] if m["id"] == "deploy_adaptation"), {})
+        if "input_parameters" in (item.get("ask") or []):
+            params = updates.setdefault("input_parameters", {})
+            for name in INPUT_PARAMETERS:
+                if name not in (data.get("input_parameters") or {}):
+                    text = ask(f"转换配置 yaml 的 {name}（留空跳过）：").strip()
+                    if text:
+                        params[name] = text
+            return
         text = ask("部署适配说明（输入格式、layout、前后处理、插入 / 删除的节点等）：").strip()
         if text:
             updates["deployment"] = {"notes": text}

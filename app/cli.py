@@ -60,7 +60,9 @@ def _input_options(command):
         click.option("--tolerance", type=float, help="Allowed drop from the qat.pt baseline (default 0.01)."),
         click.option("--absolute", is_flag=True, help="The tolerance is in metric units, not relative to the baseline."),
         click.option("--lower-is-better", is_flag=True, help="The metric is an error: larger values are worse."),
-        click.option("--no-env", is_flag=True, help="Do not read installed package versions or the board type."),
+        click.option("--env/--no-env", "env", default=None,
+                     help="Read (or not) the installed package versions and board type of this machine to fill "
+                          "what the case leaves out (default: on, or `environment` in j6doctor.toml)."),
         click.option("--rules", "rule_packs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
                      help="Extra rule pack folder (repeatable); its rules add to or override bundled ones by id."),
     ]
@@ -84,8 +86,9 @@ def _rulebase(rule_packs: tuple[Path, ...]):
 
 
 def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, tolerance: float | None,
-         absolute: bool, lower_is_better: bool, no_env: bool, rule_packs: tuple[Path, ...] = ()):
+         absolute: bool, lower_is_better: bool, env: bool | None, rule_packs: tuple[Path, ...] = ()):
     """Read the inputs and diagnose; every input problem exits 2 with its message."""
+    from .config import load_config
     from .diagnose import diagnose as run_diagnosis
     from .engine import EngineError, RuleBaseErrors
     from .evidence import EvidenceOptions
@@ -100,11 +103,16 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
     if tolerance is not None and not (math.isfinite(tolerance) and tolerance > 0):
         _fail("--tolerance must be a finite number greater than 0", EXIT_INPUT)
     custom = tolerance is not None or absolute or lower_is_better
+    if env is None:
+        try:
+            env = load_config(case.parent if case is not None else workdirs[0]).environment
+        except InputError as exc:
+            _fail(exc.render(), EXIT_INPUT)
     options = EvidenceOptions(
         metrics=metrics,
         tolerance=Tolerance(tolerance if tolerance is not None else 0.01, not absolute, not lower_is_better)
         if custom else None,
-        use_environment=not no_env,
+        use_environment=env,
     )
     rulebase = _rulebase(rule_packs)
     progress = Progress()
@@ -188,10 +196,11 @@ def explain(why_not_stage: str | None, fmt: str, output: Path | None, **inputs) 
 @click.argument("case", required=False, default="case.yaml", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--workdir", "workdirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
               help="Folder of artifacts to scan (repeatable).")
-@click.option("--no-env", is_flag=True, help="Do not read installed package versions or the board type.")
+@click.option("--env/--no-env", "env", default=None,
+              help="Read (or not) this machine's package versions and board type (default: config, else on).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the final report to this file instead of standard output.")
-def ask(case: Path, workdirs: tuple[Path, ...], no_env: bool, output: Path | None) -> None:
+def ask(case: Path, workdirs: tuple[Path, ...], env: bool | None, output: Path | None) -> None:
     """Ask for the missing information that would change the judgement (info gate order,
     with the reason), write the answers into CASE (created if absent; existing content and
     comments are kept), then diagnose. An empty answer skips; end of input stops asking."""
@@ -214,7 +223,7 @@ def ask(case: Path, workdirs: tuple[Path, ...], no_env: bool, output: Path | Non
         if not case.exists() and not workdirs:
             write_case(case, {})
         # _run reads and validates the case: a bad case file exits 2 before anything is written
-        diagnosis, protected = _run(case if case.exists() else None, workdirs, None, None, False, False, no_env)
+        diagnosis, protected = _run(case if case.exists() else None, workdirs, None, None, False, False, env)
         verdict = dict(diagnosis.verdict)
         verdict["missing_detail"] = [m for m in verdict["missing_detail"] if m["id"] not in asked]
         if not verdict["missing_detail"]:
@@ -228,7 +237,7 @@ def ask(case: Path, workdirs: tuple[Path, ...], no_env: bool, output: Path | Non
         click.echo(f"\n已写入 {case}")
         diagnosis = None  # the case changed: diagnose again
     if diagnosis is None:
-        diagnosis, protected = _run(case, workdirs, None, None, False, False, no_env)
+        diagnosis, protected = _run(case, workdirs, None, None, False, False, env)
     click.echo("")
     _write(render_markdown(diagnosis), output, protected)
 

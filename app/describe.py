@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .engine import Fact
-from .facts import label
+from .facts import attr, label
 
 
 def _number(value) -> str:
@@ -12,12 +12,25 @@ def _number(value) -> str:
     return str(value)
 
 
+def _artifact(fact: Fact) -> str:
+    """An artifact as the user named it: a PTQ name shows the PTQ label."""
+    if fact.get("naming") == "ptq":
+        return str(attr("artifact", fact["artifact"], "ptq_label", label("artifact", fact["artifact"])))
+    return label("artifact", fact["artifact"])
+
+
 def describe_result(fact: Fact) -> str:
     parts = [label("evidence", fact["evidence"])]
     if fact["metric"] or fact["value"] is not None:
         metric = fact["metric"] or "指标"
         parts.append(f"{metric} = {_number(fact['value'])}" if fact["value"] is not None else metric)
-    return f"{label('artifact', fact['artifact'])}：{label('status', fact['status'])}（{'；'.join(parts)}）"
+    if fact.get("by") not in (None, "unspecified"):
+        parts.append(f"由{label('producer', fact['by'])}得到" + (f"：{fact['by_given']}" if fact["by_given"] else ""))
+    return f"{_artifact(fact)}：{label('status', fact['status'])}（{'；'.join(parts)}）"
+
+
+def _local(fact: Fact) -> str:
+    return "（本机环境）" if fact.source is not None and fact.source.kind == "environment" else ""
 
 
 def describe(fact: Fact) -> str:
@@ -28,9 +41,22 @@ def describe(fact: Fact) -> str:
         return f"异常现象：{f['text']}"
     if fact.type == "platform":
         given = "" if f["given"] == f["family"] else f"（用户写作 {f['given']}）"
-        return f"平台：{label('platform', f['family'])}{given}"
+        return f"平台：{label('platform', f['family'])}{given}{_local(fact)}"
     if fact.type == "version":
-        return f"{f['package']} {f['version']}"
+        name = f["given"] if f["package"] == "other" or not f["given"] else f["package"]
+        aka = f"（写作 {f['given']}）" if f["given"] and f["given"] != name and f["given"] != f["package"] else ""
+        return f"{name} {f['version']}{aka}{_local(fact)}"
+    if fact.type == "failure":
+        text = f"{label('artifact', f['artifact'])}：{label('failure_kind', f['kind'])}"
+        return text + (f"（{f['message']}）" if f["message"] else "")
+    if fact.type == "comparison":
+        return f"同一输入上 {label('artifact', f['a'])} 与 {label('artifact', f['b'])} 输出{label('relation', f['relation'])}"
+    if fact.type == "control":
+        return f"对照「{f['variant']}」在 {label('artifact', f['artifact'])} 步骤{label('status', f['status'])}"
+    if fact.type == "input_param":
+        return f"{f['name']} = {f['value']}" + (f"（输入 {f['input']}）" if f["input"] else "")
+    if fact.type == "suspect":
+        return f"怀疑：{f['text']}"
     if fact.type == "badcase":
         state = "稳定可复现" if f["reproducible"] else "不能稳定复现"
         return f"badcase：{state}" + (f"（{f['path']}）" if f["path"] else "")

@@ -15,7 +15,7 @@ from .engine import Fact, Source
 from .facts import vocabulary
 from .probes import InputError
 from .probes.artifacts import FoundFile, find_artifacts, sha256_of
-from .probes.case_file import Case, case_facts, normalize_platform, version_number
+from .probes.case_file import Case, case_facts, normalize_platform, resolve_package, version_number
 from .probes.environment import BOARD_FILE, board_from_environment, installed_versions, read_board_file
 from .probes.metrics_file import Tolerance, judge, read_metrics
 
@@ -60,6 +60,25 @@ def _problem(facts: FactList, display: str, message: str, sha256: str | None = N
               Source("file", file=display, sha256=sha256))
 
 
+def _add_metric_drops(facts: FactList, tolerance: Tolerance) -> None:
+    """Each abnormal case result against the nearest upstream normal result of the same
+    metric: a drop within the tolerance may be the expected non-bit-exact difference."""
+    results = [f for f in facts.facts if f.type == "result" and f.source is not None and f.source.kind == "case"
+               and f["value"] is not None and f["metric"] and f["pos"] >= 0]
+    for bad in (f for f in results if f["status"] == "abnormal"):
+        upstream = [f for f in results if f["status"] == "normal" and f["pos"] < bad["pos"]
+                    and f["metric"].strip().lower() == bad["metric"].strip().lower()]
+        if not upstream:
+            continue
+        base = max(upstream, key=lambda f: f["pos"])
+        drop, threshold = tolerance.drop(base["value"], bad["value"])
+        facts.add("metric_drop", {
+            "artifact": bad["artifact"], "baseline_artifact": base["artifact"], "metric": bad["metric"],
+            "value": bad["value"], "baseline": base["value"], "drop": drop, "threshold": threshold,
+            "within": drop <= threshold, "tolerance": tolerance.describe(),
+        }, bad.source)
+
+
 def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path | None, Tolerance]:
     """The metrics file and tolerance: command line first, then the case's `metrics` key."""
     spec = (case.data.get("metrics") if case else None) or {}
@@ -101,24 +120,42 @@ def _add_metrics(facts: FactList, path: Path, display: str, tolerance: Tolerance
 
 
 def _add_environment(facts: FactList, base: Path | None, options: EvidenceOptions) -> None:
+    """The machine j6doctor runs on fills only what the case leaves out; where it disagrees
+    with the case, the case wins and the report says so (a support engineer's machine is
+    not the reporter's)."""
+    stated = {f["package"]: f for f in facts.facts if f.type == "version" and f["package"] != "other"}
     for installed in installed_versions():
-        facts.add("version", {"package": installed.package, "version": installed.version,
-                              "number": version_number(installed.version)},
-                  Source("environment", key=f"importlib.metadata:{installed.package}"))
+        package = resolve_package(installed.package, installed.version) or "other"
+        source = Source("environment", key=f"importlib.metadata:{installed.package}")
+        case_fact = stated.get(package)
+        if case_fact is None:
+            facts.add("version", {"package": package, "given": installed.package, "version": installed.version,
+                                  "number": version_number(installed.version)}, source)
+        elif case_fact["version"] != installed.version:
+            facts.add("intake_note", {"key": case_fact.source.key if case_fact.source else "", "text":
+                      f"本机环境安装的 {installed.package} 是 {installed.version}，而案例写的是 {case_fact['version']}："
+                      "以案例为准（本机环境不代表报告者的环境）"}, source)
     settings = board_from_environment(options.environ)
     if base is not None and (base / BOARD_FILE).is_file():
         try:
             settings = read_board_file(base / BOARD_FILE, BOARD_FILE.as_posix()) + settings
         except InputError as exc:
             _problem(facts, BOARD_FILE.as_posix(), exc.render())
+    case_platform = next((f for f in facts.facts if f.type == "platform"), None)
     for setting in settings:
         family = normalize_platform(setting.value)
         if family is None:
             continue  # a board name we do not know is no evidence about the platform
         source = (Source("environment", key=setting.origin) if setting.origin.startswith("env:")
-                  else Source("file", file=setting.origin, line=setting.line))
-        facts.add("platform", {"family": family, "march": vocabulary().enums["platform"].attr(family, "march"),
-                               "given": setting.value}, source)
+                  else Source("environment", file=setting.origin, line=setting.line))
+        if case_platform is None:
+            enum = vocabulary().enums["platform"]
+            facts.add("platform", {"family": family, "series": enum.attr(family, "series"),
+                                   "march": enum.attr(family, "march"), "given": setting.value}, source)
+        elif case_platform["family"] != family:
+            facts.add("intake_note", {"key": "platform", "text":
+                      f"本机环境的板子类型 {setting.value}（{setting.origin}）与案例写的平台 {case_platform['given']} "
+                      "不一致：以案例为准（本机环境不代表报告者的环境）"}, source)
         break  # the first setting wins; the others repeat it
 
 
@@ -134,6 +171,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     facts = FactList()
     if case is not None:
         facts.extend_case(case)
+        _add_metric_drops(facts, _metrics_settings(case, options)[1])
     base = case.folder if case is not None else (options.workdirs[0] if options.workdirs else None)
     paths: list[Path] = []
     display_of: dict[Path, str] = {}

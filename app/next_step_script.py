@@ -36,9 +36,15 @@ def _environment() -> jinja2.Environment:
 
 
 def script_stage(diagnosis: Diagnosis) -> str | None:
-    """The chain stage whose procedure the script runs (a user-side verdict keeps the chain's)."""
+    """The chain stage whose procedure the script runs (a user-side verdict keeps the chain's).
+    The scripts write the QAT (horizon_plugin_pytorch) procedure; a PTQ case gets the
+    deployment one only, and a failure to build, load or run gets none (it is not an
+    accuracy comparison)."""
     stages = sorted({f["stage"] for f in diagnosis.run.by_type("chain_stage")})
-    if len(stages) != 1 or stages[0] not in TEMPLATE_OF_STAGE:
+    if len(stages) != 1 or stages[0] not in TEMPLATE_OF_STAGE or diagnosis.run.by_type("first_failure"):
+        return None
+    flows = {f["flow"] for f in diagnosis.run.by_type("flow")}
+    if "ptq" in flows and TEMPLATE_OF_STAGE[stages[0]] != "deployment.py.j2":
         return None
     return stages[0]
 

@@ -10,7 +10,7 @@ import jinja2
 from .describe import describe
 from .diagnose import Diagnosis
 from .engine import Fact
-from .facts import enum_values, label
+from .facts import attr, enum_values, label
 from .next_step_script import script_stage
 from .templates import TEMPLATES_DIR
 
@@ -56,7 +56,8 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
     for fact in inputs:
         by_type.setdefault(fact.type, []).append(fact)
     results = by_type.get("result", [])
-    unconfirmed = {(f["artifact"], f["status"]) for f in result.by_type("unconfirmed")}
+    unconfirmed = {(f["artifact"], f["status"]): f["why"] for f in result.by_type("unconfirmed")}
+    chain = verdict["chain_stage"]
     return {
         "case": diagnosis.title,
         "verdict": verdict,
@@ -72,7 +73,15 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
                    and (f["artifact"], f["status"]) not in unconfirmed],
         "abnormal": [describe(f) for f in results if f["status"] == "abnormal"
                      and (f["artifact"], f["status"]) not in unconfirmed],
-        "unconfirmed": [describe(f) for f in results if (f["artifact"], f["status"]) in unconfirmed],
+        "unconfirmed": [describe(f) + (f"：{unconfirmed[(f['artifact'], f['status'])]}"
+                                       if unconfirmed[(f["artifact"], f["status"])] else "")
+                        for f in results if (f["artifact"], f["status"]) in unconfirmed],
+        "failures": [describe(f) for f in by_type.get("failure", [])],
+        "comparisons": [describe(f) for f in by_type.get("comparison", []) + by_type.get("control", [])],
+        "input_params": [describe(f) for f in by_type.get("input_param", [])],
+        "suspects": [describe(f) for f in by_type.get("suspect", [])],
+        "flow": verdict["flow"],
+        "after_fix": chain if chain and chain["stage"] != verdict["stage"] else None,
         "platform": [describe(f) for f in by_type.get("platform", [])],
         "versions": [describe(f) for f in by_type.get("version", [])],
         "badcase": [describe(f) for f in by_type.get("badcase", [])],
@@ -87,7 +96,7 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
 
 def _key_findings(verdict: dict[str, Any]) -> list[dict[str, Any]]:
     """The five 关键发现 entries of the report template, in order, filled by the rules."""
-    undetermined = verdict["stage"] in ("undetermined", "baseline")
+    undetermined = not attr("stage", verdict["stage"], "committal", True)
     out = []
     for slot in enum_values("key_slot"):
         texts = [k["text"] for k in verdict["key_findings"] if k["slot"] == slot]

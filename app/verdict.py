@@ -71,26 +71,16 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> dict[str, Any]:
             missing.append(fact["item"])
             missing_detail.append({
                 "id": fact["item"], "label": label("gate_item", fact["item"]),
-                "why": attr("gate_item", fact["item"], "why", ""), "details": [], "facts": [],
+                "why": attr("gate_item", fact["item"], "why", ""), "details": [], "ask": [], "facts": [],
             })
         entry = missing_detail[missing.index(fact["item"])]
         if fact["detail"] and fact["detail"] not in entry["details"]:
             entry["details"].append(fact["detail"])
+        if fact["ask"] and fact["ask"] not in entry["ask"]:
+            entry["ask"].append(fact["ask"])
         entry["facts"].append(fact.id)
 
-    checklist = []
-    if result.by_type("show_checklist"):
-        given = {f["item"]: f for f in result.by_type("checklist_item")}
-        for item in enum_values("check_item"):
-            fact = given.get(item)
-            checklist.append({
-                "id": item,
-                "label": label("check_item", item),
-                "look_at": attr("check_item", item, "look_at", ""),
-                "status": fact["status"] if fact else "unchecked",
-                "note": fact["note"] if fact else "",
-                "fact": fact.id if fact else None,
-            })
+    checklist = _checklist(result) if result.by_type("show_checklist") else []
 
     mistakes: dict[str, dict[str, Any]] = {}
     for fact in sorted(result.by_type("mistake"), key=lambda f: (f["code"], _num(f.id))):
@@ -140,6 +130,9 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> dict[str, Any]:
         for f in supporting_inputs(result, chosen)
     ]
 
+    chain = sorted({f["stage"] for f in result.by_type("chain_stage")}, key=stage_order.index)
+    flows = result.by_type("flow")
+
     return {
         "stage": stage,
         "stage_label": label("stage", stage),
@@ -151,6 +144,11 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> dict[str, Any]:
             {"fact": f.id, "rule": f.derivation.rule, "reason": f["reason"]}
             for f in sorted(chosen, key=lambda f: _num(f.id))
         ],
+        "chain_stage": {"stage": chain[0], "label": label("stage", chain[0])} if len(chain) == 1 else None,
+        "candidates": _candidates(result),
+        "flow": {"flow": flows[0]["flow"], "label": label("flow", flows[0]["flow"]), "how": flows[0]["how"],
+                 "fact": flows[0].id} if len(flows) == 1 else None,
+        "text_facts": _text_facts(result),
         "findings": findings,
         "key_findings": key_findings,
         "warnings": warnings,
@@ -162,3 +160,56 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> dict[str, Any]:
         "trace": [trace_entry(f) for f in result.facts],
         "rulebase": {"fingerprint": rulebase.compiled.fingerprint, "rules": len(rulebase.rules)},
     }
+
+
+def _checklist(result: RunResult) -> list[dict[str, Any]]:
+    """One entry per deployment checklist item: the status the case gives, or a mismatch
+    the user stated in their own words; unchecked otherwise."""
+    given = {f["item"]: f for f in result.by_type("checklist_item")}
+    stated = {}
+    for fact in sorted(result.by_type("user_mismatch"), key=lambda f: _num(f.id)):
+        if fact["via"] != "checklist":
+            stated.setdefault(fact["item"], fact)
+    out = []
+    for item in enum_values("check_item"):
+        fact = given.get(item)
+        status, note, source = (fact["status"], fact["note"], fact) if fact else ("unchecked", "", None)
+        if item in stated and status != "mismatch":
+            status, note, source = "mismatch", stated[item]["note"], stated[item]
+        out.append({
+            "id": item,
+            "label": label("check_item", item),
+            "look_at": attr("check_item", item, "look_at", ""),
+            "status": status,
+            "status_label": label("check_status", status),
+            "note": note,
+            "fact": source.id if source else None,
+        })
+    return out
+
+
+def _candidates(result: RunResult) -> list[dict[str, Any]]:
+    """The stages still possible, each once (its first check by order), in order."""
+    out: dict[str, dict[str, Any]] = {}
+    for fact in sorted(result.by_type("candidate"), key=lambda f: (f["order"], _num(f.id))):
+        if fact["stage"] not in out:
+            out[fact["stage"]] = {"stage": fact["stage"], "label": label("stage", fact["stage"]),
+                                  "check": fact["check"], "why": fact["why"], "rule": fact.derivation.rule,
+                                  "fact": fact.id}
+    return list(out.values())
+
+
+def _text_facts(result: RunResult) -> list[dict[str, Any]]:
+    """What was read from the user's own words: quote, case key and span, and the rule."""
+    out = []
+    for fact in sorted(result.by_type("text_fact"), key=lambda f: _num(f.id)):
+        premise = result.fact(fact.derivation.premises[0])
+        source = premise.source.as_dict() if premise.source else {}
+        out.append({
+            "topic": fact["topic"], "topic_label": label("text_topic", fact["topic"]),
+            "kind": fact["kind"], "kind_label": label("text_kind", fact["kind"]),
+            "item": fact["item"], "value": fact["value"], "quote": fact["quote"],
+            "key": fact["field"], "line": source.get("line"), "start": fact["start"], "end": fact["end"],
+            "rule": fact.derivation.rule, "fact": fact.id,
+        })
+    return out

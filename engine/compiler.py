@@ -24,6 +24,7 @@ from typing import Any
 from .errors import RuleBaseError, RuleBaseErrors
 from .limits import check_partition
 from .rule_model import Condition, Ref, Rule, Test
+from .text_rules import CompiledTextRule
 from .vocabulary import Vocabulary
 
 PARTITION_SIZE = 200
@@ -66,6 +67,7 @@ class CompiledRuleBase:
     rules: list[Rule]
     strata: list[list[Partition]]
     stratum_of: dict[str, int]
+    text_rules: list[CompiledTextRule] = field(default_factory=list)  # run before the strata
 
     def partitions(self) -> list[Partition]:
         return [p for stratum in self.strata for p in stratum]
@@ -209,13 +211,21 @@ def compile_rule(rule: Rule, base_key: str) -> list[CompiledRule]:
 
 
 def compile_rules(rules: list[Rule], vocab: Vocabulary) -> CompiledRuleBase:
-    """Compile and check a whole rule base. Raises RuleBaseErrors, never hangs."""
-    level = stratify(rules)
+    """Compile and check a whole rule base. Raises RuleBaseErrors, never hangs.
+
+    Text rules are not compiled onto the engine: they run first, in Python (text_rules.py)."""
+    text_rules = [r for r in rules if r.text is not None]
+    fact_rules = [r for r in rules if r.text is None]
+    level = stratify(fact_rules)
     by_stratum: dict[int, list[CompiledRule]] = {}
     for number, rule in enumerate(rules):
-        by_stratum.setdefault(level[rule.id], []).extend(compile_rule(rule, f"r{number}"))
+        if rule.text is None:
+            by_stratum.setdefault(level[rule.id], []).extend(compile_rule(rule, f"r{number}"))
     definition_text = json.dumps(
-        {k: [(c.key, c.rule.id, c.definition) for c in v] for k, v in sorted(by_stratum.items())},
+        {"strata": {k: [(c.key, c.rule.id, c.definition) for c in v] for k, v in sorted(by_stratum.items())},
+         "text": [(r.id, r.text.reads, r.text.match, r.text.unless,  # type: ignore[union-attr]
+                   [(c.type, sorted((k, str(v)) for k, v in c.fields.items())) for c in r.then])
+                  for r in text_rules]},
         sort_keys=True, ensure_ascii=False,
     )
     fingerprint = hashlib.sha256(definition_text.encode()).hexdigest()[:12]
@@ -236,5 +246,6 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary) -> CompiledRuleBase:
         strata.append(parts)
     if errors:
         raise RuleBaseErrors(errors)
-    stratum_of = {rule.id: sorted(by_stratum).index(level[rule.id]) for rule in rules}
-    return CompiledRuleBase(fingerprint, rules, strata, stratum_of)
+    stratum_of = {rule.id: sorted(by_stratum).index(level[rule.id]) for rule in fact_rules}
+    return CompiledRuleBase(fingerprint, rules, strata, stratum_of,
+                            [CompiledTextRule.of(r) for r in text_rules])

@@ -181,6 +181,14 @@ def check_rule(rule: Rule, result: RunResult, rules: list[Rule], vocab_input_typ
     facts = result.facts
     bound: dict[str, Fact] = {}
     checks: list[ConditionCheck] = []
+    if rule.text is not None:  # a text rule: did any clause of the texts it reads match?
+        fired_on = [f for firing in result.firings if firing.rule == rule.id for f in firing.premises]
+        reads = "、".join(f"{t}.{f}" for t, f in rule.text.reads)
+        text = f"{reads} 中有子句匹配 {' | '.join(rule.text.match)}"
+        check = ConditionCheck(text, False, bool(fired_on), sorted(set(fired_on)))
+        if not fired_on:
+            check.needs_input = f"{reads} 的描述中写明（匹配 {' | '.join(rule.text.match)}，且同一子句不含否定）"
+        checks.append(check)
     for cond in rule.when:
         extra = pushed.get(cond.alias or "", ())
         matches = matching_facts(cond, facts, bound, extra)

@@ -15,12 +15,17 @@ from typing import Any, Iterable
 import jsonschema
 
 from .errors import RuleBaseError, RuleBaseErrors
-from .rule_model import OPERATORS, Condition, Conclusion, Example, Ref, Rule, RuleFile, Test
+from .rule_model import OPERATORS, Condition, Conclusion, Example, Ref, Rule, RuleFile, Test, TextSpec
 from .strict_yaml import LocatedDocument, YamlInputError, load_yaml
 from .vocabulary import FieldSpec, Vocabulary
 
-# `${alias.field}` in a conclusion's text; `${alias.field|label}` shows an enum value's label.
-PLACEHOLDER = re.compile(r"\$\{([a-z][a-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)(\|label)?\}")
+# `${alias.field}` in a conclusion's text; `${alias.field|label}` shows an enum value's label,
+# `${alias.field|lower}` the text in lower case.
+PLACEHOLDER = re.compile(r"\$\{([a-z][a-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)(\|label|\|lower)?\}")
+# The alias a text rule's conclusions use for the match: ${match.NAME} is a named group.
+MATCH_ALIAS = "match"
+# Fields of a text rule's conclusion the engine fills from the match, when the type has them.
+TEXT_FILLED_FIELDS = ("quote", "field", "start", "end")
 
 
 @lru_cache(maxsize=1)
@@ -79,6 +84,8 @@ class _FileChecker:
             return None
         file_seed = data.get("seed", "")
         file_knowledge = data.get("knowledge", "")
+        self.file_read = data.get("read")
+        self.file_unless = data.get("unless", [])
         rules = []
         for index, raw in enumerate(data["rules"]):
             rule = self.build_rule(index, raw, file_seed, file_knowledge)
@@ -95,7 +102,11 @@ class _FileChecker:
                        "seed", "add `seed:` to the rule or to the file")
         aliases: dict[str, str] = {}
         when: list[Condition] = []
-        for ci, raw_cond in enumerate(raw["when"]):
+        text = None
+        if "match" in raw:
+            text = self.build_text_spec(rid, base, raw)
+            aliases[MATCH_ALIAS] = MATCH_ALIAS
+        for ci, raw_cond in enumerate(raw.get("when") or ()):
             # Refs may only name aliases bound earlier, so the first positive condition
             # never joins (durable-rules ignores joins on a rule's first pattern).
             cond = self.build_condition(rid, base + ("when", ci), raw_cond, aliases)
@@ -123,8 +134,42 @@ class _FileChecker:
             line=self.doc.line_of(base), when=tuple(when), then=tuple(then),
             priority=int(raw.get("priority", 0)),
             knowledge=raw.get("knowledge", file_knowledge), examples=examples,
-            file_title=str(self.doc.data.get("title", "")), folder=self.folder,
+            file_title=str(self.doc.data.get("title", "")), folder=self.folder, text=text,
         )
+
+    def build_text_spec(self, rid: str, base: tuple, raw: dict) -> TextSpec | None:
+        """`read:` / `match:` / `unless:` of a text rule; every pattern must compile."""
+        reads_raw = raw.get("read", self.file_read)
+        if not reads_raw:
+            self.error("a text rule needs `read:` (on the rule or the file): the text fields it reads",
+                       base + ("match",), rid, "read", "e.g. read: [symptom.text, deployment_notes.text]")
+            return None
+        reads: list[tuple[str, str]] = []
+        for ri, item in enumerate(reads_raw):
+            type_name, _, fname = item.partition(".")
+            where = base + ("read", ri) if "read" in raw else ("read", ri)
+            ftype = self.vocab.types.get(type_name)
+            if ftype is None or ftype.origin != "input":
+                self.error(f"{item!r}: a text rule reads input fact types", where, rid, "read",
+                           _suggest(type_name, [n for n, t in self.vocab.types.items() if t.origin == "input"]))
+                continue
+            spec = ftype.fields.get(fname)
+            if spec is None or spec.type != "str":
+                self.error(f"{item!r}: {type_name!r} has no text field {fname!r}", where, rid, "read",
+                           "text fields: " + ", ".join(n for n, f in ftype.fields.items() if f.type == "str"))
+                continue
+            reads.append((type_name, fname))
+        patterns: dict[str, tuple[str, ...]] = {}
+        for key, default in (("match", None), ("unless", self.file_unless)):
+            items = raw.get(key, default) or []
+            for pi, pattern in enumerate(items):
+                try:
+                    re.compile(pattern, re.IGNORECASE)
+                except re.error as exc:
+                    where = base + (key, pi) if key in raw else (key, pi)
+                    self.error(f"{key}: not a valid regular expression: {exc}", where, rid, key)
+            patterns[key] = tuple(items)
+        return TextSpec(tuple(reads), patterns["match"], patterns["unless"])
 
     def build_condition(self, rid: str, path: tuple, raw: dict,
                         aliases: dict[str, str]) -> Condition | None:
@@ -213,6 +258,8 @@ class _FileChecker:
     def build_ref(self, rid: str, path: tuple, text: str, aliases: dict[str, str],
                   where: str) -> Ref | None:
         alias, _, fname = text.partition(".")
+        if alias == MATCH_ALIAS and aliases.get(alias) == MATCH_ALIAS:
+            return Ref(alias, fname)  # a named group of the text rule's patterns
         if alias not in aliases:
             self.error(f"unknown alias {alias!r} in ref {text!r}", path, rid, where,
                        "bind it with `as:` on an earlier condition" + (
@@ -254,9 +301,14 @@ class _FileChecker:
                 if ref is None:
                     ok = False
                     continue
+                if ref.alias == MATCH_ALIAS:
+                    self.error(f"{where}: write the match as text, \"${{match.{ref.field}}}\"", fpath, rid, where)
+                    ok = False
+                    continue
                 other = self.vocab.types[aliases[ref.alias]].fields[ref.field]
-                if _kind(other) != _kind(spec) or (spec.type == "enum" and other.enum != spec.enum):
-                    self.error(f"{where} ({spec.type}) cannot take {ref} ({other.type})", fpath, rid, where)
+                if not self.copyable(other, spec):
+                    self.error(f"{where} ({spec.type}{' ' + spec.enum if spec.enum else ''}) cannot take {ref} "
+                               f"({other.type}{' ' + other.enum if other.enum else ''})", fpath, rid, where)
                     ok = False
                     continue
                 fields[fname] = ref
@@ -272,11 +324,22 @@ class _FileChecker:
                 ok = False
                 continue
             fields[fname] = value
+        filled = TEXT_FILLED_FIELDS if MATCH_ALIAS in aliases else ()  # a text rule's match fills these
         for name, spec in ftype.fields.items():
-            if spec.required and name not in fields and ok:
+            if spec.required and name not in fields and name not in filled and ok:
                 self.error(f"{type_name!r} needs field {name!r}", cpath, rid, f"{type_name}.{name}")
                 ok = False
         return Conclusion(type_name, fields, self.doc.line_of(path)) if ok else None
+
+
+    def copyable(self, source: FieldSpec, target: FieldSpec) -> bool:
+        """A conclusion field may copy a bound field of the same kind; an enum may go into a
+        text field, or into an enum whose values include all of its own."""
+        if target.type == "str" and source.type in ("str", "enum"):
+            return True
+        if _kind(source) != _kind(target):
+            return False
+        return target.type != "enum" or self.vocab.enum_within(source.enum, target.enum)
 
 
 def _kind(spec: FieldSpec) -> str:
@@ -291,6 +354,10 @@ def _schema_message(err: jsonschema.ValidationError) -> str:
             return f"unknown key {extra[0]!r}; allowed: {', '.join(allowed)}"
     if err.validator == "required":
         return err.message.replace("is a required property", "is required")
+    if err.validator == "oneOf" and isinstance(err.instance, dict) and "then" in err.instance:
+        if "when" in err.instance and "match" in err.instance:
+            return "a rule has either `when:` (conditions on facts) or `match:` (a text rule), not both"
+        return "a rule needs `when:` (conditions on facts) or `match:` (a text rule that reads free text)"
     if err.validator == "anyOf" and isinstance(err.instance, dict):
         return f"not a valid test: {json.dumps(err.instance, ensure_ascii=False, default=str)}"
     return err.message
@@ -303,7 +370,7 @@ def _schema_hint(err: jsonschema.ValidationError) -> str | None:
     if err.validator in ("maxProperties", "minProperties") and err.schema.get("maxProperties") == 2:
         return "write `- <type>: {<field>: <value>}` (optionally with `as: <alias>`) or `- not: {<type>: {...}}`"
     if err.validator == "required":
-        return "every rule has id, title, when and then"
+        return "every rule has id, title, then, and `when:` or (a text rule) `match:`"
     return None
 
 

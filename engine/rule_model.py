@@ -25,6 +25,13 @@ A rule file:
 Field tests: a scalar means equality; otherwise one operator of
 eq ne lt le gt ge in not_in, whose operand is a literal or `{ref: alias.field}`; and
 `contains: word` (case-insensitive substring of a text field; letters, digits, '_' and spaces).
+
+A *text rule* reads free text instead of matching facts: `read:` names text fields of input
+facts (`symptom.text`), `match:` lists regular expressions (case-insensitive), `unless:`
+lists expressions that, found in the same clause, block the match (negations such as
+"已确认 … 一致"). Each clause that matches concludes `then:`; fields named quote, field,
+start and end are filled with the matched text, its fact's source key and its span, and
+`${match.NAME}` in a conclusion's text is the named group NAME (`${match.NAME|lower}`).
 """
 
 from __future__ import annotations
@@ -75,6 +82,15 @@ class Conclusion:
     line: int | None = None
 
 
+@dataclass(frozen=True)
+class TextSpec:
+    """What a text rule reads and matches."""
+
+    reads: tuple[tuple[str, str], ...]  # (fact type, text field)
+    match: tuple[str, ...]
+    unless: tuple[str, ...] = ()
+
+
 @dataclass
 class Example:
     name: str
@@ -99,6 +115,7 @@ class Rule:
     overrides: str | None = None  # file of the rule this one replaced (rule packs)
     file_title: str = ""  # title of the rule file: the table it encodes
     folder: str = ""  # folder of the rule file: relative paths in its examples refer to it
+    text: TextSpec | None = None  # set for text rules (they have no `when`)
 
     @property
     def positive(self) -> tuple[Condition, ...]:
@@ -109,6 +126,8 @@ class Rule:
         return tuple(c for c in self.when if c.negated)
 
     def consumes(self) -> set[str]:
+        if self.text is not None:
+            return {type_name for type_name, _ in self.text.reads}
         return {c.type for c in self.positive}
 
     def negates(self) -> set[str]:

@@ -22,6 +22,7 @@ from .errors import EngineRunError, VocabularyError
 from .facts import Derivation, Fact
 from .rule_loader import PLACEHOLDER
 from .rule_model import Ref
+from .text_rules import conclusion_fields, find_matches
 from .vocabulary import Vocabulary
 
 DEFAULT_MAX_FIRINGS = 10_000
@@ -175,6 +176,39 @@ class _Run:
         except Exception as exc:  # durable swallows action exceptions; keep them
             self.problems.append(f"rule {crule.rule.id}: {type(exc).__name__}: {exc}")
 
+    def run_text_rules(self) -> None:
+        """Text rules first: their facts are in place before any fact rule runs."""
+        inputs = [f for f in self.store if f.derivation is None]
+        for compiled in self.compiled.text_rules:
+            rule = compiled.rule
+            for match in find_matches(compiled, inputs):
+                derived_ids: list[str] = []
+                for concl in rule.then:
+                    type_fields = set(self.vocab.types[concl.type].fields)
+                    fields = conclusion_fields(match, concl.fields, type_fields)
+                    try:
+                        fields = self.vocab.complete(concl.type, fields)
+                    except VocabularyError as exc:
+                        self.problems.append(f"rule {rule.id} ({rule.file}:{concl.line}): {exc}")
+                        continue
+                    derived_ids.append(self._store(Fact(
+                        id="", type=concl.type, fields=fields, depth=1, stratum=-1,
+                        derivation=Derivation(rule.id, rule.file, rule.line, (match.fact.id,), (), rule.overrides),
+                    )))
+                self.firings.append(Firing(rule.id, (match.fact.id,), tuple(i for i in derived_ids if i), -1))
+
+    def _store(self, candidate: Fact) -> str:
+        """Keep a derived fact unless an identical one exists; its id either way."""
+        existing = self.by_content.get(candidate.content_key())
+        if existing is not None:
+            return existing
+        candidate.id = f"d{next(self.counter)}"
+        self.store.append(candidate)
+        self.index[candidate.id] = candidate
+        self.by_content[candidate.content_key()] = candidate.id
+        self.queue.append(candidate)
+        return candidate.id
+
     def _fire(self, crule: CompiledRule, c) -> None:
         if len(self.firings) >= self.max_firings:
             self.truncated = True
@@ -203,19 +237,10 @@ class _Run:
                 derivation=Derivation(crule.rule.id, crule.rule.file, crule.rule.line,
                                       tuple(f.id for f in premises), absent, crule.rule.overrides),
             )
-            existing = self.by_content.get(candidate.content_key())
-            if existing is not None:
-                derived_ids.append(existing)
-                continue
-            if depth > self.max_depth:
+            if candidate.content_key() not in self.by_content and depth > self.max_depth:
                 self.truncated = True
                 continue
-            candidate.id = f"d{next(self.counter)}"
-            self.store.append(candidate)
-            self.index[candidate.id] = candidate
-            self.by_content[candidate.content_key()] = candidate.id
-            self.queue.append(candidate)
-            derived_ids.append(candidate.id)
+            derived_ids.append(self._store(candidate))
         self.firings.append(Firing(crule.rule.id, tuple(f.id for f in premises),
                                    tuple(derived_ids), self.stratum))
 
@@ -227,10 +252,12 @@ def _resolve(value: Any, bound: dict[str, Fact], vocab: Vocabulary) -> Any:
         def substitute(match) -> str:
             fact = bound[match.group(1)]
             raw = fact[match.group(2)]
-            if match.group(3):
+            if match.group(3) == "|label":
                 spec = vocab.types[fact.type].fields[match.group(2)]
                 if spec.enum:
                     return str(vocab.enums[spec.enum].attr(raw, "label", raw))
+            if match.group(3) == "|lower":
+                return _text(raw).lower()
             return _text(raw)
         return PLACEHOLDER.sub(substitute, value)
     return value
@@ -264,6 +291,8 @@ def run(compiled: CompiledRuleBase, vocab: Vocabulary, facts: list[Fact], *,
     _register(compiled)
     host = _host()
     state = _Run(compiled, vocab, facts, max_firings, max_depth)
+    state.run_text_rules()
+    state.queue.clear()  # text facts are in the store: every stratum asserts the store first
     with _HOST_LOCK:
         _ACTIVE.run = state
         try:

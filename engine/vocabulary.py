@@ -8,18 +8,23 @@ silently coerces numbers to strings when they are compared with strings.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import VocabularyError
 
 FIELD_TYPES = ("str", "int", "number", "bool", "enum")
-# Attributes an enum value may carry (a typo or a stray comma in YAML must not pass).
-ENUM_ATTRIBUTES = frozenset({
-    "meaning", "label", "chain", "strong", "march", "parent", "committal", "why", "look_at", "instead",
-})
+# Attributes every enum value may carry; a vocabulary declares its own others under
+# `enum_attributes:` (a typo or a stray comma in YAML must not pass silently).
+ATTRIBUTE_KINDS = ("str", "int", "bool", "list")
 # Keys the engine puts on every fact it hands to durable-rules.
 RESERVED_FIELDS = frozenset({"id", "type", "sid", "_k", "_d"})
+
+
+def alias_key(text: str) -> str:
+    """How an alias is compared: case, spaces, '-', '_' and '.' do not matter."""
+    return re.sub(r"[\s_\-.]+", "", text).lower()
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,28 @@ class EnumSpec:
 
     def attr(self, value: str, key: str, default: Any = None) -> Any:
         return self.attributes.get(value, {}).get(key, default)
+
+    def spellings(self, value: str) -> tuple[str, ...]:
+        """The value and its aliases: every attribute named `aliases` or `<kind>_aliases`."""
+        found = [value]
+        for key, names in self.attributes.get(value, {}).items():
+            if key == "aliases" or key.endswith("_aliases"):
+                found += [str(n) for n in names]
+        return tuple(found)
+
+    def resolve(self, text: str) -> list[str]:
+        """The values `text` names: a value itself or one of its aliases, compared by
+        alias_key. Several values may share an alias; they come in vocabulary order."""
+        key = alias_key(text)
+        return [v for v in self.values if any(alias_key(s) == key for s in self.spellings(v))]
+
+    def alias_keys(self) -> dict[str, str]:
+        """Every spelling (alias_key) → the first value it names, for did-you-mean hints."""
+        out: dict[str, str] = {}
+        for value in self.values:
+            for spelling in self.spellings(value):
+                out.setdefault(alias_key(spelling), value)
+        return out
 
 
 @dataclass(frozen=True)
@@ -63,18 +90,25 @@ class Vocabulary:
         if not isinstance(data, dict) or not isinstance(data.get("types"), dict):
             raise VocabularyError(f"{origin}: expected a mapping with 'enums' and 'types'")
         vocab = cls()
+        declared = _declared_attributes(data.get("enum_attributes"), origin)
         for name, spec in (data.get("enums") or {}).items():
             if not isinstance(spec, dict) or not isinstance(spec.get("values"), dict):
                 raise VocabularyError(f"{origin}: enum {name!r} needs a 'values' mapping")
             values = tuple(str(v) for v in spec["values"])
             attrs = {str(k): dict(v or {}) for k, v in spec["values"].items()}
             for value, value_attrs in attrs.items():
-                unknown = sorted(set(value_attrs) - ENUM_ATTRIBUTES, key=str)
-                if unknown:
-                    raise VocabularyError(
-                        f"{origin}: enum {name}.{value}: unknown attribute {unknown[0]!r} "
-                        f"(quote values that contain commas); allowed: {', '.join(sorted(ENUM_ATTRIBUTES))}"
-                    )
+                for key, attr_value in value_attrs.items():
+                    kind = declared.get(key)
+                    if kind is None:
+                        raise VocabularyError(
+                            f"{origin}: enum {name}.{value}: unknown attribute {key!r} "
+                            f"(quote values that contain commas); declared: {', '.join(sorted(declared))}"
+                        )
+                    if not _attribute_ok(kind, attr_value):
+                        raise VocabularyError(f"{origin}: enum {name}.{value}.{key}: expected {kind}, "
+                                              f"got {attr_value!r}")
+                for key in [k for k in value_attrs if k == "aliases" or k.endswith("_aliases")]:
+                    value_attrs[key] = tuple(str(a) for a in value_attrs[key])
             vocab.enums[name] = EnumSpec(name, str(spec.get("meaning", "")), values, attrs)
         for tname, tspec in data["types"].items():
             if not isinstance(tspec, dict):
@@ -112,6 +146,10 @@ class Vocabulary:
         return vocab
 
     # ------------------------------------------------------------------ checks
+    def enum_within(self, inner: str, outer: str) -> bool:
+        """Every value of enum `inner` is a value of enum `outer` (a copy is always valid)."""
+        return set(self.enums[inner].values) <= set(self.enums[outer].values)
+
     def check_value(self, spec: FieldSpec, value: Any) -> str | None:
         """Return a description of what is wrong with `value` for `spec`, or None."""
         if value is None:
@@ -152,3 +190,29 @@ class Vocabulary:
                 raise VocabularyError(f"{type_name}.{name}: {problem}")
             out[name] = value
         return out
+
+
+def _declared_attributes(raw: Any, origin: str) -> dict[str, str]:
+    """`enum_attributes: {name: kind}` of a vocabulary file, plus the base attributes."""
+    declared = {"meaning": "str", "label": "str", "aliases": "list"}
+    if raw is None:
+        return declared
+    if not isinstance(raw, dict):
+        raise VocabularyError(f"{origin}: enum_attributes must map attribute names to a kind "
+                              f"({', '.join(ATTRIBUTE_KINDS)})")
+    for key, kind in raw.items():
+        if kind not in ATTRIBUTE_KINDS:
+            raise VocabularyError(f"{origin}: enum_attributes.{key}: kind must be one of {', '.join(ATTRIBUTE_KINDS)}")
+        declared[str(key)] = kind
+    return declared
+
+
+def _attribute_ok(kind: str, value: Any) -> bool:
+    if kind == "list":
+        return isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                                               for v in value)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "bool":
+        return isinstance(value, bool)
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)

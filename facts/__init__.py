@@ -28,3 +28,10 @@ def label(enum: str, value: str) -> str:
 
 def attr(enum: str, value: str, key: str, default=None):
     return vocabulary().enums[enum].attr(value, key, default)
+
+
+def resolve(enum: str, text: str) -> str | None:
+    """The value of `enum` that `text` names (the value itself or an alias, ignoring case,
+    spaces, '-', '_' and '.'), or None when it names none or several."""
+    found = vocabulary().enums[enum].resolve(text)
+    return found[0] if len(found) == 1 else None

@@ -1,8 +1,13 @@
 """The case file (case.yaml / case.json, shared/contracts/CASE_AND_OUTPUT.md) → input facts.
 
 Knows the case format and nothing about rules. Every fact carries the case key and line
-it came from. A typo must never silently drop evidence: unknown keys, wrong types and bad
-enum values are errors that name the key, the line and the allowed values.
+it came from. What real users write is accepted: enum values in any case and under the
+spellings the vocabulary lists as aliases (PTQ names of the artifacts, `PyTorch` for torch,
+`RDK X5` for X5, ...), any package under `versions`, versions YAML read as numbers. A typo
+must never silently drop evidence: unknown keys and bad values are errors that name the key,
+the line and the allowed values, all of them in one run; what is accepted but worth a look
+(a version that may have lost digits, a package or platform not recognised) becomes an
+`intake_note` fact that the report shows.
 """
 
 from __future__ import annotations
@@ -13,34 +18,50 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import jsonschema
 
 from ..engine import Fact, Source
 from ..engine.strict_yaml import LocatedDocument, YamlInputError, load_yaml
+from ..engine.vocabulary import alias_key
 from ..facts import attr, enum_values, vocabulary
 from .input_error import InputError
 from .text_tables import decode_text, read_bytes
 
 MAX_CASE_BYTES = 4 * 1024 * 1024
 CASE_WHAT = "a YAML or JSON case file"
-STATUS_VALUES = ("normal", "abnormal", "unknown")
+PLATFORM_CLOSE = 0.6  # an unknown platform this close to a known spelling is a typo, not "other"
 
-# Platform spellings accepted (case-insensitive, '-', '_' and spaces ignored).
-_PLATFORM_ALIASES = {
-    "j6e": "J6E", "nashe": "J6E", "marchnashe": "J6E", "rdks100": "J6E", "s100": "J6E",
-    "j6m": "J6M", "nashm": "J6M", "marchnashm": "J6M", "rdks100p": "J6M", "s100p": "J6M",
-    "j6p": "J6P", "nashp": "J6P", "marchnashp": "J6P", "rdks600": "J6P", "s600": "J6P",
-    "j6b": "J6B", "nashb": "J6B", "marchnashb": "J6B", "nashblite": "J6B", "nashbplus": "J6B",
-    "j6h": "J6H", "nashh": "J6H", "marchnashh": "J6H",
-}
-PLATFORM_FORMS = "J6E J6M J6P J6B J6H, nash-e nash-m nash-p nash-b nash-h, RDK S100 / S100P (= J6E / J6M)"
+
+def platform_forms() -> str:
+    """The platform spellings, for messages."""
+    enum = vocabulary().enums["platform"]
+    named = [v for v in enum.values if v != "other"]
+    marches = [m for m in (attr("platform", v, "march") for v in named) if m]
+    return f"{' '.join(named)}, {' '.join(marches)}, RDK S100 / S100P / S600 / X5 / X3 / Ultra, or other"
 
 
 def normalize_platform(text: str) -> str | None:
-    key = re.sub(r"[\s_\-.]", "", text).lower()
-    return _PLATFORM_ALIASES.get(key)
+    """The platform a text names (`J6M`, `nash-m`, `RDK S100P`, `J6M (nash-m)`), or None
+    when it names none or two different ones."""
+    enum = vocabulary().enums["platform"]
+    found = enum.resolve(text)
+    if found:
+        return found[0]
+    words = [w for w in re.split(r"[\s,;/|()（），、]+", text) if w]
+    named: set[str] = set()
+    index = 0
+    while index < len(words):  # longest run of words first: "RDK X3 Module", "RDK S100P"
+        for width in range(min(3, len(words) - index), 0, -1):
+            hit = enum.resolve(" ".join(words[index:index + width]))
+            if hit:
+                named.add(hit[0])
+                index += width
+                break
+        else:
+            index += 1
+    return named.pop() if len(named) == 1 else None
 
 
 def version_number(text: str) -> int | None:
@@ -52,37 +73,70 @@ def version_number(text: str) -> int | None:
     return major * 1_000_000 + minor * 1_000 + micro
 
 
-def normalize_package(name: str) -> str:
-    return re.sub(r"[_.\s]+", "-", name.strip().lower())
+def resolve_package(name: str, version: str) -> str | None:
+    """The package a `versions` key names; an alias shared by several packages (`hbdk`) is
+    decided by the version's major number. None for a package the vocabulary does not know."""
+    found = vocabulary().enums["package"].resolve(name)
+    if len(found) > 1:
+        major = re.match(r"^\s*v?(\d+)", version)
+        for package in found:
+            if major and attr("package", package, "major") == int(major.group(1)):
+                return package
+    return found[0] if found else None
+
+
+# ---------------------------------------------------------------------------- the schema
+
+def _enum(name: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"enum": [*enum_values(name), *extra]}
 
 
 def _case_schema() -> dict[str, Any]:
     string = {"type": "string"}
+    scalar = {"type": ["string", "number", "boolean"]}
     result = {
         "type": "object",
         "additionalProperties": False,
-        "required": ["status"],
         "properties": {
-            "status": {"enum": list(STATUS_VALUES)},
+            "status": _enum("status"),
             "evidence": {"enum": [v for v in enum_values("evidence") if v != "unspecified"]},
             "metric": string,
             "value": {"type": "number"},
             "dataset": string,
             "frames": {"type": "integer", "minimum": 1},
             "note": string,
+            "failure": _enum("failure_kind"),
+            "message": string,
+            "by": string,
         },
+        # a result is an accuracy status or a failure to compile / load / run
+        "if": {"not": {"required": ["failure"]}},
+        "then": {"required": ["status"]},
     }
     check = {
         "type": "object",
         "additionalProperties": False,
         "required": ["status"],
-        "properties": {"status": {"enum": list(enum_values("check_status"))}, "note": string},
+        "properties": {"status": _enum("check_status"), "note": string},
     }
     outcome = {
         "type": "object",
         "additionalProperties": False,
         "required": ["outcome"],
-        "properties": {"outcome": {"enum": list(enum_values("diag_outcome"))}, "note": string},
+        "properties": {"outcome": _enum("diag_outcome"), "note": string},
+    }
+    artifact = _enum("artifact")
+    control = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["variant", "stage", "status"],
+        "properties": {"variant": string, "stage": artifact, "status": _enum("status"), "note": string},
+    }
+    comparison = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["a", "b", "relation"],
+        "properties": {"a": artifact, "b": artifact, "relation": _enum("relation"), "note": string},
     }
     return {
         "type": "object",
@@ -90,12 +144,19 @@ def _case_schema() -> dict[str, Any]:
         "properties": {
             "symptom": string,
             "platform": string,
-            "versions": {"type": "object", "additionalProperties": string},
+            "flow": _enum("flow"),
+            "versions": {"type": "object", "additionalProperties": {"type": ["string", "number"]}},
             "results": {
                 "type": "object",
                 "additionalProperties": False,
                 "properties": {a: result for a in enum_values("artifact")},
             },
+            "comparisons": {"type": "array", "items": {
+                "if": {"type": "object", "required": ["variant"]}, "then": control, "else": comparison}},
+            "controls": {"type": "array", "items": control},
+            "suspect": {"type": ["string", "array"], "items": string},
+            "input_parameters": {"type": "object", "additionalProperties": {
+                "anyOf": [scalar, {"type": "array", "items": scalar}]}},
             "badcase": {
                 "type": "object",
                 "additionalProperties": False,
@@ -138,7 +199,6 @@ def _case_schema() -> dict[str, Any]:
             "metrics": {
                 "type": "object",
                 "additionalProperties": False,
-                "required": ["file"],
                 "properties": {
                     "file": string,
                     "tolerance": {"type": "number", "exclusiveMinimum": 0},
@@ -151,6 +211,35 @@ def _case_schema() -> dict[str, Any]:
     }
 
 
+# Where enum values sit in a case (key paths, "*" for any key or index) and their enum:
+# values there are matched ignoring case and through the vocabulary's aliases.
+_ENUM_PLACES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("flow",), "flow"),
+    (("results", "*", "status"), "status"),
+    (("results", "*", "evidence"), "evidence"),
+    (("results", "*", "failure"), "failure_kind"),
+    (("comparisons", "*", "a"), "artifact"),
+    (("comparisons", "*", "b"), "artifact"),
+    (("comparisons", "*", "relation"), "relation"),
+    (("comparisons", "*", "stage"), "artifact"),
+    (("comparisons", "*", "status"), "status"),
+    (("controls", "*", "stage"), "artifact"),
+    (("controls", "*", "status"), "status"),
+    (("deployment", "checklist", "*", "status"), "check_status"),
+    (("user_checks", "*", "status"), "check_status"),
+    (("bc_flow_check", "outcome"), "diag_outcome"),
+    (("fake_quant_off_check", "outcome"), "diag_outcome"),
+)
+# Mappings whose keys are enum values (renamed to the canonical id, the user's key kept).
+_KEY_PLACES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("results",), "artifact"),
+    (("deployment", "checklist"), "check_item"),
+    (("user_checks",), "user_check_item"),
+)
+
+
+# ---------------------------------------------------------------------------- the case
+
 @dataclass
 class Case:
     """A loaded, validated case file."""
@@ -160,6 +249,8 @@ class Case:
     data: dict[str, Any]
     doc: LocatedDocument = field(default_factory=lambda: LocatedDocument(None, {}))
     base: Path | None = None  # folder that relative paths refer to, for cases given as data
+    given_keys: dict[tuple, tuple] = field(default_factory=dict)  # canonical key path → as written
+    notes: list[tuple[tuple, str]] = field(default_factory=list)  # (key path, text) worth a look
 
     @property
     def folder(self) -> Path:
@@ -167,9 +258,17 @@ class Case:
             return self.path.parent
         return self.base if self.base is not None else Path.cwd()
 
+    def written(self, key: tuple) -> tuple:
+        """A canonical key path as the user wrote it (`results.calibrated_model` for qat_pt)."""
+        for size in range(len(key), 0, -1):
+            if key[:size] in self.given_keys:
+                return self.given_keys[key[:size]] + key[size:]
+        return key
+
     def source(self, *key: Any) -> Source:
-        dotted = ".".join(str(k) for k in key)
-        return Source("case", file=self.display, line=self.doc.line_of(tuple(key)), key=dotted)
+        written = self.written(tuple(key))
+        dotted = ".".join(str(k) for k in written)
+        return Source("case", file=self.display, line=self.doc.line_of(written), key=dotted)
 
 
 def _describe_type(value: Any) -> str:
@@ -186,22 +285,26 @@ def _shown(value: Any) -> str:
         return f"<{type(value).__name__}>"
 
 
-def _format_error(err: jsonschema.ValidationError) -> tuple[tuple, str]:
+def _suggest(word: str, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(str(word), allowed, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _format_errors(err: jsonschema.ValidationError) -> Iterator[tuple[tuple, str]]:
+    """One message per problem; an object with three unknown keys gives three."""
     path = tuple(err.absolute_path)
     key = ".".join(str(p) for p in path) or "(top level)"
     if err.validator == "additionalProperties":
         allowed = list((err.schema.get("properties") or {}).keys())
-        extra = sorted(set(err.instance) - set(allowed), key=str)  # YAML keys: str, int, null, date
-        name = extra[0]
-        close = difflib.get_close_matches(str(name), allowed, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
         where = f"under {key}" if path else "at the top level"
-        return path + (name,), f"unknown key {name!r} {where}{hint}; allowed: {', '.join(allowed)}"
+        for name in sorted(set(err.instance) - set(allowed), key=str):  # YAML keys: str, int, null, date
+            yield path + (name,), f"unknown key {name!r} {where}{_suggest(name, allowed)}; allowed: {', '.join(allowed)}"
+        return
     if err.validator == "enum":
         allowed = [str(v) for v in err.validator_value]
-        close = difflib.get_close_matches(str(err.instance), allowed, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        return path, f"{key}: {_shown(err.instance)} is not allowed{hint}; allowed: {', '.join(allowed)}"
+        yield path, (f"{key}: {_shown(err.instance)} is not allowed{_suggest(str(err.instance).lower(), allowed)}; "
+                     f"allowed: {', '.join(allowed)}")
+        return
     if err.validator == "type":
         expected = err.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
@@ -209,15 +312,23 @@ def _format_error(err: jsonschema.ValidationError) -> tuple[tuple, str]:
         if expected == "string" and isinstance(err.instance, (int, float)) and not isinstance(err.instance, bool):
             extra = " (quote it, e.g. \"4.4.2\": YAML reads 4.4 as a number)"
         words = {"object": "a mapping", "array": "a list", "string": "a string",
-                 "number": "a number", "boolean": "true or false", "integer": "a whole number"}
-        return path, f"{key}: expected {words.get(expected, expected)}, got {_describe_type(err.instance)}{extra}"
+                 "number": "a number", "boolean": "true or false", "integer": "a whole number",
+                 "string or number": "a string", "string or array": "a string or a list"}
+        yield path, f"{key}: expected {words.get(expected, expected)}, got {_describe_type(err.instance)}{extra}"
+        return
     if err.validator == "required":
         missing = err.message.split("'")[1] if "'" in err.message else err.message
-        return path, f"{key}: {missing!r} is required"
+        hint = " (or `failure:` for a failure to compile, load or run)" if missing == "status" and "results" in path else ""
+        yield path, f"{key}: {missing!r} is required{hint}"
+        return
     if err.validator in ("minimum", "exclusiveMinimum"):
         word = "at least" if err.validator == "minimum" else "greater than"
-        return path, f"{key}: must be {word} {err.validator_value}"
-    return path, f"{key}: {err.message}"
+        yield path, f"{key}: must be {word} {err.validator_value}"
+        return
+    if err.validator == "anyOf":
+        yield path, f"{key}: expected a value or a list of values, got {_describe_type(err.instance)}"
+        return
+    yield path, f"{key}: {err.message}"
 
 
 def _parse(text: str, suffix: str, display: str) -> LocatedDocument:
@@ -253,20 +364,108 @@ def _reject_constant(display: str, name: str):
     raise InputError(display, f"{name} is not a valid number in a case file")
 
 
-def _normalize(data: dict[str, Any]) -> dict[str, Any]:
-    """Shorthands: `results: {qat_pt: normal}` → `{status: normal}`; `metrics: FILE` → `{file: FILE}`;
-    `fake_quant_off_check: consistent` → `{outcome: consistent}`."""
-    data = dict(data)
-    results = data.get("results")
-    if isinstance(results, dict):
-        data["results"] = {k: ({"status": v} if isinstance(v, str) else v) for k, v in results.items()}
-    if isinstance(data.get("metrics"), str):
-        data["metrics"] = {"file": data["metrics"]}
-    for key in ("bc_flow_check", "fake_quant_off_check"):
-        if isinstance(data.get(key), str):
-            data[key] = {"outcome": data[key]}
+# ---------------------------------------------------------------------------- normalisation
+
+class _Normalizer:
+    """Shorthands, aliases and case-insensitive enum values → the canonical case; collects
+    the problems it can name and the notes worth showing."""
+
+    def __init__(self, doc: LocatedDocument):
+        self.doc = doc
+        self.errors: list[tuple[tuple, str]] = []
+        self.notes: list[tuple[tuple, str]] = []
+        self.given_keys: dict[tuple, tuple] = {}
+
+    def run(self, data: dict[str, Any]) -> dict[str, Any]:
+        data = dict(data)
+        results = data.get("results")
+        if isinstance(results, dict):  # shorthand: `results: {qat_pt: normal}`
+            data["results"] = {k: ({"status": v} if isinstance(v, str) else v) for k, v in results.items()}
+        if isinstance(data.get("metrics"), str):
+            data["metrics"] = {"file": data["metrics"]}
+        for key in ("bc_flow_check", "fake_quant_off_check"):
+            if isinstance(data.get(key), str):
+                data[key] = {"outcome": data[key]}
+        for place in (("deployment", "checklist"), ("user_checks",)):  # `layout: mismatch`
+            checks = _get(data, place)
+            if isinstance(checks, dict):
+                _set(data, place, {k: ({"status": v} if isinstance(v, str) else v) for k, v in checks.items()})
+        for place, enum in _KEY_PLACES:
+            self._rename_keys(data, place, enum)
+        for place, enum in _ENUM_PLACES:
+            for where, parent, key in _walk(data, place):
+                parent[key] = self._enum_value(enum, parent[key])
+        if isinstance(data.get("flow"), str):
+            data["flow"] = self._enum_value("flow", data["flow"])
+        return data
+
+    def _enum_value(self, enum: str, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        found = vocabulary().enums[enum].resolve(value)
+        return found[0] if len(found) == 1 else value
+
+    def _rename_keys(self, data: dict[str, Any], place: tuple[str, ...], enum: str) -> None:
+        mapping = _get(data, place)
+        if not isinstance(mapping, dict):
+            return
+        renamed: dict[Any, Any] = {}
+        written_as: dict[str, Any] = {}
+        for key, value in mapping.items():
+            found = vocabulary().enums[enum].resolve(key) if isinstance(key, str) else []
+            target = found[0] if len(found) == 1 else key
+            if target in renamed:
+                self.errors.append((place + (key,), f"{'.'.join(place)}: {key!r} and {written_as[target]!r} "
+                                                    f"both name {target!r}; keep one"))
+                continue
+            renamed[target] = value
+            written_as[target] = key
+            if target != key:
+                self.given_keys[place + (target,)] = place + (key,)
+        _set(data, place, renamed)
+
+
+def _get(data: Any, place: tuple[str, ...]) -> Any:
+    for key in place:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
     return data
 
+
+def _set(data: dict[str, Any], place: tuple[str, ...], value: Any) -> None:
+    """Replace the value at `place`, copying the mappings on the way (the input stays as read)."""
+    for key in place[:-1]:
+        data[key] = dict(data[key])
+        data = data[key]
+    data[place[-1]] = value
+
+
+def _walk(data: Any, place: tuple[str, ...], where: tuple = ()) -> Iterator[tuple[tuple, Any, Any]]:
+    """(key path, container, key) of every value at `place` ("*" = any key or index); the
+    containers on the way are copied so the loaded document is never changed."""
+    if not place:
+        return
+    head, rest = place[0], place[1:]
+    if isinstance(data, dict):
+        keys = list(data) if head == "*" else ([head] if head in data else [])
+    elif isinstance(data, list) and head == "*":
+        keys = list(range(len(data)))
+    else:
+        return
+    for key in keys:
+        if not rest:
+            yield where + (key,), data, key
+            continue
+        child = data[key]
+        if isinstance(child, dict):
+            child = data[key] = dict(child)
+        elif isinstance(child, list):
+            child = data[key] = list(child)
+        yield from _walk(child, rest, where + (key,))
+
+
+# ---------------------------------------------------------------------------- reading
 
 def read_case(path: Path) -> Case:
     """Read and validate a case file; raise InputError naming file, line and key."""
@@ -294,36 +493,93 @@ def validate_case(doc: LocatedDocument, display: str, path: Path | None) -> Case
         data = {}
     if not isinstance(data, dict):
         raise InputError(display, f"a case file is a mapping of keys (symptom, platform, results, ...), got {_describe_type(data)}", 1)
-    data = _normalize(data)
-    errors: list[tuple[int | None, str]] = []
+    normalizer = _Normalizer(doc)
+    data = normalizer.run(data)
+    case = Case(path, display, data, doc, given_keys=normalizer.given_keys)
+    errors: list[tuple[tuple, str]] = list(normalizer.errors)
     validator = jsonschema.Draft202012Validator(_case_schema())
     bad: set[tuple] = set()
     for err in validator.iter_errors(data):
-        epath, message = _format_error(err)
-        errors.append((doc.line_of(epath), message))
+        for where, message in _format_errors(err):
+            errors.append((case.written(where), message))
         bad.add(tuple(err.absolute_path))
     for where, number in _non_finite(data, ()):
         if where not in bad:  # YAML's .nan / .inf, JSON's 1e999 (NaN and Infinity are refused above)
-            errors.append((doc.line_of(where), f"{'.'.join(str(p) for p in where)}: {number} is not a "
-                                               "finite number; expected a number"))
+            errors.append((case.written(where), f"{'.'.join(str(p) for p in case.written(where))}: {number} is not a "
+                                                "finite number; expected a number"))
     for where, problem in _unusable_paths(data):
-        errors.append((doc.line_of(where), f"{'.'.join(str(p) for p in where)}: {problem}"))
-    if isinstance(data.get("platform"), str) and normalize_platform(data["platform"]) is None:
-        errors.append((doc.line_of(("platform",)),
-                       f"platform: unknown platform {data['platform']!r}; allowed: {PLATFORM_FORMS}"))
-    if isinstance(data.get("versions"), dict):
-        known = enum_values("package")
-        for name in data["versions"]:
-            if normalize_package(str(name)) not in known:
-                close = difflib.get_close_matches(normalize_package(str(name)), known, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                errors.append((doc.line_of(("versions", name)),
-                               f"versions: unknown package {name!r}{hint}; allowed: {', '.join(known)}"))
+        errors.append((where, f"{'.'.join(str(p) for p in where)}: {problem}"))
+    errors += _check_meaning(data, case)
     if errors:
-        errors.sort(key=lambda e: (e[0] or 0, e[1]))
-        raise InputError(display, errors[0][1], errors[0][0],
-                         more=[(line, msg) for line, msg in errors[1:]])
-    return Case(path, display, data, doc)
+        located = sorted(((doc.line_of(w), m) for w, m in errors), key=lambda e: (e[0] or 0, e[1]))
+        unique = list(dict.fromkeys(located))
+        raise InputError(display, unique[0][1], unique[0][0], more=unique[1:])
+    case.notes = _notes(data, case)
+    return case
+
+
+def _check_meaning(data: dict[str, Any], case: Case) -> list[tuple[tuple, str]]:
+    """What the schema cannot say: a platform that names none we know but looks like a typo
+    of one, two platforms in one value, a result that is both normal and a failure."""
+    errors: list[tuple[tuple, str]] = []
+    platform = data.get("platform")
+    if isinstance(platform, str) and normalize_platform(platform) is None:
+        spellings = vocabulary().enums["platform"].alias_keys()
+        close = difflib.get_close_matches(alias_key(platform), list(spellings), n=1, cutoff=PLATFORM_CLOSE)
+        if _names_several(platform):
+            errors.append((("platform",), f"platform: {platform!r} names more than one platform; keep one"))
+        elif close:
+            errors.append((("platform",), f"platform: unknown platform {platform!r} (did you mean "
+                                          f"{spellings[close[0]]!r}?); allowed: {platform_forms()}"))
+    results = data.get("results") if isinstance(data.get("results"), dict) else {}
+    for artifact, entry in results.items():
+        if isinstance(entry, dict) and entry.get("failure") and entry.get("status") == "normal":
+            errors.append((case.written(("results", artifact)),
+                           f"results.{'.'.join(map(str, case.written(('results', artifact))[1:]))}: status normal "
+                           f"and failure {entry['failure']} contradict; a failure has no accuracy status"))
+    return errors
+
+
+def _names_several(text: str) -> bool:
+    enum = vocabulary().enums["platform"]
+    words = [w for w in re.split(r"[\s,;/|()（），、]+", text) if w]
+    return len({enum.resolve(w)[0] for w in words if enum.resolve(w)}) > 1
+
+
+def _notes(data: dict[str, Any], case: Case) -> list[tuple[tuple, str]]:
+    """Accepted values worth a look: shown in the report, never dropped."""
+    notes: list[tuple[tuple, str]] = []
+    platform = data.get("platform")
+    if isinstance(platform, str) and platform.strip() and normalize_platform(platform) is None:
+        notes.append((("platform",), f"平台 {platform!r} 不是已知的 Horizon 平台，按非 Horizon 平台（other）处理；"
+                                     f"Horizon 平台请写 {platform_forms()}"))
+    for name, value in (data.get("versions") or {}).items():
+        if isinstance(value, float):
+            notes.append((("versions", name), f"versions.{name}: YAML 把 {value!r} 读成了数字；若原本是 "
+                                              f"{_with_zero(value)} 之类带末尾 0 的版本，请加引号（如 \"{_with_zero(value)}\"）"))
+        version = _version_text(value)
+        if resolve_package(str(name), version) is None:
+            known = [alias_key(v) for v in enum_values("package") if v != "other"]
+            close = difflib.get_close_matches(alias_key(str(name)), known, n=1, cutoff=0.8)
+            hint = f"（是不是 {dict((alias_key(v), v) for v in enum_values('package'))[close[0]]}？）" if close else ""
+            if close:
+                notes.append((("versions", name), f"versions.{name}: 不是已知的包名，按其他软件包保留{hint}"))
+    for artifact, entry in (data.get("results") or {}).items():
+        if isinstance(entry, dict) and entry.get("failure") and entry.get("status") == "abnormal":
+            key = ".".join(map(str, case.written(("results", artifact))))
+            notes.append((case.written(("results", artifact)),
+                          f"{key}: 写了 failure，status abnormal 按失败处理（失败不是精度结论）"))
+    return notes
+
+
+def _with_zero(value: float) -> str:
+    return f"{value!r}0"
+
+
+def _version_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return repr(value)
+    return str(value).strip()
 
 
 def _non_finite(value: Any, where: tuple) -> list[tuple[tuple, float]]:
@@ -364,6 +620,56 @@ def _unusable_paths(data: dict[str, Any]) -> list[tuple[tuple, str]]:
     return problems
 
 
+# ---------------------------------------------------------------------------- facts
+
+def _producer(text: str) -> str:
+    """`by:` of a result: a producer id, its alias, or free text naming one (`hrt_model_exec infer`)."""
+    enum = vocabulary().enums["producer"]
+    found = enum.resolve(text)
+    if found:
+        return found[0]
+    key = alias_key(text)
+    for value in enum.values:
+        for spelling in (value, *enum.attr(value, "aliases", ())):
+            if len(alias_key(spelling)) >= 3 and alias_key(spelling) in key:
+                return value
+    return "other"
+
+
+def _naming(case: Case, artifact: str) -> str:
+    """Which flow's name the user gave the artifact (ptq for `calibrated_model`)."""
+    written = case.written(("results", artifact))[-1]
+    if not isinstance(written, str):
+        return ""
+    if any(alias_key(written) == alias_key(a) for a in attr("artifact", artifact, "ptq_aliases", ())):
+        return "ptq"
+    return ""
+
+
+def _param_text(value: Any) -> str:
+    if isinstance(value, list):
+        return " ".join(_param_text(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip().lower()
+
+
+def _input_params(params: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
+    """(name, value, input) per parameter; a multi-input model's `a;b` values are split by
+    the `input_name` list when the counts agree (the conversion yaml's convention)."""
+    names = [n.strip() for n in _param_text(params.get("input_name", "")).split(";")] if "input_name" in params else []
+    for name, value in params.items():
+        text = _param_text(value)
+        parts = [p.strip() for p in text.split(";")]
+        if len(names) > 1 and len(parts) == len(names) and name != "input_name":
+            for input_name, part in zip(names, parts):
+                yield str(name), part, input_name
+        else:
+            yield str(name), text, names[0] if len(names) == 1 else ""
+
+
 def case_facts(case: Case, start: int = 1) -> list[Fact]:
     """Turn a validated case into input facts, numbered f<start>, f<start+1>, ..."""
     vocab = vocabulary()
@@ -377,21 +683,57 @@ def case_facts(case: Case, start: int = 1) -> list[Fact]:
     if symptom:
         add("symptom", {"text": symptom}, case.source("symptom"))
     if data.get("platform"):
-        family = normalize_platform(data["platform"])
-        add("platform", {"family": family, "march": attr("platform", family, "march"),
-                         "given": data["platform"]}, case.source("platform"))
-    for name, version in (data.get("versions") or {}).items():
-        add("version", {"package": normalize_package(name), "version": version.strip(),
+        family = normalize_platform(data["platform"]) or "other"
+        add("platform", {"family": family, "series": attr("platform", family, "series"),
+                         "march": attr("platform", family, "march"), "given": data["platform"]},
+            case.source("platform"))
+    if data.get("flow"):
+        add("flow_stated", {"flow": data["flow"]}, case.source("flow"))
+    for name, value in (data.get("versions") or {}).items():
+        version = _version_text(value)
+        package = resolve_package(str(name), version) or "other"
+        add("version", {"package": package, "given": str(name), "version": version,
                         "number": version_number(version)}, case.source("versions", name))
     for artifact in enum_values("artifact"):
         entry = (data.get("results") or {}).get(artifact)
-        if not entry or entry["status"] == "unknown":
+        if not entry:
             continue
-        fields = {"artifact": artifact, "status": entry["status"],
-                  "evidence": entry.get("evidence", "unspecified"),
-                  "metric": entry.get("metric", ""), "value": entry.get("value"),
-                  "pos": attr("artifact", artifact, "chain", -1)}
-        add("result", fields, case.source("results", artifact))
+        pos = attr("artifact", artifact, "chain", -1)
+        by = entry.get("by", "").strip()
+        if entry.get("failure"):
+            add("failure", {"artifact": artifact, "kind": entry["failure"], "message": entry.get("message", "").strip(),
+                            "pos": pos, "by": _producer(by) if by else "unspecified"}, case.source("results", artifact))
+        elif entry["status"] != "unknown":
+            add("result", {"artifact": artifact, "status": entry["status"],
+                           "evidence": entry.get("evidence", "unspecified"),
+                           "metric": entry.get("metric", ""), "value": entry.get("value"), "pos": pos,
+                           "by": _producer(by) if by else "unspecified", "by_given": by,
+                           "naming": _naming(case, artifact)}, case.source("results", artifact))
+        for key in ("note", "message"):
+            text = (entry.get(key) or "").strip()
+            if text and not (key == "message" and entry.get("failure")):
+                add("result_note", {"artifact": artifact, "text": text}, case.source("results", artifact, key))
+    for index, entry in enumerate(data.get("comparisons") or []):
+        if "variant" in entry:
+            continue
+        add("comparison", {"a": entry["a"], "b": entry["b"], "relation": entry["relation"],
+                           "note": entry.get("note", ""), "a_pos": attr("artifact", entry["a"], "chain", -1),
+                           "b_pos": attr("artifact", entry["b"], "chain", -1)}, case.source("comparisons", index))
+    controls = [("comparisons", i, e) for i, e in enumerate(data.get("comparisons") or []) if "variant" in e]
+    controls += [("controls", i, e) for i, e in enumerate(data.get("controls") or [])]
+    for key, index, entry in controls:
+        if entry["status"] != "unknown":
+            add("control", {"variant": entry["variant"], "artifact": entry["stage"], "status": entry["status"],
+                            "note": entry.get("note", "")}, case.source(key, index))
+    suspects = data.get("suspect")
+    for index, text in enumerate([suspects] if isinstance(suspects, str) else suspects or []):
+        if text.strip():
+            stages = vocab.enums["stage"].resolve(text)
+            add("suspect", {"stage": stages[0] if stages else "", "text": text.strip()},
+                case.source("suspect") if isinstance(suspects, str) else case.source("suspect", index))
+    for name, value, input_name in _input_params(data.get("input_parameters") or {}):
+        add("input_param", {"name": name, "value": value, "input": input_name},
+            case.source("input_parameters", name))
     if "badcase" in data:
         add("badcase", {"reproducible": data["badcase"]["reproducible"],
                         "path": data["badcase"].get("path", "")}, case.source("badcase"))
@@ -430,4 +772,7 @@ def case_facts(case: Case, start: int = 1) -> list[Fact]:
         except OSError:  # e.g. a folder on the way that cannot be searched
             exists = False
         add("artifact_path", {"path": raw_path, "exists": exists}, case.source("artifacts", index))
+    for where, text in case.notes:
+        add("intake_note", {"key": ".".join(str(k) for k in where), "text": text},
+            Source("case", file=case.display, line=case.doc.line_of(where), key=".".join(str(k) for k in where)))
     return facts

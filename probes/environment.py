@@ -14,7 +14,10 @@ from pathlib import Path
 
 from .input_error import InputError
 
-PACKAGES = ("horizon-plugin-pytorch", "horizon-plugin-profiler", "hbdk4-compiler")
+# Distributions of the Horizon toolchains (QAT: plugin, profiler, hbdk4; PTQ: hbdk 3.x,
+# hb_mapper / hb_compile in horizon-tc-ui, horizon-nn / hmct).
+PACKAGES = ("horizon-plugin-pytorch", "horizon-plugin-profiler", "hbdk4-compiler", "hbdk",
+            "horizon-tc-ui", "horizon-nn", "hmct")
 BOARD_KEYS = ("BOARD_TYPE", "HORIZON_BOARD_TYPE", "J6_BOARD_TYPE", "BOARD", "MARCH", "HORIZON_MARCH")
 BOARD_FILE = Path(".horizon") / ".env.board"
 

@@ -21,18 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.strict_yaml import YamlInputError, load_yaml
+from ..facts import enum_values, resolve
 from .input_error import InputError
 from .text_tables import decode_text, read_bytes
 
-# Accepted spellings of artifact ids (file names people write in spreadsheets).
-ARTIFACT_ALIASES = {
-    "float": "float", "float_model": "float",
-    "qat_pt": "qat_pt", "qat.pt": "qat_pt", "qat": "qat_pt",
-    "qat_export_pt": "qat_export_pt", "qat.export.pt": "qat_export_pt", "pre_export": "qat_export_pt",
-    "qat_bc": "qat_bc", "qat.bc": "qat_bc",
-    "quantized_bc": "quantized_bc", "quantized.bc": "quantized_bc", "int.bc": "quantized_bc",
-    "hbm": "hbm", "hbm_x86": "hbm_x86", "x86": "hbm_x86", "hbm_sim": "hbm_x86", "board": "board",
-}
 BASELINE = "qat_pt"
 MAX_BYTES = 16 * 1024 * 1024
 WHAT = "a CSV / YAML / JSON metrics file (rows of artifact, metric, value[, dataset, frames])"
@@ -47,6 +39,12 @@ class Tolerance:
     def describe(self) -> str:
         kind = f"相对基线 {self.value:.4g}（{self.value * 100:.4g}%）" if self.relative else f"绝对值 {self.value:.4g}"
         return kind + ("，指标越大越好" if self.higher_is_better else "，指标越小越好")
+
+    def drop(self, baseline: float, value: float) -> tuple[float, float]:
+        """How much `value` is worse than `baseline`, and the drop this tolerance allows."""
+        drop = (baseline - value) if self.higher_is_better else (value - baseline)
+        threshold = self.value * abs(baseline) if self.relative else self.value
+        return drop, threshold
 
 
 @dataclass(frozen=True)
@@ -85,11 +83,10 @@ def _rows_from_records(records: list[Any], lines: list[int | None], display: str
         for key in ("artifact", "metric", "value"):
             if record.get(key) in (None, ""):
                 _fail(display, f"missing {key!r} (expected artifact, metric, value)", line)
-        name = str(record["artifact"]).strip().lower()
-        artifact = ARTIFACT_ALIASES.get(name)
+        artifact = resolve("artifact", str(record["artifact"]).strip())
         if artifact is None:
             _fail(display, f"unknown artifact {record['artifact']!r}; allowed: "
-                  "float, qat_pt, qat_export_pt, qat_bc, quantized_bc, hbm, hbm_x86, board", line)
+                  f"{', '.join(enum_values('artifact'))} (or their usual names, e.g. qat.bc, calibrated_model)", line)
         try:
             value = float(record["value"])
         except (TypeError, ValueError):
@@ -182,14 +179,13 @@ def judge(rows: list[MetricRow], tolerance: Tolerance) -> tuple[list[Judgement],
                 notes.append(f"line {row.line}: no qat_pt baseline for {row.metric}"
                              + (f" on {row.dataset}" if row.dataset else "") + "; row not judged")
                 continue
-            drop = (base.value - row.value) if tolerance.higher_is_better else (row.value - base.value)
-            threshold = tolerance.value * abs(base.value) if tolerance.relative else tolerance.value
+            drop, threshold = tolerance.drop(base.value, row.value)
             status = "abnormal" if drop > threshold else "normal"
             current = Judgement(row.artifact, status, evidence, row, base.value, drop, threshold)
         previous = per_artifact.get(row.artifact)
         if previous is None or _worse(current, previous):
             per_artifact[row.artifact] = current
-    order = list(ARTIFACT_ALIASES.values())
+    order = list(enum_values("artifact"))
     return sorted(per_artifact.values(), key=lambda j: order.index(j.artifact)), notes
 
 

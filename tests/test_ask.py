@@ -18,7 +18,7 @@ def run_ask(tmp_path, case_name, answers, *extra):
 ORIGINAL = """# 板端问题，QA 组 2026-11-30
 symptom: "板端 mAP 低 6 个点"   # 来自评测报告
 results:
-  board: {status: abnormal, evidence: dataset_eval}
+  board: {status: abnormal, evidence: multi_frame_visual}
 """
 
 
@@ -29,7 +29,7 @@ def test_asks_in_gate_order_and_keeps_the_file(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     order = [out.index(label) for label in ("[已验证正常和异常的产物]", "[稳定可复现 badcase", "[平台 / march]",
-                                            "[horizon-plugin-pytorch", "[输入输出前后处理")]
+                                            "[软件版本", "[输入输出前后处理")]
     assert order == sorted(order)
     assert "必须知道精度从哪个产物开始下降" in out  # the reason is given with the question
     assert "quantized.bc 的评测结论" in out  # the gap's artifact is asked first

@@ -29,8 +29,9 @@ def test_step0_mismatch_makes_user_side_before_anything_else(diagnose):
     d = diagnose({**FULL_INFO, "results": CONVERT,
                   "user_checks": {"march": {"status": "mismatch", "note": "convert 用了 nash-e"}}})
     assert d.verdict["stage"] == "user_side"
-    assert d.verdict["conclusion"][0]["reason"] == "step 0 用户侧检查「march」已确认不一致：convert 用了 nash-e"
-    assert steps(d)[0].startswith("先修正已确认的不一致（step 0 用户侧检查「march」")
+    assert d.verdict["conclusion"][0]["reason"] == "march / 平台：step 0 检查已确认不一致（convert 用了 nash-e）"
+    assert steps(d)[0].startswith("先修正已确认的不一致（march / 平台：step 0 检查")
+    assert d.verdict["chain_stage"] == {"stage": "convert", "label": "convert"}  # shown for after the fix
     assert d.verdict["checklist"] == []  # not caused by deployment: no deployment checklist
     assert any("QuantAnalysis(qat_bc, quantized_bc" in s for s in steps(d))  # the convert procedure follows
 
@@ -165,7 +166,7 @@ def test_split_run_when_input_formats_differ(diagnose):
 
 MISTAKE_CASES = {
     "M01": {"results": {"qat_pt": ok("normal"), "qat_bc": ok("abnormal", "single_frame")}},
-    "M02": {"results": {"board": ok("abnormal")}},
+    "M02": {"results": {"board": ok("abnormal")}, "tried": ["换了 hbdk 版本重新编译 hbm"]},
     "M03": {"results": EXPORT, "scripts": [str(SCRIPTS / "export_compare_qat_pt.py")]},
     "M04": {"results": EXPORT, "scripts": [str(SCRIPTS / "float_state_export.py")]},
     "M05": {"results": CONVERT, "input_formats_differ": True, "scripts": [str(SCRIPTS / "single_run_convert.py")]},

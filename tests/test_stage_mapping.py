@@ -93,10 +93,18 @@ def test_all_normal_is_undetermined(diagnose):
     assert d.verdict["warnings"] == []
 
 
-def test_float_result_is_not_part_of_the_chain(diagnose):
+def test_float_abnormal_blames_the_reference_not_a_toolchain_stage(diagnose):
+    # float wrong while qat.bc is fine: the reference pipeline is what is wrong
     d = diagnose({**FULL_INFO, "results": {"float": ok("abnormal"), "qat_bc": ok("normal"),
                                            "quantized_bc": ok("abnormal")}})
-    assert d.verdict["stage"] == "convert"
+    assert d.verdict["stage"] == "user_side"
+    assert d.verdict["chain_stage"]["stage"] == "convert"  # still shown, for after the fix
+    assert "参考流程" in d.verdict["conclusion"][0]["reason"]
+    # float wrong and nothing shows the pipeline is: verify the reference first
+    alone = diagnose({**FULL_INFO, "results": {"float": ok("abnormal"), "board": ok("abnormal")}})
+    assert alone.verdict["stage"] == "undetermined"
+    assert alone.verdict["next_steps"][0]["text"].startswith("先验证参考")
+    assert alone.verdict["candidates"][0]["stage"] == "user_side"
 
 
 def test_user_side_from_confirmed_checklist_mismatch(diagnose):
@@ -108,11 +116,19 @@ def test_user_side_from_confirmed_checklist_mismatch(diagnose):
     assert {c["id"]: c["status"] for c in d.verdict["checklist"]}["padding"] == "mismatch"
 
 
-def test_checklist_mismatch_does_not_override_a_chain_stage_before_deployment(diagnose):
+def test_confirmed_checklist_mismatch_is_never_dropped(diagnose):
+    # a confirmed mismatch wins whatever the chain says; the chain's stage stays for after the fix
     d = diagnose({**FULL_INFO, "results": {"qat_bc": ok("normal"), "quantized_bc": ok("abnormal")},
                   "deployment": {"checklist": {"layout": {"status": "mismatch"}}}})
-    assert d.verdict["stage"] == "convert"
-    assert d.verdict["checklist"] == []
+    assert d.verdict["stage"] == "user_side"
+    assert d.verdict["chain_stage"]["stage"] == "convert"
+    assert {c["id"]: c["status"] for c in d.verdict["checklist"]}["layout"] == "mismatch"
+    assert [c["stage"] for c in d.verdict["candidates"]] == ["user_side", "convert"]
+    for results in ({"board": ok("abnormal")}, {}):  # baseline and undetermined chains too
+        other = diagnose({**FULL_INFO, "results": results,
+                          "deployment": {"checklist": {"padding": {"status": "mismatch", "note": "stride"}}}})
+        assert other.verdict["stage"] == "user_side"
+        assert {c["id"]: c["status"] for c in other.verdict["checklist"]}["padding"] == "mismatch"
 
 
 @pytest.mark.parametrize("stage", ["compile", "board"])

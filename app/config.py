@@ -1,0 +1,97 @@
+"""Site and user defaults: `j6doctor.toml` (or `[tool.j6doctor]` in a `pyproject.toml`) found
+upward from the case's folder, then the user's `~/.config/j6doctor/config.toml`.
+
+A support desk diagnosing other people's reports sets `environment = false`, so that the
+machine it runs on never stands in for the reporter's environment. Command-line options
+win over both files; the project file wins over the user file.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .probes import InputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+PROJECT_FILE = "j6doctor.toml"
+KEYS = {"environment": bool}  # key -> type; more keys come with their features
+MAX_LEVELS = 32  # folders walked upward looking for a project file
+
+
+@dataclass(frozen=True)
+class Config:
+    environment: bool = True
+    sources: tuple[str, ...] = ()  # the files the values came from
+
+
+def user_config_path(environ: dict[str, str] | None = None) -> Path:
+    environ = os.environ if environ is None else environ
+    base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".config")
+    return Path(base) / "j6doctor" / "config.toml"
+
+
+def _read(path: Path, table: tuple[str, ...]) -> dict[str, Any] | None:
+    """The settings table of one file, or None when the file has none."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(str(path), "not UTF-8 text; expected a TOML file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(str(path), f"not valid TOML: {exc}") from None
+    for key in table:
+        data = data.get(key) if isinstance(data, dict) else None
+        if data is None:
+            return None
+    if not isinstance(data, dict):
+        raise InputError(str(path), f"[{'.'.join(table)}] must be a table")
+    return data
+
+
+def _project_file(start: Path) -> tuple[Path, tuple[str, ...]] | None:
+    folder = start.resolve()
+    for _ in range(MAX_LEVELS):
+        if (folder / PROJECT_FILE).is_file():
+            return folder / PROJECT_FILE, ()
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file() and _read(pyproject, ("tool", "j6doctor")) is not None:
+            return pyproject, ("tool", "j6doctor")
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return None
+
+
+def load_config(start: Path | None, environ: dict[str, str] | None = None) -> Config:
+    """Merge the user file and the project file found upward from `start` (a folder)."""
+    found: list[tuple[Path, tuple[str, ...]]] = []
+    user = user_config_path(environ)
+    if user.is_file():
+        found.append((user, ()))
+    project = _project_file(start) if start is not None else None
+    if project is not None:
+        found.append(project)
+    values: dict[str, Any] = {}
+    sources: list[str] = []
+    for path, table in found:
+        data = _read(path, table) or {}
+        for key, value in data.items():
+            expected = KEYS.get(key)
+            if expected is None:
+                raise InputError(str(path), f"unknown setting {key!r}; known: {', '.join(KEYS)}")
+            if not isinstance(value, expected):
+                raise InputError(str(path), f"{key}: expected {expected.__name__}, got {value!r}")
+            values[key] = value
+        sources.append(str(path))
+    return Config(**values, sources=tuple(sources))
