@@ -12,31 +12,32 @@ def _number(value) -> str:
     return str(value)
 
 
-def _artifact(fact: Fact) -> str:
-    """An artifact as the user named it: a PTQ name shows the PTQ label."""
-    if fact.get("naming") == "ptq":
-        return str(attr("artifact", fact["artifact"], "ptq_label", label("artifact", fact["artifact"])))
-    return label("artifact", fact["artifact"])
+def artifact_label(artifact: str, ptq: bool = False) -> str:
+    """An artifact as its flow calls it (PTQ: 校准模型, 定点模型 ...)."""
+    if ptq:
+        return str(attr("artifact", artifact, "ptq_label", label("artifact", artifact)))
+    return label("artifact", artifact)
 
 
-def describe_result(fact: Fact) -> str:
+def describe_result(fact: Fact, ptq: bool = False) -> str:
     parts = [label("evidence", fact["evidence"])]
     if fact["metric"] or fact["value"] is not None:
         metric = fact["metric"] or "指标"
         parts.append(f"{metric} = {_number(fact['value'])}" if fact["value"] is not None else metric)
     if fact.get("by") not in (None, "unspecified"):
         parts.append(f"由{label('producer', fact['by'])}得到" + (f"：{fact['by_given']}" if fact["by_given"] else ""))
-    return f"{_artifact(fact)}：{label('status', fact['status'])}（{'；'.join(parts)}）"
+    return f"{artifact_label(fact['artifact'], ptq or fact.get('naming') == 'ptq')}：{label('status', fact['status'])}（{'；'.join(parts)}）"
 
 
 def _local(fact: Fact) -> str:
     return "（本机环境）" if fact.source is not None and fact.source.kind == "environment" else ""
 
 
-def describe(fact: Fact) -> str:
+def describe(fact: Fact, ptq: bool = False) -> str:
+    """A fact in words; `ptq` names the artifacts as a PTQ user does."""
     f = fact.fields
     if fact.type == "result":
-        return describe_result(fact)
+        return describe_result(fact, ptq)
     if fact.type == "symptom":
         return f"异常现象：{f['text']}"
     if fact.type == "platform":
@@ -47,12 +48,13 @@ def describe(fact: Fact) -> str:
         aka = f"（写作 {f['given']}）" if f["given"] and f["given"] != name and f["given"] != f["package"] else ""
         return f"{name} {f['version']}{aka}{_local(fact)}"
     if fact.type == "failure":
-        text = f"{label('artifact', f['artifact'])}：{label('failure_kind', f['kind'])}"
+        text = f"{artifact_label(f['artifact'], ptq)}：{label('failure_kind', f['kind'])}"
         return text + (f"（{f['message']}）" if f["message"] else "")
     if fact.type == "comparison":
-        return f"同一输入上 {label('artifact', f['a'])} 与 {label('artifact', f['b'])} 输出{label('relation', f['relation'])}"
+        return (f"同一输入上 {artifact_label(f['a'], ptq)} 与 {artifact_label(f['b'], ptq)} "
+                f"输出{label('relation', f['relation'])}")
     if fact.type == "control":
-        return f"对照「{f['variant']}」在 {label('artifact', f['artifact'])} 步骤{label('status', f['status'])}"
+        return f"对照「{f['variant']}」在 {artifact_label(f['artifact'], ptq)} 步骤{label('status', f['status'])}"
     if fact.type == "input_param":
         return f"{f['name']} = {f['value']}" + (f"（输入 {f['input']}）" if f["input"] else "")
     if fact.type == "suspect":

@@ -7,7 +7,7 @@ from typing import Any
 
 import jinja2
 
-from .describe import describe
+from .describe import describe as describe_fact
 from .diagnose import Diagnosis
 from .engine import Fact
 from .facts import attr, enum_values, label
@@ -58,6 +58,11 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
     results = by_type.get("result", [])
     unconfirmed = {(f["artifact"], f["status"]): f["why"] for f in result.by_type("unconfirmed")}
     chain = verdict["chain_stage"]
+    ptq = bool(verdict["flow"]) and verdict["flow"]["flow"] == "ptq"
+
+    def describe(fact: Fact) -> str:
+        return describe_fact(fact, ptq)
+
     return {
         "case": diagnosis.title,
         "verdict": verdict,

@@ -131,7 +131,7 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> dict[str, Any]:
     ]
 
     chain = sorted({f["stage"] for f in result.by_type("chain_stage")}, key=stage_order.index)
-    flows = result.by_type("flow")
+    flows = sorted(result.by_type("flow"), key=lambda f: _num(f.id))  # one value (exclusive), maybe several reasons
 
     return {
         "stage": stage,
@@ -147,7 +147,7 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> dict[str, Any]:
         "chain_stage": {"stage": chain[0], "label": label("stage", chain[0])} if len(chain) == 1 else None,
         "candidates": _candidates(result),
         "flow": {"flow": flows[0]["flow"], "label": label("flow", flows[0]["flow"]), "how": flows[0]["how"],
-                 "fact": flows[0].id} if len(flows) == 1 else None,
+                 "fact": flows[0].id} if len({f["flow"] for f in flows}) == 1 else None,
         "text_facts": _text_facts(result),
         "findings": findings,
         "key_findings": key_findings,

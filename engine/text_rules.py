@@ -25,7 +25,7 @@ _CLAUSE_END = re.compile(r"[。；;！!？?\n\r]|\.(?=\s|$)")
 # Parts of a clause, for negations: commas, colons and "but".
 _PART_END = re.compile(r"[，,、：:]|但是|但|却|(?<![a-z])(?:but|however|while|whereas)(?![a-z])", re.IGNORECASE)
 MAX_QUOTE = 160  # characters of a clause kept as the quote
-MAX_MATCHES_PER_TEXT = 8  # clauses one rule may conclude from one text
+MAX_MATCHES_PER_TEXT = 1  # a rule concludes once per text: its first clause is the quote
 
 
 @dataclass(frozen=True)

@@ -667,7 +667,7 @@ def _input_params(params: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
             for input_name, part in zip(names, parts):
                 yield str(name), part, input_name
         else:
-            yield str(name), text, names[0] if len(names) == 1 else ""
+            yield str(name), text, ""
 
 
 def case_facts(case: Case, start: int = 1) -> list[Fact]:
@@ -701,8 +701,10 @@ def case_facts(case: Case, start: int = 1) -> list[Fact]:
         pos = attr("artifact", artifact, "chain", -1)
         by = entry.get("by", "").strip()
         if entry.get("failure"):
-            add("failure", {"artifact": artifact, "kind": entry["failure"], "message": entry.get("message", "").strip(),
-                            "pos": pos, "by": _producer(by) if by else "unspecified"}, case.source("results", artifact))
+            message = entry.get("message", "").strip()
+            add("failure", {"artifact": artifact, "kind": entry["failure"], "message": message,
+                            "pos": pos, "by": _producer(by) if by else "unspecified"},
+                case.source("results", artifact, "message" if message else "failure"))
         elif entry["status"] != "unknown":
             add("result", {"artifact": artifact, "status": entry["status"],
                            "evidence": entry.get("evidence", "unspecified"),

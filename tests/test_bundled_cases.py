@@ -22,6 +22,13 @@ EXPECTED = {
     "contradictory.yaml": ("undetermined", ["stage_results"]),
     "gap_qat_bc_unverified.yaml": ("undetermined", ["stage_results"]),
     "empty.yaml": ("undetermined", ["stage_results", "badcase", "platform", "versions"]),
+    # real-world reports (issue 9)
+    "ptq_x5_quantized_drop.yaml": ("convert", []),
+    "s100_board_runtime_versions.yaml": ("board", []),
+    "board_load_error.yaml": ("user_side", []),
+    "free_text_only_mismatch.yaml": ("user_side", ["stage_results", "badcase"]),
+    "broken_reference.yaml": ("user_side", ["stage_results", "badcase", "deploy_adaptation"]),
+    "board_vendor_reproduced.yaml": ("compile", []),
 }
 
 
