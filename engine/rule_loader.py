@@ -167,7 +167,7 @@ class _FileChecker:
                     re.compile(pattern, re.IGNORECASE)
                 except re.error as exc:
                     where = base + (key, pi) if key in raw else (key, pi)
-                    self.error(f"{key}: not a valid regular expression: {exc}", where, rid, key)
+                    self.error(f"not a valid regular expression: {exc}", where, rid, key)
             patterns[key] = tuple(items)
         return TextSpec(tuple(reads), patterns["match"], patterns["unless"])
 

@@ -137,6 +137,33 @@ LINT_CASES = [
             when: [{result: {artefact: qat_bc}}]
             then: [{finding: {topic: t, text: x}}]
      """, "pack.yaml:6: error: rule site.typo: result.artefact: fact type 'result' has no field 'artefact'\n  hint: did you mean 'artifact'?"),
+    ("text rule with a broken pattern", """
+        seed: t
+        read: [symptom.text]
+        rules:
+          - id: site.text
+            title: bad regex
+            match: ['layout (不一致']
+            then: [{text_fact: {topic: layout, kind: stated}}]
+     """, "pack.yaml:7: error: rule site.text: match: not a valid regular expression"),
+    ("text rule reading a non-text field", """
+        seed: t
+        rules:
+          - id: site.text
+            title: reads a number
+            read: [result.value]
+            match: ['x']
+            then: [{text_fact: {topic: layout, kind: stated}}]
+     """, "'result.value': 'result' has no text field 'value'"),
+    ("rule with both when and match", """
+        seed: t
+        rules:
+          - id: site.both
+            title: both
+            when: [{symptom: {}}]
+            match: ['x']
+            then: [{finding: {topic: t, text: x}}]
+     """, "a rule has either `when:` (conditions on facts) or `match:` (a text rule), not both"),
     ("over the engine limits", "seed: t\nrules:\n" + "".join(
         f"  - id: site.r{i}\n    title: r{i}\n    when:\n"
         + "".join(f"      - result: {{metric: m{i}_{k}}}\n" for k in range(16))
@@ -256,3 +283,17 @@ def test_schema_validates_the_bundled_rules_and_rejects_typos(cli):
     assert list(validator.iter_errors(wrong_value))
     plain = json.loads(cli("rules", "schema", "--plain").stdout)
     assert "fact_tests" not in plain["$defs"]
+
+
+def test_authoring_guide_text_rule_example_passes_lint_and_test(cli, tmp_path):
+    """The text-rule example of docs/AUTHORING.md works as written."""
+    import re
+    from conftest import REPO
+    guide = (REPO / "docs" / "AUTHORING.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", guide, re.S) if "match:" in b)
+    folder = pack(tmp_path, block)
+    lint = cli("rules", "lint", "--strict", str(folder))
+    assert lint.returncode == 0, lint.stdout
+    test = cli("rules", "test", str(folder))
+    assert test.returncode == 0, test.stdout
+    assert "site.mean_order" in test.stdout
