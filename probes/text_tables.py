@@ -7,7 +7,8 @@ The one home of two jobs every probe needs:
   cuts the text at '\\n' and drops a '\\r' before it;
 * tables: cells may contain single spaces, so rows are never split on whitespace: column
   spans come from the rule line (simple style: one dash group per column, the last column
-  runs to the end of the line) or from the `+` positions of the top border (psql style).
+  runs to the end of the line) or from the `+` positions of the top border (psql style,
+  and the pretty / grid style of hb_verifier with +---+ under the header).
 
 Every failure is an InputError naming the file (its display name), the line where known
 and what was expected. Line numbers are 1-based; a table parser gets `first_line`, the
@@ -253,6 +254,48 @@ def _cut_psql(line: str, bounds: list[int], spans: list[tuple[int, int]]) -> tup
         if len(candidate) == bounds[-1] + 1 and all(candidate[b] == "|" for b in bounds):
             return _slice(candidate, spans, open_end=False)
     return None
+
+
+# ---------------------------------------------------------------- grid style
+
+_GRID_RULE = re.compile(r"^\+(?:[-=]+\+)+$")
+
+
+def parse_grid(lines: list[str], start: int, first_line: int, display: str) -> Table:
+    """A table in tabulate's `pretty` / `grid` style (hb_verifier): a +---+ border above and
+    below the header row (`+===+` below it in `grid`), rows of |-separated cells, optional
+    +---+ lines between rows, and a closing border not followed by another row."""
+    if not is_psql_start(lines, start):
+        raise InputError(display, "expected a table border like +----+----+", first_line + start)
+    border = lines[start].rstrip()
+    bounds = [i for i, ch in enumerate(border) if ch == "+"]
+    spans = [(a + 1, b) for a, b in zip(bounds, bounds[1:])]
+    if start + 2 >= len(lines) or not _GRID_RULE.match(lines[start + 2].rstrip()):
+        raise InputError(display, "expected a header row and a +---+ border under it "
+                                  "(truncated table?)", first_line + start + 1)
+    headers = _cut_psql(lines[start + 1], bounds, spans)
+    if headers is None:
+        raise InputError(display, "table header does not line up with the border", first_line + start + 1)
+    rows: list[Row] = []
+    i = start + 3
+    while True:
+        if i >= len(lines) or not lines[i].strip():
+            raise InputError(display, "table ends without its closing +---+ border "
+                                      "(truncated file?)", first_line + min(i, len(lines) - 1))
+        text = lines[i].rstrip()
+        if _GRID_RULE.match(text):
+            if i + 1 >= len(lines) or not lines[i + 1].lstrip().startswith("|"):
+                return Table(headers, rows, i + 1, first_line + start + 1)
+            i += 1  # a separator between rows
+            continue
+        cells = _cut_psql(text, bounds, spans)
+        if cells is None and i == len(lines) - 1:
+            raise InputError(display, "table is cut off: incomplete last row and no closing "
+                                      "+---+ border (truncated file?)", first_line + i)
+        if cells is None:
+            raise _misaligned(display, len(spans), first_line + i)
+        rows.append(Row(first_line + i, cells))
+        i += 1
 
 
 # ---------------------------------------------------------------- helpers
