@@ -14,12 +14,11 @@ from typing import Any, Callable
 from .engine import Fact, Source
 from .facts import vocabulary
 from .probes import InputError
-from .probes.artifacts import FoundFile, find_artifacts, sha256_of
+from .probes.artifacts import FoundFile, find_artifacts, looked_for, sha256_of
 from .probes.case_file import Case, case_facts, normalize_platform, resolve_package, version_number
 from .probes.environment import BOARD_FILE, board_from_environment, installed_versions, read_board_file
 from .probes.metrics_file import Tolerance, judge, read_metrics
 
-METRICS_NAMES = ("metrics.csv", "metrics.yaml", "metrics.yml", "metrics.json")
 MAX_SIGNALS_PER_KIND = 10  # facts stay few: probes summarise (shared/engine/DURABLE_RULES.md)
 
 
@@ -187,23 +186,24 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     found: list[FoundFile] = []
     if paths:
         scan = (lambda shown: options.progress(f"扫描 {shown}")) if options.progress else None
-        found, problems = find_artifacts(paths, base or Path.cwd(), display_of, scan)
+        found, problems, summaries = find_artifacts(paths, base or Path.cwd(), display_of, scan)
         for display, message in problems:
             _problem(facts, display, message)
+        for summary in summaries:
+            facts.add("scan_summary", {
+                "path": summary.display, "files": summary.files, "recognised": summary.recognised,
+                "unrecognised": "、".join(summary.unrecognised) or "无", "looked_for": "、".join(looked_for()),
+            }, Source("file", file=summary.display))
     for item in found:
+        if item.kind == "metrics":
+            continue  # an evaluation results file is read below, as the metrics file
         facts.add("artifact_file", {"kind": item.kind, "path": item.display, "size": item.size,
-                                    "sha256": item.sha256}, _file_source(item))
+                                    "sha256": item.sha256, "by": item.by}, _file_source(item))
     read_artifacts(found, facts, _problem, MAX_SIGNALS_PER_KIND, options.progress)
 
     metrics_path, tolerance = _metrics_settings(case, options)
     if metrics_path is None:
-        for folder in options.workdirs:
-            for name in METRICS_NAMES:
-                if (folder / name).is_file():
-                    metrics_path = folder / name
-                    break
-            if metrics_path:
-                break
+        metrics_path = next((f.path for f in found if f.kind == "metrics"), None)
     if metrics_path is not None:
         display = _display(metrics_path, base)
         try:

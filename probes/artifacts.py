@@ -1,25 +1,34 @@
-"""Artifact presence: find the debugging artifacts under the given paths and record what
-exists, its size and sha256 (an audit must know which file a conclusion came from).
+"""Artifact discovery: find the debugging artifacts under the given paths, identify each by
+its content (the file kinds and their content signatures are data in the fact vocabulary;
+file names are only a hint), and record what exists, its size and sha256 (an audit must
+know which file a conclusion came from).
 
-Knows file names, not formats: reading each file is another probe's job.
+Knows how to recognise a file, not how to read it: reading each kind is another probe's job.
+Scans are bounded (depth, number of files, bytes read to identify a file); a bound that
+is hit is reported, never silently.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
+from ..facts import vocabulary
 from .input_error import InputError
 
 # Scanning stops here: an artifact folder is small; a home directory is not.
 MAX_FILES = 20_000
 MAX_DEPTH = 8
-_SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", "op_infos", ".horizon"}
-
-_SENSITIVITY = re.compile(r"^(output_.*_)?sensitive_ops\.(txt|pt)$", re.IGNORECASE)
+HEAD_BYTES = 4096  # read from each file to identify it by content
+# Folders that never hold artifacts; hidden ones such as .model_check_results or
+# .horizon_plugin_pytorch_logs do, so they are scanned.
+_SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", "op_infos",
+              ".horizon", ".mypy_cache", ".pytest_cache", ".tox", ".idea", ".vscode", "site-packages"}
 
 
 @dataclass(frozen=True)
@@ -29,50 +38,92 @@ class FoundFile:
     display: str  # relative to the base folder, with '/' separators
     size: int
     sha256: str
+    by: str = "content"  # "content" or "name": what identified it
 
 
-def classify(name: str) -> str | None:
-    """The file kind of a debugging artifact, from its file name (None: not an artifact)."""
+@dataclass
+class ScanSummary:
+    """One given path: how many files were looked at and which were not recognised."""
+
+    display: str
+    files: int = 0
+    recognised: int = 0
+    unrecognised: list[str] = field(default_factory=list)  # the first few, for the report
+    bound: str = ""  # which scan bound was hit, if any
+
+
+MAX_LISTED = 20  # unrecognised names kept per scanned path
+
+
+@dataclass(frozen=True)
+class _Kind:
+    kind: str
+    names: tuple[str, ...]
+    signatures: tuple[re.Pattern, ...]
+    magic: tuple[bytes, ...]
+
+
+@lru_cache(maxsize=1)
+def _kinds() -> tuple[_Kind, ...]:
+    enum = vocabulary().enums["file_kind"]
+    return tuple(_Kind(
+        kind,
+        tuple(str(n).lower() for n in enum.attr(kind, "names", ())),
+        tuple(re.compile(str(p), re.MULTILINE) for p in enum.attr(kind, "signatures", ())),
+        tuple(bytes.fromhex(str(m)) for m in enum.attr(kind, "magic", ())),
+    ) for kind in enum.values)
+
+
+def looked_for() -> list[str]:
+    """The kinds a scan recognises, as their labels (for a folder where none was found)."""
+    enum = vocabulary().enums["file_kind"]
+    return [str(enum.attr(k.kind, "label", k.kind)) for k in _kinds()]
+
+
+def _specificity(glob: str) -> int:
+    return sum(1 for ch in glob if ch not in "*?[]")
+
+
+def _by_name(name: str, kinds: tuple[_Kind, ...]) -> str | None:
+    """The kind whose most specific glob matches the name."""
     lower = name.lower()
-    sens = _SENSITIVITY.match(lower)
-    if sens:
-        return "sensitivity_txt" if sens.group(2) == "txt" else "sensitivity_pt"
-    exact = {
-        "model_check_result.txt": "model_check_result",
-        "fx_graph.txt": "fx_graph",
-        "compare_per_layer_out.txt": "compare_per_layer_txt",
-        "compare_per_layer_out.csv": "compare_per_layer_csv",
-        "badcase.txt": "badcase_txt",
-        "badcase.pt": "badcase_pt",
-        "all_badcase_info.pt": "all_badcase_info",
-        "abnormal_layer_advisor.txt": "abnormal_layer_advisor",
-        "statistic.txt": "statistic",
-    }
-    if lower in exact:
-        return exact[lower]
-    if lower.endswith(".hbm"):
-        return "hbm"
-    if lower.endswith(".bc"):
-        stem = lower[:-3]
-        if "quantized" in stem or "int" in stem.split(".")[-1].split("_"):
-            return "quantized_bc"
-        if stem.endswith("modified"):
-            return None  # an edited bc from bc_editor: kept, not a chain artifact
-        return "qat_bc"
-    if lower.endswith(".pt"):
-        stem = lower[:-3]
-        if stem.endswith("export") or ".export" in stem or "_export" in stem:
-            return "qat_export_pt"
-        if "qat" in stem:
-            return "qat_pt"
+    best: tuple[int, str] | None = None
+    for spec in kinds:
+        for glob in spec.names:
+            if fnmatch.fnmatchcase(lower, glob):
+                score = _specificity(glob)
+                if best is None or score > best[0]:
+                    best = (score, spec.kind)
+    return best[1] if best else None
+
+
+def _text(head: bytes) -> str | None:
+    """The head of a text file (a cut multi-byte character at the end is dropped), else None."""
+    if b"\x00" in head:
         return None
-    if lower.endswith((".yaml", ".yml", ".json")) and "compile" in lower:
-        return "compile_config"
-    if lower.endswith(".json") and ("bc_editor" in lower or "remove_fake_quant" in lower):
-        return "bc_editor_config"
-    if lower.endswith(".py"):
-        return "script"
-    return None
+    text = head.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    if text.count("\ufffd") > 2:  # more than the cut character at the end: not UTF-8 text
+        return None
+    return text.replace("\r\n", "\n")
+
+
+def identify(name: str, head: bytes) -> tuple[str | None, str]:
+    """(kind, "content" | "name") of a file from its name and first bytes; (None, "") when
+    it is no artifact. Content decides; the name decides among kinds the content allows."""
+    kinds = _kinds()
+    text = _text(head)
+    if text is not None:
+        matched = tuple(k for k in kinds if any(p.search(text) for p in k.signatures))
+        if matched:
+            return (_by_name(name, matched) or matched[0].kind), "content"
+    else:
+        matched = tuple(k for k in kinds if any(head.startswith(m) for m in k.magic))
+        if matched:
+            kind = _by_name(name, matched)
+            if kind is not None:
+                return kind, "content"
+    kind = _by_name(name, kinds)
+    return (kind, "name") if kind else (None, "")
 
 
 def sha256_of(path: Path) -> str:
@@ -90,26 +141,34 @@ def _relative(path: Path, base: Path) -> str:
         return path.as_posix()
 
 
-def _walk(root: Path):
+def _walk(root: Path, summary: ScanSummary):
     """Files under root, sorted, depth-limited, not following links out of the tree."""
     root_depth = len(root.parts)
     for current, dirs, files in os.walk(root, followlinks=False):
         here = Path(current)
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-        if len(here.parts) - root_depth >= MAX_DEPTH:
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        if len(here.parts) - root_depth >= MAX_DEPTH and dirs:
+            summary.bound = summary.bound or f"folders deeper than {MAX_DEPTH} levels were not scanned"
             dirs[:] = []
         for name in sorted(files):
             yield here / name
 
 
+def _head(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(HEAD_BYTES)
+
+
 def find_artifacts(paths: list[Path], base: Path, display_of: dict[Path, str] | None = None,
-                   on_file=None) -> tuple[list[FoundFile], list[tuple[str, str]]]:
+                   on_file=None) -> tuple[list[FoundFile], list[tuple[str, str]], list[ScanSummary]]:
     """Scan files and folders for artifacts.
 
-    Returns the files found (in a stable order) and the problems met, as (path, message):
-    a missing path or an unreadable file is reported, never fatal."""
+    Returns the files found (in a stable order), the problems met as (path, message) — a
+    missing path, an unreadable file, a scan bound that was hit; never fatal — and one
+    summary per given path."""
     found: dict[Path, FoundFile] = {}
     problems: list[tuple[str, str]] = []
+    summaries: list[ScanSummary] = []
     seen = 0
     for given in paths:
         shown = (display_of or {}).get(given) or _relative(given, base)
@@ -121,26 +180,40 @@ def find_artifacts(paths: list[Path], base: Path, display_of: dict[Path, str] | 
         if not exists:
             problems.append((shown, "no such file or folder"))
             continue
-        candidates = [given] if given.is_file() else _walk(given)
+        summary = ScanSummary(shown)
+        summaries.append(summary)
+        candidates = [given] if given.is_file() else _walk(given, summary)
         for path in candidates:
             if seen >= MAX_FILES:
-                problems.append((shown, f"more than {MAX_FILES} files; the rest were not scanned"))
+                summary.bound = f"more than {MAX_FILES} files; the rest were not scanned"
                 break
             seen += 1
-            kind = classify(path.name)
-            if kind is None or path.is_symlink() or not path.is_file():
+            if path.is_symlink() or not path.is_file():
                 continue
+            summary.files += 1
+            display = (display_of or {}).get(path) or _relative(path, base)
+            try:
+                kind, by = identify(path.name, _head(path))
+            except OSError as exc:
+                problems.append((display, f"cannot read: {exc.strerror}"))
+                continue
+            if kind is None:
+                if len(summary.unrecognised) < MAX_LISTED:
+                    summary.unrecognised.append(display)
+                continue
+            summary.recognised += 1
             resolved = path.resolve()
             if resolved in found:
                 continue
-            display = _relative(path, base)
             if on_file is not None:
                 on_file(display)
             try:
-                found[resolved] = FoundFile(kind, path, display, path.stat().st_size, sha256_of(path))
+                found[resolved] = FoundFile(kind, path, display, path.stat().st_size, sha256_of(path), by)
             except OSError as exc:
                 problems.append((display, f"cannot read: {exc.strerror}"))
-    return sorted(found.values(), key=lambda f: (f.display, f.kind)), problems
+        if summary.bound:
+            problems.append((shown, summary.bound))
+    return sorted(found.values(), key=lambda f: (f.display, f.kind)), problems, summaries
 
 
 def require_folder(path: Path) -> Path:

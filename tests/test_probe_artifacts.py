@@ -1,50 +1,109 @@
-"""Artifact presence: which files are found, their kind, size and sha256; the user's files untouched."""
+"""Artifact discovery: files identified by content (names are a hint), their size and
+sha256, hidden folders scanned, bounds reported; the user's files untouched."""
 
 from __future__ import annotations
 
 import hashlib
+import shutil
+from pathlib import Path
 
 import pytest
 
-from j6doctor.probes.artifacts import classify, find_artifacts
+from j6doctor.probes import artifacts
+from j6doctor.probes.artifacts import find_artifacts, identify
+
+FORMATS = Path(__file__).parent / "fixtures" / "formats"
+ZIP = b"PK\x03\x04" + b"\x00" * 20  # a torch.save zip archive starts like this
 
 
-@pytest.mark.parametrize("name,kind", [
-    ("qat.pt", "qat_pt"), ("model_qat.pt", "qat_pt"), ("qat.export.pt", "qat_export_pt"),
-    ("qat_export.pt", "qat_export_pt"), ("qat.bc", "qat_bc"), ("quantized.bc", "quantized_bc"),
-    ("model_int.bc", "quantized_bc"), ("qat_modified.bc", None), ("model.hbm", "hbm"),
-    ("model_check_result.txt", "model_check_result"), ("fx_graph.txt", "fx_graph"),
-    ("compare_per_layer_out.txt", "compare_per_layer_txt"), ("compare_per_layer_out.csv", "compare_per_layer_csv"),
-    ("output_cls_score_Cosine_sensitive_ops.txt", "sensitivity_txt"),
-    ("output_0-0_dataindex_1_sensitive_ops.pt", "sensitivity_pt"), ("sensitive_ops.txt", "sensitivity_txt"),
-    ("badcase.txt", "badcase_txt"), ("badcase.pt", "badcase_pt"), ("all_badcase_info.pt", "all_badcase_info"),
-    ("abnormal_layer_advisor.txt", "abnormal_layer_advisor"), ("statistic.txt", "statistic"),
-    ("compile_config.yaml", "compile_config"), ("bc_editor_config.json", "bc_editor_config"),
-    ("float.pt", None), ("notes.txt", None), ("README.md", None),
+@pytest.mark.parametrize("name,head,kind", [
+    ("qat.pt", ZIP, "qat_pt"), ("model_qat.pt", ZIP, "qat_pt"), ("qat.export.pt", ZIP, "qat_export_pt"),
+    ("qat_export.pt", ZIP, "qat_export_pt"), ("qat.bc", b"ML\xefR", "qat_bc"),
+    ("quantized.bc", b"ML\xefR", "quantized_bc"), ("model_int.bc", b"ML\xefR", "quantized_bc"),
+    ("qat_modified.bc", b"ML\xefR", "edited_bc"), ("model.hbm", b"\x01\x02", "hbm"),
+    ("output_0-0_dataindex_1_sensitive_ops.pt", ZIP, "sensitivity_pt"), ("badcase.pt", ZIP, "badcase_pt"),
+    ("all_badcase_info.pt", ZIP, "all_badcase_info"), ("compile_config.yaml", b"march: nash-m\n", "compile_config"),
+    ("float.pt", ZIP, None), ("notes.txt", b"nothing here\n", None), ("README.md", b"# readme\n", None),
 ])
-def test_classify(name, kind):
-    assert classify(name) == kind
+def test_identify_by_name_when_the_content_has_no_signature(name, head, kind):
+    assert identify(name, head)[0] == kind
 
 
-def test_scan_records_size_and_sha256(tmp_path):
+@pytest.mark.parametrize("fixture,kind", [
+    ("prepare/model_check_result.txt", "model_check_result"),
+    ("prepare/fx_graph.txt", "fx_graph"),
+    ("horizon_quant_analysis/compare_per_layer_out.txt", "compare_per_layer_txt"),
+    ("horizon_quant_analysis/compare_per_layer_out.csv", "compare_per_layer_csv"),
+    ("horizon_quant_analysis/output_bbox_pred_L1_sensitive_ops.txt", "sensitivity_txt"),
+    ("horizon_quant_analysis/badcase.txt", "badcase_txt"),
+    ("horizon_quant_analysis/abnormal_layer_advisor.txt", "abnormal_layer_advisor"),
+    ("horizon_quant_analysis/analysis_model/statistic.txt", "statistic"),
+    ("variants/model_check_result.old_embedded_graph.txt", "model_check_result"),
+])
+def test_identify_by_content_under_any_name(fixture, kind):
+    head = (FORMATS / fixture).read_bytes()[:artifacts.HEAD_BYTES]
+    assert identify(Path(fixture).name, head) == (kind, "content")
+    assert identify("pasted_from_ticket_42.txt", head) == (kind, "content")  # renamed: still found
+    assert identify("stuff.log", head.replace(b"\n", b"\r\n")) == (kind, "content")  # CRLF
+
+
+def test_content_wins_over_a_misleading_name():
+    head = (FORMATS / "horizon_quant_analysis" / "badcase.txt").read_bytes()
+    assert identify("model_check_result.txt", head) == ("badcase_txt", "content")
+
+
+def test_scan_records_size_sha256_and_how_each_file_was_identified(tmp_path):
     qa = tmp_path / "qa_convert"
     qa.mkdir()
-    (qa / "compare_per_layer_out.csv").write_text("mod_name\n", encoding="utf-8")
+    shutil.copy(FORMATS / "horizon_quant_analysis" / "compare_per_layer_out.csv", qa / "convert_layers.csv")
     (qa / "notes.txt").write_text("ignored", encoding="utf-8")
     (tmp_path / "model.hbm").write_bytes(b"\x01\x02hbm")
-    hidden = tmp_path / ".git"
-    hidden.mkdir()
-    (hidden / "badcase.txt").write_text("x", encoding="utf-8")
+    git = tmp_path / ".git"
+    git.mkdir()
+    (git / "badcase.txt").write_text("x", encoding="utf-8")
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
-    found, problems = find_artifacts([tmp_path, tmp_path / "missing_dir"], tmp_path)
-    assert [(f.display, f.kind, f.size) for f in found] == [
-        ("model.hbm", "hbm", 5), ("qa_convert/compare_per_layer_out.csv", "compare_per_layer_csv", 9)]
-    assert found[0].sha256 == hashlib.sha256(b"\x01\x02hbm").hexdigest()
+    found, problems, summaries = find_artifacts([tmp_path, tmp_path / "missing_dir"], tmp_path)
+    assert [(f.display, f.kind, f.by) for f in found] == [
+        ("model.hbm", "hbm", "name"), ("qa_convert/convert_layers.csv", "compare_per_layer_csv", "content")]
+    assert found[0].size == 5 and found[0].sha256 == hashlib.sha256(b"\x01\x02hbm").hexdigest()
     assert problems == [("missing_dir", "no such file or folder")]
+    (summary,) = summaries
+    assert (summary.files, summary.recognised, summary.unrecognised) == (3, 2, ["qa_convert/notes.txt"])
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
+def test_hidden_folders_are_scanned(tmp_path):
+    checks = tmp_path / ".model_check_results"
+    checks.mkdir()
+    shutil.copy(FORMATS / "prepare" / "model_check_result.txt", checks / "model_check_result_261101_0942_31337.txt")
+    found, _, _ = find_artifacts([tmp_path], tmp_path)
+    assert [(f.display, f.kind) for f in found] == [
+        (".model_check_results/model_check_result_261101_0942_31337.txt", "model_check_result")]
+
+
 def test_same_file_given_twice_is_listed_once(tmp_path):
-    (tmp_path / "badcase.txt").write_text("x", encoding="utf-8")
-    found, _ = find_artifacts([tmp_path, tmp_path / "badcase.txt"], tmp_path)
+    shutil.copy(FORMATS / "horizon_quant_analysis" / "badcase.txt", tmp_path / "badcase.txt")
+    found, _, _ = find_artifacts([tmp_path, tmp_path / "badcase.txt"], tmp_path)
     assert len(found) == 1
+
+
+def test_scan_bounds_are_reported(tmp_path, monkeypatch):
+    for i in range(5):
+        (tmp_path / f"n{i}.txt").write_text("x", encoding="utf-8")
+    deep = tmp_path.joinpath(*[f"d{i}" for i in range(artifacts.MAX_DEPTH + 2)])
+    deep.mkdir(parents=True)
+    (deep / "badcase.txt").write_text("x", encoding="utf-8")
+    _, problems, _ = find_artifacts([tmp_path], tmp_path)
+    assert problems == [(".", f"folders deeper than {artifacts.MAX_DEPTH} levels were not scanned")]
+    monkeypatch.setattr(artifacts, "MAX_FILES", 3)
+    _, problems, summaries = find_artifacts([tmp_path], tmp_path)
+    assert problems == [(".", "more than 3 files; the rest were not scanned")]
+    assert summaries[0].files == 3
+
+
+def test_a_folder_with_nothing_recognised_says_so(diagnose, tmp_path):
+    (tmp_path / "notes.txt").write_text("meeting notes", encoding="utf-8")
+    (tmp_path / "data.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    d = diagnose({"artifacts": [str(tmp_path)]})
+    (warning,) = [w for w in d.verdict["warnings"] if "没有识别出任何产物" in w]
+    assert "看了 2 个文件" in warning and "notes.txt" in warning and "model_check_result.txt" in warning
