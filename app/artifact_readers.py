@@ -6,11 +6,13 @@ reported (probe_problem) and the diagnosis goes on with the other evidence.
 
 from __future__ import annotations
 
+import math
+import re
 from collections import Counter
 from pathlib import PurePosixPath
 from typing import Callable
 
-from .charts import compare_series, sensitivity_series
+from .charts import compare_series, cosine_series, sensitivity_series
 from .engine import Source
 from .probes import InputError
 from .probes.artifacts import FoundFile
@@ -141,7 +143,191 @@ def _signals(found: FoundFile, facts, source: str, signals, limit: int) -> None:
         if per_kind[signal.kind] > limit:
             continue
         facts.add("check_signal", {"source": source, "kind": signal.kind, "module": signal.module,
-                                   "detail": signal.detail}, _source(found, line=signal.line))
+                                   "detail": signal.detail, "module_type": signal.type}, _source(found, line=signal.line))
+
+
+def _hb_verifier(found: FoundFile, facts, limit: int) -> None:
+    from .probes.hb_verifier import read_hb_verifier
+
+    report = read_hb_verifier(found.path, found.display)
+    kinds = {m.kind for m in report.models}
+    pair = "bc_hbm" if "bc" in kinds and kinds & {"hbm", "bin"} else ""
+    models = ",".join(m.path for m in report.models)
+    if report.layers:
+        drop, worst = report.first_drop(), report.worst_layer()
+        facts.charts.append(cosine_series(found.display, "hb_verifier",
+                                          [(i, r.node_name, r.cosine) for i, r in enumerate(report.layers)],
+                                          report.layers.index(drop) if drop else None))
+        facts.add("layer_cosines", {
+            "path": found.display, "tool": "hb_verifier", "rows": len(report.layers),
+            "first_drop_node": drop.node_name if drop else "", "first_drop_cosine": _finite(drop.cosine if drop else None),
+            "worst_node": worst.node_name if worst else "", "worst_cosine": _finite(worst.cosine if worst else None),
+            "first_node": report.layers[0].node_name, "first_node_cosine": _finite(report.layers[0].cosine),
+        }, _source(found, line=(drop or worst or report.layers[0]).line, key="layers"))
+    for row in report.outputs[:limit]:
+        facts.add("verifier_output", {
+            "path": found.display, "output": row.output_name, "consistent": row.consistent,
+            "mismatched": row.mismatched, "total": row.total, "max_abs": _finite(row.max_abs_diff),
+            "max_rel": _finite(row.max_rel_diff), "pair": pair, "models": models,
+        }, _source(found, line=row.line, key=row.output_name))
+
+
+def _conversion(found: FoundFile, facts, limit: int) -> None:
+    """An hb_mapper / hb_compile conversion log or its *_quant_info.json: versions, march and
+    input parameters (logs only), the per-node cosine reading, warnings verbatim."""
+    if found.kind == "conversion_log":
+        from .probes.conversion_log import read_conversion_log
+
+        log = read_conversion_log(found.path, found.display, require_tables=False)
+        nodes, outputs = log.nodes, log.outputs
+        for tool, value in sorted(log.versions.items()):
+            facts.add_version(tool, value.text, _source(found, line=value.line, key=tool),
+                              f"{found.display}:{value.line} 记录")
+        if log.march is not None:
+            source = _source(found, line=log.march.line, key="march")
+            facts.add("artifact_march", {"path": found.display, "march": log.march.text.lower(),
+                                         "what": "转换（编译）时的 march"}, source)
+            facts.add_platform(log.march.text, source, f"{found.display}:{log.march.line} 记录的 march", note=False)
+        multi = len(log.input_parameters) > 1
+        for block in log.input_parameters[:limit]:
+            for key, value in block.values.items():
+                facts.add("input_param", {"name": key, "value": value.text.strip().rstrip(",").lower(),
+                                          "input": (block.name or "") if multi else ""},
+                          _source(found, line=value.line, key=key))
+        for warning in log.warnings[:limit]:
+            facts.add("tool_warning", {"path": found.display, "tool": "hb_mapper / hb_compile", "text": warning.text},
+                      _source(found, line=warning.line))
+        summary, tool = log.summary().nodes, "conversion_log"
+    else:
+        from .probes.quant_info import read_quant_info
+
+        info = read_quant_info(found.path, found.display)
+        nodes, outputs = info.nodes, []
+        summary, tool = info.summary(), "quant_info"
+    if not nodes:
+        return
+    origin, worst, first = summary.origin, summary.worst, summary.first_node
+    worst_output = min((o for o in outputs if o.cosine is not None), key=lambda o: o.cosine, default=None)
+    facts.charts.append(cosine_series(found.display, tool, [(i, n.name, n.cosine) for i, n in enumerate(nodes)],
+                                      nodes.index(origin.node) if origin else None))
+    facts.add("layer_cosines", {
+        "path": found.display, "tool": tool, "rows": len(nodes),
+        "first_drop_node": origin.node.name if origin else "",
+        "first_drop_cosine": _finite(origin.node.cosine if origin else None),
+        "worst_node": worst.name if worst else "", "worst_cosine": _finite(worst.cosine if worst else None),
+        "worst_output": worst_output.name if worst_output else "",
+        "worst_output_cosine": _finite(worst_output.cosine if worst_output else None),
+        "first_node": first.node.name if first.node else "", "first_node_cosine": _finite(first.cosine),
+        "first_node_collapse": first.collapsed, "next_cosine": _finite(first.following_min),
+    }, _source(found, line=(origin.node if origin else (worst or nodes[0])).line, key="nodes"))
+
+
+def _finite(value: float | None) -> float | None:
+    """nan / inf are no number a rule can compare: kept out of the facts (the file shows them)."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+# The input settings a compiled model declares, as the conversion yaml names them.
+MODEL_INPUT_KEYS = ("input_type_rt", "input_type_train", "input_layout_rt", "input_layout_train",
+                    "norm_type", "mean_value", "scale_value")
+
+
+def _model_info(found: FoundFile, facts, limit: int) -> None:
+    if found.kind == "hb_model_info":
+        from .probes.hb_model_info import read_hb_model_info as read
+    else:
+        from .probes.hrt_model_info import read_hrt_model_info as read
+    info = read(found.path, found.display)
+    facts.add("model_info", {
+        "path": found.display, "tool": info.tool, "march": info.march.text.lower() if info.march else "",
+        "hbrt_older": info.hbrt_older_than_model, "hbrt_warning": info.hbrt_warning.text if info.hbrt_warning else "",
+        "removed_nodes": "、".join(v.text for v in info.removed_nodes),
+    }, _source(found, line=info.hbrt_warning.line if info.hbrt_warning else None, key=info.tool))
+    if info.march:
+        source = _source(found, line=info.march.line, key="march")
+        facts.add("artifact_march", {"path": found.display, "march": info.march.text.lower(),
+                                     "what": "模型（hbm / bin）编译的 march"}, source)
+        facts.add_platform(info.march.text, source, f"{found.display}:{info.march.line} 记录的模型 march", note=False)
+    for name, value in (("hbdk", info.hbdk_version), ("UCP", info.ucp_version), ("DNN", info.dnn_version),
+                        ("HBRT", info.hbrt_version)):
+        if value is not None:
+            facts.add_version(name, value.text, _source(found, line=value.line, key=name),
+                              f"{found.display}:{value.line} 记录")
+    multi = len(info.inputs) > 1
+    for model_input in info.inputs[:limit]:
+        for key in MODEL_INPUT_KEYS:
+            value = getattr(model_input, key)
+            if value is not None:
+                facts.add("input_param", {"name": key, "value": value.text.strip().lower(),
+                                          "input": model_input.name if multi else ""},
+                          _source(found, line=value.line, key=f"{model_input.name}.{key}"))
+    for output in info.outputs[:limit]:
+        facts.add("model_output", {"path": found.display, "name": output.name,
+                                   "quanti_type": output.quanti_type.text if output.quanti_type else "",
+                                   "needs_dequantize": output.needs_dequantize},
+                  _source(found, line=output.line, key=output.name))
+
+
+def _plugin_log(found: FoundFile, facts, limit: int) -> None:
+    from .probes.plugin_log import read_plugin_log
+
+    log = read_plugin_log(found.path, found.display)
+    for fact in log.versions:
+        facts.add_version(fact.name, fact.version, _source(found, line=fact.line, key=fact.name),
+                          f"{found.display}:{fact.line} 记录")
+    if log.python is not None:
+        facts.add_version("python", log.python.version, _source(found, line=log.python.line, key="python"),
+                          f"{found.display}:{log.python.line} 记录的用户环境")
+    if log.march is not None:
+        source = _source(found, line=log.march.line, key="march")
+        facts.add("artifact_march", {"path": found.display, "march": log.march.march,
+                                     "what": "plugin 运行时的 march"}, source)
+        facts.add_platform(log.march.march, source, f"{found.display}:{log.march.line} 记录的 march", note=False)
+    for message in log.warnings[:limit]:
+        facts.add("tool_warning", {"path": found.display, "tool": "horizon_plugin_pytorch",
+                                   "text": f"{message.level} {message.headline}"},
+                  _source(found, line=message.line, key=message.module))
+
+
+# plugin 3.0.x names each check `model_check_result_<YYMMDD>_<HHMM>_<n>.txt` (REAL_FORMATS.md R1)
+_CHECK_STAMP = re.compile(r"model_check_result_(\d{6})_(\d{4})_(\d+)\.txt$", re.IGNORECASE)
+
+
+def _check_order(found: FoundFile) -> tuple:
+    """Newest last: timestamped checks by their stamp, after the unstamped ones."""
+    match = _CHECK_STAMP.search(found.display)
+    if match:
+        return (1, match.group(1), match.group(2), int(match.group(3)), found.display)
+    return (0, "", "", 0, found.display)
+
+
+def _model_checks(found: list[FoundFile], facts, limit: int, problem: Problem) -> None:
+    """The newest model check is the current one: read in full; older ones are listed."""
+    checks = sorted((f for f in found if f.kind == "model_check_result"), key=_check_order)
+    if not checks:
+        return
+    current = checks[-1]
+    for older in checks[:-1]:
+        facts.add("model_check_info", {"path": older.display, "current": False, "current_path": current.display},
+                  _source(older))
+    facts.add("model_check_info", {"path": current.display, "current": True, "current_path": current.display},
+              _source(current))
+    try:
+        check = read_model_check(current.path, current.display)
+    except InputError as exc:
+        problem(facts, current.display, (f"第 {exc.line} 行：" if exc.line else "") + exc.message, current.sha256)
+        return
+    for name in ("horizon_plugin_pytorch", "horizon_plugin_profiler"):
+        if name in check.header:
+            version, line = check.header[name]
+            facts.add_version(name, version, _source(current, line=line, key=name), f"{current.display}:{line} 记录")
+    if "march" in check.header:
+        march, line = check.header["march"]
+        source = _source(current, line=line, key="current march")
+        facts.add("artifact_march", {"path": current.display, "march": march.lower(),
+                                     "what": "prepare 时的 march（模型检查）"}, source)
+        facts.add_platform(march, source, f"{current.display}:{line} 记录的 current march", note=False)
+    _signals(current, facts, "model_check", check.signals, limit)
 
 
 def read_artifacts(found: list[FoundFile], facts, problem: Problem, limit: int, progress=None) -> None:
@@ -150,6 +336,7 @@ def read_artifacts(found: list[FoundFile], facts, problem: Problem, limit: int, 
     txt_twins = {f.display[:-4] for f in found if f.kind == "sensitivity_txt"}
     # compare tables first: sensitivity rows are joined to them through fused groups
     ordered = sorted(found, key=lambda f: (0 if f.kind.startswith("compare_per_layer") else 1, f.display))
+    _model_checks(found, facts, limit, problem)
     for item in ordered:
         if progress is not None:
             progress(f"读取 {item.display}")
@@ -164,12 +351,18 @@ def read_artifacts(found: list[FoundFile], facts, problem: Problem, limit: int, 
                 _badcase(item, facts)
             elif item.kind in ("sensitivity_pt", "badcase_pt", "all_badcase_info"):
                 _pt(item, facts, tables, txt_twins)
-            elif item.kind == "model_check_result":
-                _signals(item, facts, "model_check", read_model_check(item.path, item.display).signals, limit)
             elif item.kind == "fx_graph":
                 _signals(item, facts, "fx_graph", read_fx_graph(item.path, item.display).signals, limit)
             elif item.kind == "script":
                 _script(item, facts, limit)
+            elif item.kind == "hb_verifier":
+                _hb_verifier(item, facts, limit)
+            elif item.kind in ("hb_model_info", "hrt_model_info"):
+                _model_info(item, facts, limit)
+            elif item.kind == "plugin_log":
+                _plugin_log(item, facts, limit)
+            elif item.kind in ("conversion_log", "quant_info"):
+                _conversion(item, facts, limit)
             elif item.kind == "abnormal_layer_advisor":
                 findings = [Signal(f.kind, f.mod_name, f.text, f.line)
                             for f in read_layer_advisor(item.path, item.display)]

@@ -31,11 +31,32 @@ def compare_series(display: str, table, summary) -> dict[str, Any]:
     points = _thin(metric, {i for i in (origin, worst) if i is not None})
     return {
         "kind": "compare",
+        "title": "逐层对比",
         "path": display,
         "rows": len(table.rows),
         "points": [(r.index, r.mod_name, r.cosine, r.atol) for r in points],
         "origin": origin,
         "origin_name": summary.origin.row.mod_name if summary.origin else "",
+    }
+
+
+def cosine_series(display: str, tool: str, nodes: list[tuple[int, str, float | None]],
+                  origin: int | None) -> dict[str, Any]:
+    """A per-node cosine table of a tool (hb_verifier, a conversion log): one COSINE panel,
+    drawn like a compare table's, the first sudden fall marked. `nodes` are (index, name, cosine)."""
+    class _Node:  # the shape _thin expects
+        def __init__(self, index: int, name: str, cosine: float | None):
+            self.index, self.name, self.cosine = index, name, cosine
+    rows = [_Node(*n) for n in nodes]
+    points = _thin(rows, {origin} if origin is not None else set())
+    return {
+        "kind": "compare",
+        "title": f"逐节点 cosine（{tool}）",
+        "path": display,
+        "rows": len(nodes),
+        "points": [(r.index, r.name, r.cosine, None) for r in points],
+        "origin": origin,
+        "origin_name": next((r.name for r in rows if r.index == origin), ""),
     }
 
 

@@ -193,6 +193,24 @@ def explain(why_not_stage: str | None, fmt: str, output: Path | None, **inputs) 
 
 
 @cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write to this file instead of standard output.")
+def inspect(paths: tuple[Path, ...], fmt: str, output: Path | None) -> None:
+    """What each probe reads from FILE / DIR (recursively): the kind each file is recognised
+    as — by its content, or only by its name — and the data extracted, without a diagnosis."""
+    from .inspect_files import inspect_paths, render_inspect_json, render_inspect_markdown
+
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        _fail(f"{missing[0]}: no such file or folder", EXIT_INPUT)
+    data = inspect_paths(list(paths), Path.cwd())
+    text = render_inspect_json(data) if fmt == "json" else render_inspect_markdown(data)
+    _write(text, output, list(paths) + [Path.cwd() / f["path"] for f in data["files"]])
+
+
+@cli.command()
 @click.argument("case", required=False, default="case.yaml", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--workdir", "workdirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
               help="Folder of artifacts to scan (repeatable).")

@@ -59,6 +59,20 @@ def describe(fact: Fact, ptq: bool = False) -> str:
         return f"{f['name']} = {f['value']}" + (f"（输入 {f['input']}）" if f["input"] else "")
     if fact.type == "suspect":
         return f"怀疑：{f['text']}"
+    if fact.type == "layer_cosines":
+        text = f"{f['tool']}（{f['path']}，{f['rows']} 个节点）"
+        if f["first_drop_node"]:
+            text += f"：误差起点 {f['first_drop_node']}（cosine {_number(f['first_drop_cosine'])}）"
+        if f["worst_node"]:
+            text += f"，最差 {f['worst_node']}（cosine {_number(f['worst_cosine'])}）"
+        return text
+    if fact.type == "verifier_output":
+        state = "一致" if f["consistent"] else f"不一致（{f['mismatched']}/{f['total']} 个元素不同）"
+        return f"hb_verifier（{f['path']}）：输出 {f['output']} {state}"
+    if fact.type == "artifact_march":
+        return f"{f['path']} 记录的 {f['what']}：{f['march']}"
+    if fact.type == "model_info":
+        return f"{f['tool']}（{f['path']}）" + (f"：march {f['march']}" if f["march"] else "")
     if fact.type == "badcase":
         state = "稳定可复现" if f["reproducible"] else "不能稳定复现"
         return f"badcase：{state}" + (f"（{f['path']}）" if f["path"] else "")

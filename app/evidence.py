@@ -49,6 +49,50 @@ class FactList:
         for fact in case_facts(case, start=len(self.facts) + 1):
             self.facts.append(fact)
 
+    def add_version(self, given: str, version: str, source: Source, where: str) -> None:
+        """A version read from a file or the machine: the case's own statement wins; a
+        different value becomes a note naming both (`where` says who reported it)."""
+        package = resolve_package(given, version) or "other"
+        stated = next((f for f in self.facts if f.type == "version" and f["package"] == package
+                       and package != "other"), None)
+        if stated is None:
+            self.add("version", {"package": package, "given": given, "version": version,
+                                 "number": version_number(version)}, source)
+        elif stated["version"] != version:
+            self.add("intake_note", {"key": stated.source.key if stated.source else "", "text":
+                     f"{where}的 {given} 是 {version}，而{_stated_by(stated)}写的是 {stated['version']}："
+                     f"以{_stated_by(stated)}为准"}, source)
+
+    def add_platform(self, given: str, source: Source, where: str, note: bool = True) -> None:
+        """A platform / march read from a file or the machine: fills a case without one;
+        a different one becomes a note naming both (unless `note` is off: an artifact's
+        march that differs is a rule's business, a march mismatch)."""
+        family = normalize_platform(given)
+        if family is None:
+            return  # a board or march name we do not know is no evidence about the platform
+        stated = next((f for f in self.facts if f.type == "platform"), None)
+        if stated is None:
+            enum = self.vocab.enums["platform"]
+            self.add("platform", {"family": family, "series": enum.attr(family, "series"),
+                                  "march": enum.attr(family, "march"), "given": given}, source)
+        elif stated["family"] == "J6" and self.vocab.enums["platform"].attr(family, "series") == "J6":
+            enum = self.vocab.enums["platform"]  # the file names the J6 variant the case left open
+            self.add("platform", {"family": family, "series": "J6", "march": enum.attr(family, "march"),
+                                  "given": given}, source)
+        elif note and stated["family"] != family and stated["family"] != "other":
+            self.add("intake_note", {"key": "platform", "text":
+                     f"{where}的 {given} 与{_stated_by(stated)}的平台 {stated['given']} 不一致："
+                     f"以{_stated_by(stated)}为准"}, source)
+
+
+def _stated_by(fact: Fact) -> str:
+    """Who stated a fact, in words: the case file, or the file that reported it."""
+    if fact.source is None or fact.source.kind == "case":
+        return "案例"
+    if fact.source.kind == "environment":
+        return "本机环境"
+    return fact.source.file or "产物文件"
+
 
 def _file_source(found: FoundFile, line: int | None = None, key: str | None = None) -> Source:
     return Source("file", file=found.display, line=line, key=key, sha256=found.sha256)
@@ -122,39 +166,21 @@ def _add_environment(facts: FactList, base: Path | None, options: EvidenceOption
     """The machine j6doctor runs on fills only what the case leaves out; where it disagrees
     with the case, the case wins and the report says so (a support engineer's machine is
     not the reporter's)."""
-    stated = {f["package"]: f for f in facts.facts if f.type == "version" and f["package"] != "other"}
     for installed in installed_versions():
-        package = resolve_package(installed.package, installed.version) or "other"
-        source = Source("environment", key=f"importlib.metadata:{installed.package}")
-        case_fact = stated.get(package)
-        if case_fact is None:
-            facts.add("version", {"package": package, "given": installed.package, "version": installed.version,
-                                  "number": version_number(installed.version)}, source)
-        elif case_fact["version"] != installed.version:
-            facts.add("intake_note", {"key": case_fact.source.key if case_fact.source else "", "text":
-                      f"本机环境安装的 {installed.package} 是 {installed.version}，而案例写的是 {case_fact['version']}："
-                      "以案例为准（本机环境不代表报告者的环境）"}, source)
+        facts.add_version(installed.package, installed.version,
+                          Source("environment", key=f"importlib.metadata:{installed.package}"), "本机环境安装")
     settings = board_from_environment(options.environ)
     if base is not None and (base / BOARD_FILE).is_file():
         try:
             settings = read_board_file(base / BOARD_FILE, BOARD_FILE.as_posix()) + settings
         except InputError as exc:
             _problem(facts, BOARD_FILE.as_posix(), exc.render())
-    case_platform = next((f for f in facts.facts if f.type == "platform"), None)
     for setting in settings:
-        family = normalize_platform(setting.value)
-        if family is None:
+        if normalize_platform(setting.value) is None:
             continue  # a board name we do not know is no evidence about the platform
         source = (Source("environment", key=setting.origin) if setting.origin.startswith("env:")
                   else Source("environment", file=setting.origin, line=setting.line))
-        if case_platform is None:
-            enum = vocabulary().enums["platform"]
-            facts.add("platform", {"family": family, "series": enum.attr(family, "series"),
-                                   "march": enum.attr(family, "march"), "given": setting.value}, source)
-        elif case_platform["family"] != family:
-            facts.add("intake_note", {"key": "platform", "text":
-                      f"本机环境的板子类型 {setting.value}（{setting.origin}）与案例写的平台 {case_platform['given']} "
-                      "不一致：以案例为准（本机环境不代表报告者的环境）"}, source)
+        facts.add_platform(setting.value, source, f"本机环境的板子类型（{setting.origin}）")
         break  # the first setting wins; the others repeat it
 
 

@@ -93,8 +93,8 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         "symptom": [f["text"] for f in by_type.get("symptom", [])],
         "deployment_notes": [f["text"] for f in by_type.get("deployment_notes", [])],
         "tried": [f["text"] for f in by_type.get("tried_fix", [])],
-        "files": [f"{a['path']}（{label('file_kind', a['kind'])}，{a['size']} 字节，sha256 {a['sha256'][:12]}）"
-                  for a in verdict["artifacts"]],
+        "files": [f"{a['path']}（{label('file_kind', a['kind'])}，{'按内容识别' if a['by'] == 'content' else '按文件名识别'}，"
+                  f"{a['size']} 字节，sha256 {a['sha256'][:12]}）" for a in verdict["artifacts"]],
         "checks": _checks(diagnosis),
     }
 

@@ -3,8 +3,10 @@ ModelCheck with the red flags of §13.6 as Signals.
 
 Two layouts are read: the newer one ("Each module called times:", graph in a separate
 fx_graph.txt) and profiler vB ("not used" / "used multi times" sub-sections and a trailing
-"Graph:" table). Sections are found by their literal heading lines; any other block is
-skipped, so an unknown extra section does not stop the parse.
+"Graph:" table). Plugin 3.0.x files (REAL_FORMATS.md R1) open with a header of the plugin
+and profiler versions and the march the model was prepared for, and add a "Gemm input
+dtypes statistics" table. Sections are found by their literal heading lines; any other
+block is skipped, so an unknown extra section does not stop the parse.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ HEADINGS = {
     "Each module called times:": "called_times",
     "input dtype statistics:": "input_dtype",
     "output dtype statistics:": "output_dtype",
+    "Gemm input dtypes statistics(inputxweight):": "gemm_dtype",
     "Each layer out qconfig:": "layer_qconfig",
     "Weight qconfig:": "weight_qconfig",
     "Please check if these OPs qconfigs are expected..": "messages",
@@ -55,6 +58,12 @@ _FIXED_SCALE = re.compile(r"^Fixed (?:input )?scale\b")
 _WEIGHT_MSG = re.compile(r"^(\S+) weight!$")
 _FLOAT_DTYPE = re.compile(r"torch\.(?:float|half|bfloat)\w*")
 _STUBS = {"QuantStub", "DeQuantStub", "Quantize", "DeQuantize"}
+# Header lines of plugin 3.0.x checks: "horizon_plugin_pytorch version: 3.0.5+cu126.torch260".
+_HEADER = re.compile(r"^(horizon_plugin_pytorch|horizon_plugin_profiler) version:\s*(\S+)\s*$|^current march:\s*(\S+)\s*$")
+# "Unexpect gemm input torch.float32xqint8" (spelling as printed): a gemm fed float data.
+_FLOAT_GEMM_MSG = re.compile(r"^Unexpect(?:ed)? gemm input (torch\.\w+x\w+)")
+# Layer types whose inputs are multiplied by weights: a float input means a missing QuantStub.
+_GEMM_TYPES = re.compile(r"conv|linear|matmul|gemm", re.IGNORECASE)
 _DEQUANT_STUBS = {"DeQuantStub", "DeQuantize"}
 
 
@@ -64,6 +73,7 @@ class Signal:
     module: str    # module name the signal is about ("" if global)
     detail: str    # short English detail
     line: int      # 1-based line in the file
+    type: str = ""  # class name of the module, where the file gives it (Conv2d, MaxPool2d ...)
 
 
 @dataclass
@@ -85,6 +95,9 @@ class ModelCheck:
     # Additions beyond the brief: the weight table and the vB embedded graph itself.
     weight_qconfig: list[dict[str, str]] = field(default_factory=list)
     embedded_graph: FxGraph | None = None
+    # The R1 header: name ("horizon_plugin_pytorch", "horizon_plugin_profiler", "march") →
+    # (value, line). Empty for older checks without it.
+    header: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -104,6 +117,9 @@ class _RowLines:
     layer: list[int] = field(default_factory=list)
     weight: list[int] = field(default_factory=list)
     message: list[int] = field(default_factory=list)
+    # (module type, column, count, line) of the input-dtype and gemm-dtype statistics
+    input_dtype: list[tuple[str, str, int, int]] = field(default_factory=list)
+    gemm: list[tuple[str, str, int, int]] = field(default_factory=list)
 
 
 def read_model_check(path: Path, display: str | None = None) -> ModelCheck:
@@ -119,6 +135,7 @@ def read_model_check(path: Path, display: str | None = None) -> ModelCheck:
                        high_precision_outputs=[], nondefault_averaging_constant={},
                        messages=[], has_embedded_graph=False, signals=[])
     where = _RowLines()
+    check.header = _read_header(lines, sections[0].line - 1)
     for sec in sections:
         _read_section(lines, sec, display, check, where)
     _require_sections(sections, display)
@@ -141,8 +158,11 @@ def _read_section(lines: list[str], sec: _Section, display: str, check: ModelChe
         _read_called(lines, sec, display, check, where.called)
     elif sec.key == "input_dtype":
         check.dtype_columns = _read_dtype_stats(lines, sec, display)
+        where.input_dtype = _dtype_counts(lines, sec, display)
     elif sec.key == "output_dtype":
         _read_dtype_stats(lines, sec, display)   # validated only; counts are not needed
+    elif sec.key == "gemm_dtype":
+        where.gemm = _read_gemm_stats(lines, sec, display)
     elif sec.key == "layer_qconfig":
         _read_rows(lines, sec, display, _LAYER_COLUMNS, check.layer_qconfig, where.layer)
     elif sec.key == "weight_qconfig":
@@ -158,6 +178,17 @@ def _read_section(lines: list[str], sec: _Section, display: str, check: ModelChe
 
 
 # ---------------------------------------------------------------- sections
+
+def _read_header(lines: list[str], end: int) -> dict[str, tuple[str, int]]:
+    """The version / march lines before the first section (plugin 3.0.x)."""
+    header: dict[str, tuple[str, int]] = {}
+    for i in range(max(0, min(end, len(lines)))):
+        match = _HEADER.match(lines[i].strip())
+        if match:
+            name = match.group(1) or "march"
+            header.setdefault(name, (match.group(2) or match.group(3), i + 1))
+    return header
+
 
 def _find_sections(lines: list[str]) -> list[_Section]:
     """Known heading lines split the file; text before the first one is ignored."""
@@ -261,6 +292,12 @@ def _read_called(lines: list[str], sec: _Section, display: str, check: ModelChec
 
 
 def _read_dtype_stats(lines: list[str], sec: _Section, display: str) -> list[str]:
+    table = _stats_table(lines, sec, display)
+    return list(table.headers[1:])
+
+
+def _stats_table(lines: list[str], sec: _Section, display: str) -> Table:
+    """A statistics grid: `module type` (or `Module Type`) then integer counts per column."""
     table = _first_table(lines, sec, display, "psql")
     if table.column("module type") != 0:
         raise InputError(display, "expected a dtype statistics table starting with a "
@@ -269,7 +306,19 @@ def _read_dtype_stats(lines: list[str], sec: _Section, display: str) -> list[str
         bad = [c for c in row.cells[1:] if not re.fullmatch(r"\d+", c)]
         if bad:
             raise InputError(display, f"expected integer counts per dtype, got {bad[0]!r}", row.line)
-    return list(table.headers[1:])
+    return table
+
+
+def _dtype_counts(lines: list[str], sec: _Section, display: str) -> list[tuple[str, str, int, int]]:
+    """(module type, column, count, line) of every non-zero cell but the `total` row."""
+    table = _stats_table(lines, sec, display)
+    return [(row.cells[0], header, int(cell), row.line)
+            for row in table.rows if row.cells[0].strip().lower() != "total"
+            for header, cell in zip(table.headers[1:], row.cells[1:]) if int(cell) > 0]
+
+
+def _read_gemm_stats(lines: list[str], sec: _Section, display: str) -> list[tuple[str, str, int, int]]:
+    return _dtype_counts(lines, sec, display)
 
 
 def _read_rows(lines: list[str], sec: _Section, display: str, wanted: dict[str, str],
@@ -350,6 +399,7 @@ def _signals(check: ModelCheck, where: _RowLines) -> list[Signal]:
         signals.append(Signal("unfused", group[0], detail, line))
     signals += _called_signals(check, where.called)
     signals += _layer_signals(check.layer_qconfig, where.layer)
+    signals += _float_gemm_signals(where)
     signals += _message_signals(check.messages, where.message)
     signals += _weight_table_signals(check.weight_qconfig, where.weight, signals)
     return signals
@@ -368,7 +418,18 @@ def _called_signals(check: ModelCheck, called_lines: dict[str, int]) -> list[Sig
             detail = f"called {times} times; shared DeQuantStub (harmless)"
         else:
             detail = f"called {times} times; calls share one set of quantization parameters"
-        signals.append(Signal("shared_module", module, detail, called_lines[module]))
+        signals.append(Signal("shared_module", module, detail, called_lines[module], leaf))
+    return signals
+
+
+def _float_gemm_signals(where: _RowLines) -> list[Signal]:
+    """A conv / linear / matmul type counted with a float input (input dtype statistics) or
+    a float × weight combination (gemm statistics): a quantized gemm fed float data."""
+    signals: list[Signal] = []
+    for module_type, column, count, line in where.input_dtype + where.gemm:
+        if "float" in column and _GEMM_TYPES.search(class_leaf(module_type)):
+            signals.append(Signal("float_gemm_input", "", f"{count} input(s) of dtype {column} "
+                                  "(no QuantStub in front?)", line, class_leaf(module_type)))
     return signals
 
 
@@ -411,6 +472,7 @@ def _fused_conv_relu_link(previous: dict[str, str] | None, row: dict[str, str]) 
 
 
 def _message_signals(messages: list[tuple[str, str]], lines: list[int]) -> list[Signal]:
+    """The `Msg` column: known messages by kind, any other kept verbatim."""
     signals: list[Signal] = []
     for (module, msg), line in zip(messages, lines):
         if _FIXED_SCALE.match(msg):
@@ -419,6 +481,10 @@ def _message_signals(messages: list[tuple[str, str]], lines: list[int]) -> list[
             signals.append(Signal("weight_dtype", module, msg, line))
         elif msg.startswith("Mixed input dtype"):
             signals.append(Signal("mixed_dtype", module, msg, line))
+        elif _FLOAT_GEMM_MSG.match(msg):
+            signals.append(Signal("float_gemm_input", module, msg, line))
+        elif msg:
+            signals.append(Signal("check_message", module, msg, line))
     return signals
 
 

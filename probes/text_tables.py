@@ -213,32 +213,56 @@ def _simple_gaps_blank(line: str, spans: list[tuple[int, int]]) -> bool:
     return True
 
 
-# ---------------------------------------------------------------- psql style
+# ---------------------------------------------------------------- bordered styles (psql, grid)
+
+_GRID_RULE = re.compile(r"^\+(?:[-=]+\+)+$")
+
 
 def parse_psql(lines: list[str], start: int, first_line: int, display: str) -> Table:
     """A psql table whose top border is lines[start]; it must end with a closing border."""
+    border = lines[start].rstrip() if start < len(lines) else ""
+    return _parse_bordered(lines, start, first_line, display, _PSQL_RULE, "a header row and a |---+---| rule under the "
+                           "table border", lambda i: lines[i].rstrip() == border)
+
+
+def parse_grid(lines: list[str], start: int, first_line: int, display: str) -> Table:
+    """A table in tabulate's `pretty` / `grid` style (hb_verifier): a +---+ border above and
+    below the header row (`+===+` below it in `grid`), rows of |-separated cells, optional
+    +---+ lines between rows, and a closing border not followed by another row."""
+    def closes(i: int) -> bool:
+        return bool(_GRID_RULE.match(lines[i].rstrip())) and (
+            i + 1 >= len(lines) or not lines[i + 1].lstrip().startswith("|"))
+    return _parse_bordered(lines, start, first_line, display, _GRID_RULE, "a header row and a +---+ border "
+                           "under it", closes, skip=lambda i: bool(_GRID_RULE.match(lines[i].rstrip())))
+
+
+def _parse_bordered(lines: list[str], start: int, first_line: int, display: str, rule: re.Pattern,
+                    expected_header: str, closes, skip=lambda i: False) -> Table:
+    """The shared reading of a table framed by +---+ borders: column bounds from the top
+    border, the header row, the rule under it (`rule`), rows until `closes(i)`; `skip(i)`
+    lines between rows are separators."""
     if not is_psql_start(lines, start):
         raise InputError(display, "expected a table border like +----+----+", first_line + start)
     border = lines[start].rstrip()
     bounds = [i for i, ch in enumerate(border) if ch == "+"]
     spans = [(a + 1, b) for a, b in zip(bounds, bounds[1:])]
-    if start + 2 >= len(lines) or not _PSQL_RULE.match(lines[start + 2].rstrip()):
-        raise InputError(display, "expected a header row and a |---+---| rule under the "
-                                  "table border (truncated table?)", first_line + start + 1)
+    if start + 2 >= len(lines) or not rule.match(lines[start + 2].rstrip()):
+        raise InputError(display, f"expected {expected_header} (truncated table?)", first_line + start + 1)
     headers = _cut_psql(lines[start + 1], bounds, spans)
     if headers is None:
-        raise InputError(display, "table header does not line up with the border",
-                         first_line + start + 1)
+        raise InputError(display, "table header does not line up with the border", first_line + start + 1)
     rows: list[Row] = []
     i = start + 3
     while True:
         if i >= len(lines) or not lines[i].strip():
             raise InputError(display, "table ends without its closing +---+ border "
                                       "(truncated file?)", first_line + min(i, len(lines) - 1))
-        text = lines[i].rstrip()
-        if text == border:
+        if closes(i):
             return Table(headers, rows, i + 1, first_line + start + 1)
-        cells = _cut_psql(text, bounds, spans)
+        if skip(i):
+            i += 1
+            continue
+        cells = _cut_psql(lines[i].rstrip(), bounds, spans)
         if cells is None and i == len(lines) - 1:
             raise InputError(display, "table is cut off: incomplete last row and no closing "
                                       "+---+ border (truncated file?)", first_line + i)
@@ -254,48 +278,6 @@ def _cut_psql(line: str, bounds: list[int], spans: list[tuple[int, int]]) -> tup
         if len(candidate) == bounds[-1] + 1 and all(candidate[b] == "|" for b in bounds):
             return _slice(candidate, spans, open_end=False)
     return None
-
-
-# ---------------------------------------------------------------- grid style
-
-_GRID_RULE = re.compile(r"^\+(?:[-=]+\+)+$")
-
-
-def parse_grid(lines: list[str], start: int, first_line: int, display: str) -> Table:
-    """A table in tabulate's `pretty` / `grid` style (hb_verifier): a +---+ border above and
-    below the header row (`+===+` below it in `grid`), rows of |-separated cells, optional
-    +---+ lines between rows, and a closing border not followed by another row."""
-    if not is_psql_start(lines, start):
-        raise InputError(display, "expected a table border like +----+----+", first_line + start)
-    border = lines[start].rstrip()
-    bounds = [i for i, ch in enumerate(border) if ch == "+"]
-    spans = [(a + 1, b) for a, b in zip(bounds, bounds[1:])]
-    if start + 2 >= len(lines) or not _GRID_RULE.match(lines[start + 2].rstrip()):
-        raise InputError(display, "expected a header row and a +---+ border under it "
-                                  "(truncated table?)", first_line + start + 1)
-    headers = _cut_psql(lines[start + 1], bounds, spans)
-    if headers is None:
-        raise InputError(display, "table header does not line up with the border", first_line + start + 1)
-    rows: list[Row] = []
-    i = start + 3
-    while True:
-        if i >= len(lines) or not lines[i].strip():
-            raise InputError(display, "table ends without its closing +---+ border "
-                                      "(truncated file?)", first_line + min(i, len(lines) - 1))
-        text = lines[i].rstrip()
-        if _GRID_RULE.match(text):
-            if i + 1 >= len(lines) or not lines[i + 1].lstrip().startswith("|"):
-                return Table(headers, rows, i + 1, first_line + start + 1)
-            i += 1  # a separator between rows
-            continue
-        cells = _cut_psql(text, bounds, spans)
-        if cells is None and i == len(lines) - 1:
-            raise InputError(display, "table is cut off: incomplete last row and no closing "
-                                      "+---+ border (truncated file?)", first_line + i)
-        if cells is None:
-            raise _misaligned(display, len(spans), first_line + i)
-        rows.append(Row(first_line + i, cells))
-        i += 1
 
 
 # ---------------------------------------------------------------- helpers

@@ -107,3 +107,45 @@ def test_a_folder_with_nothing_recognised_says_so(diagnose, tmp_path):
     d = diagnose({"artifacts": [str(tmp_path)]})
     (warning,) = [w for w in d.verdict["warnings"] if "没有识别出任何产物" in w]
     assert "看了 2 个文件" in warning and "notes.txt" in warning and "model_check_result.txt" in warning
+
+
+# ---------------------------------------------------------------- the real formats (REAL_FORMATS.md)
+
+REAL = FORMATS / "real"
+KIND_OF_FOLDER = {"hb_verifier": "hb_verifier", "conversion_log": "conversion_log", "quant_info": "quant_info",
+                  "hb_model_info": "hb_model_info", "hrt_model_info": "hrt_model_info",
+                  "plugin_log": "plugin_log", "model_check": "model_check_result"}
+# Deliberately broken fixtures a user should still get a read error for are recognised;
+# these are not a file of their format at all.
+NOT_RECOGNISED = {"plugin_log/garbled/binary.log": None, "plugin_log/garbled/other_package.log": None,
+                  "plugin_log/garbled/truncated_first_line.log": None,
+                  "plugin_log/garbled/not_a_log.txt": "model_check_result"}  # model-check text without log prefixes
+REAL_FIXTURES = sorted(p for p in REAL.rglob("*") if p.is_file())
+
+
+def _expected(path: Path) -> str | None:
+    relative = path.relative_to(REAL).as_posix()
+    if relative in NOT_RECOGNISED:
+        return NOT_RECOGNISED[relative]
+    return KIND_OF_FOLDER[relative.split("/", 1)[0]]
+
+
+@pytest.mark.parametrize("path", REAL_FIXTURES, ids=lambda p: p.relative_to(REAL).as_posix())
+@pytest.mark.parametrize("variant", ["as saved", "renamed", "renamed, CRLF"])
+def test_every_real_fixture_is_identified_as_its_format_by_content(path, variant):
+    """Both directions at once: each fixture is its own kind and no other kind's."""
+    content = path.read_bytes()
+    if variant.endswith("CRLF"):
+        content = content.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    name = path.name if variant == "as saved" else "pasted_from_ticket.txt"
+    kind, by = identify(name, content[:artifacts.HEAD_BYTES])
+    assert kind == _expected(path)
+    assert by == ("content" if kind else "")
+
+
+@pytest.mark.parametrize("path", sorted(p for folder in ("horizon_quant_analysis", "prepare", "variants")
+                                        for p in (FORMATS / folder).rglob("*") if p.is_file()),
+                         ids=lambda p: p.name)
+def test_older_fixtures_are_no_real_format(path):
+    assert identify(path.name, path.read_bytes()[:artifacts.HEAD_BYTES])[0] not in set(KIND_OF_FOLDER.values()) - {
+        "model_check_result"}

@@ -43,7 +43,7 @@ def model_check_text(fusion: str, called: list[list[str]], layers: list[list[str
                      messages: list[list[str]] | None = None, extra: str = "") -> str:
     parts = [fusion, "\n\nEach module called times:\n", simple(["name", "called times"], called),
              "\n\ninput dtype statistics:\n",
-             psql(["module type", "torch.float32", "qint8"], [[CV, "1", "2"], ["total", "1", "2"]]),
+             psql(["module type", "torch.float32", "qint8"], [[QS, "1", "0"], [CV, "0", "2"], ["total", "1", "2"]]),
              extra,
              "\n\nEach layer out qconfig:\n", psql(LAYER_HEADERS, layers)]
     if messages:
@@ -172,7 +172,8 @@ def test_layer_and_message_signals(tmp_path):
     check = read_model_check(write(tmp_path, text))
     assert kinds(check) == [("averaging_constant", "quant"), ("float_input_op", "cpu_op"),
                             ("dequant_input_qint8", "dequant"), ("fixed_scale", "quant"),
-                            ("weight_dtype", "conv_a"), ("mixed_dtype", "mix")]
+                            ("weight_dtype", "conv_a"), ("mixed_dtype", "mix"),
+                            ("check_message", "conv_a")]  # other messages are kept verbatim
     assert check.nondefault_averaging_constant == {"quant": 0.05}
     assert check.high_precision_outputs == ["conv_a"]   # not cpu_op: it takes float input
     assert check.signals[0].detail == "averaging_constant=0.05"
@@ -259,3 +260,44 @@ def test_no_trailing_newline_and_crlf(tmp_path):
     check = read_model_check(write(tmp_path, text.replace("\n", "\r\n").encode()))
     assert check.unfused_groups == [EXPECTED["model_check_result"]["unfused_group"]]
     assert len(check.layer_qconfig) == 16
+
+
+# ---------------------------------------------------------------- plugin 3.0.x (REAL_FORMATS.md R1)
+
+REAL = FORMATS / "real" / "model_check" / ".model_check_results"
+CURRENT = REAL / "model_check_result_261101_0942_31337.txt"
+
+
+def test_real_check_header_gives_versions_and_march():
+    check = read_model_check(CURRENT)
+    assert check.header == {"horizon_plugin_pytorch": ("3.0.5+cu126.torch260", 1),
+                            "horizon_plugin_profiler": ("3.0.5", 2), "march": ("nash-e", 3)}
+    older = read_model_check(REAL / "model_check_result_261030_1715_30211.txt")
+    assert older.header["march"] == ("nash-m", 3)
+    assert read_model_check(NEWER).header == {}  # older plugins write no header
+
+
+def test_real_check_float_gemm_input_and_messages_kept_verbatim():
+    check = read_model_check(CURRENT)
+    float_gemm = [s for s in check.signals if s.kind == "float_gemm_input"]
+    assert [(s.module, s.type) for s in float_gemm] == [("", "Conv2d"), ("backbone.stem", "")]
+    assert float_gemm[1].detail == "Unexpect gemm input torch.float32xqint8"
+    assert float_gemm[0].line == 29  # the Conv2d row of the input dtype statistics
+    verbatim = [(s.module, s.detail) for s in check.signals if s.kind == "check_message"]
+    assert verbatim == [("head.fc", "activation is None, output is high precision"),
+                        ("neck.shared_conv", "Shared module with different input scales")]
+
+
+def test_real_check_shared_modules_carry_their_type():
+    check = read_model_check(CURRENT)
+    shared = {s.module: s.type for s in check.signals if s.kind == "shared_module"}
+    assert shared == {"backbone.pool": "MaxPool2d", "neck.shared_conv": "Conv2d"}
+    assert check.unused_modules == ["head.aux_conv"]
+
+
+def test_real_check_gemm_section_is_validated(tmp_path):
+    text = CURRENT.read_text(encoding="utf-8").replace("|          14 |            0 |", "|          1x |            0 |", 1)
+    path = tmp_path / "model_check_result.txt"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match="expected integer counts per dtype, got '1x'"):
+        read_model_check(path)

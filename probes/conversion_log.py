@@ -1,0 +1,716 @@
+"""`hb_mapper makertbin` / `hb_compile` conversion logs (PTQ, REAL_FORMATS.md R4).
+
+Every log line starts with a prefix
+`2026-05-04 10:21:07,512 file: model_builder.py func: model_builder line No: 38 <message>`;
+multi-line messages (the tables) continue on lines without it. The reader strips the
+prefix and collects, each with its 1-based file line:
+
+* tool versions (`hbdk version 3.49.15`, `horizon_nn version 1.1.0`, `hb_mapper version
+  1.24.3`, hb_compile / hmct alike), the march (`End to compile the model with march
+  bayes-e.`, else `march` of `model_deps_info`), the `model_deps_info: {...}` dict (read
+  with ast.literal_eval, never eval), the input-parameter `key : value` lines and the
+  WARNING lines (verbatim);
+* the node table under `The main quantized node information:` and the output table under
+  `The quantized model output:`: an optional line of `=`, the header, a line of `-`, then
+  fixed-width rows. Columns start where the header's words start (`Cosine Similarity` is
+  one column, its words are one space apart), `--` is a missing value and long node
+  names are cut from the left with `...` (kept as shown).
+
+The cosine helpers at the end (first sudden fall, worst, first-node collapse) work on any
+sequence of objects with `name`, `type` and `cosine`; quant_info.py reuses them.
+
+The module knows this one format; what the numbers mean for a diagnosis is the rules' job.
+A pasted terminal copy, whose lines start with `<date> <time>,<ms> INFO ` instead, is read
+the same way (its WARNING level marks warnings). Every failure is an InputError naming the
+file, the line and what was expected.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+from .input_error import InputError
+from .text_tables import load_text, parse_number, split_lines
+
+__all__ = [
+    "COSINE_DROP", "COSINE_HEALTHY", "FIRST_NODE_COLLAPSE", "FOLLOWING_NODES",
+    "ConversionLog", "CosineSummary", "Fall", "FirstNodeCollapse", "HasCosine", "InputParameters",
+    "LogNode", "LogOutput", "LogSummary", "LogValue", "ScoredNode",
+    "first_node_collapse", "first_sudden_fall", "is_preprocess_node",
+    "parse_conversion_log", "read_conversion_log",
+    "summarize_cosines", "worst_cosine",
+]
+
+# Logs of large models stay far below this; it only guards memory against a wrong file.
+MAX_TEXT_BYTES = 128 * 1024 * 1024
+EXPECTED = ("an hb_mapper makertbin / hb_compile log (lines like '2026-05-04 10:21:07,512 "
+            "file: model_builder.py func: model_builder line No: 38 ...' and the tables "
+            "'The main quantized node information:' / 'The quantized model output:')")
+
+# --- thresholds of the cosine helpers ---------------------------------------------------
+# A node is healthy when its cosine is finite and at least this. The same value as the
+# per-layer compare reader (compare_per_layer.py), so that "healthy" means one thing in
+# every probe: int8 PTQ nodes of a sound model sit at 0.99-1.0.
+COSINE_HEALTHY = 0.99
+# A sudden fall: the cosine ends below COSINE_HEALTHY and is at least this much below the
+# healthy node before it. Slow drift (0.999 -> 0.995 -> 0.989) is not a fall; a step such
+# as 0.9991 -> 0.8123 is.
+COSINE_DROP = 0.02
+# First-node collapse: the leading (preprocess) node is below this while the nodes after
+# it are healthy. Even int8 rounding keeps a preprocess node above ~0.99, so a value under
+# 0.9 (0.54 in the R4 example) cannot be quantization noise: the calibration data and the
+# declared input preprocessing disagree.
+FIRST_NODE_COLLAPSE = 0.9
+# How many nodes with a cosine after the leading node(s) must be healthy for that reading.
+FOLLOWING_NODES = 3
+
+# --- line patterns -----------------------------------------------------------------------
+_PREFIX = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2},\d{3}) +"
+                     r"file: +(?P<file>\S+) +func: +(?P<func>\S+) +line No: +(?P<lineno>\d+)(?: |$)")
+# The console form of the same logger (a pasted terminal): date, time and the level.
+_CONSOLE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} +"
+                             r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?: |$)")
+NODE_HEADING = "The main quantized node information:"
+OUTPUT_HEADING = "The quantized model output:"
+_NODE_HEADING = re.compile(r"^\s*The main quantized node information\s*:?\s*$")
+_OUTPUT_HEADING = re.compile(r"^\s*The quantized model output\s*:?\s*$")
+_VERSION = re.compile(r"^\s*(?P<tool>[A-Za-z][\w.-]*) +version\s*:?\s*(?P<version>\d[\w.+-]*)\s*$",
+                      re.IGNORECASE)
+_MARCH_COMPILE = re.compile(r"End to compile the model with march\s+(?P<march>[\w.-]+?)\.?\s*$")
+_DEPS = re.compile(r"^\s*model_deps_info\s*:\s*(?=\{)")
+_MARCH_PARAM = re.compile(r"^\s*(?:BPU\s+)?march\s*:\s*(?P<march>[\w.-]+)\s*,?\s*$", re.IGNORECASE)
+# `WARNING: ...`, `[WARNING] ...`, `Warn ...`, or a Python warning (`x.py:12: UserWarning: ...`).
+_WARNING = re.compile(r"^\W{0,3}(?:WARNING|WARN)\b|^\s*\S+:\d+: \w*Warning: ", re.IGNORECASE)
+_PARAM = re.compile(r"^\s*(?P<key>[A-Za-z_][\w&]*)\s*:\s*(?P<value>.*?)\s*$")
+_INPUT_INFO = re.compile(r"^\s*-*\s*input info\s*:\s*(?P<name>.*?)\s*-*\s*$", re.IGNORECASE)
+
+# Keys of the input-parameter block (hb_mapper prints one `key : value` per line).
+INPUT_PARAMETER_KEYS = frozenset({
+    "input_name", "input_type_rt", "input_space&range", "input_layout_rt", "input_type_train",
+    "input_layout_train", "norm_type", "input_shape", "input_batch", "mean_value",
+    "scale_value", "std_value", "cal_data_dir", "cal_data_type", "separate_batch",
+    "separate_name",
+})
+
+_MISSING = "--"
+# Rule lines: one run, or one run per column.
+_RULE_EQ = re.compile(r"^=+(?: +=+)*$")
+_RULE_DASH = re.compile(r"^-+(?: +-+)*$")
+_HEADER_WORDS = re.compile(r"\S+(?: \S+)*")
+# A model_deps_info dict split over continuation lines is joined at most this far.
+_DEPS_MAX_LINES = 200
+_DEPS_MAX_CHARS = 1024 * 1024
+
+# Column name (lower-case, single-spaced) -> field, per table.
+_NODE_COLUMNS = {
+    "node": "name", "on": "on", "subgraph": "subgraph", "type": "type",
+    "cosine similarity": "cosine", "cosine": "cosine", "threshold": "threshold",
+    "datatype": "data_type", "data type": "data_type",
+}
+_OUTPUT_COLUMNS = {
+    "output": "name", "cosine similarity": "cosine", "cosine": "cosine",
+    "l1 distance": "l1", "l2 distance": "l2", "chebyshev distance": "chebyshev",
+}
+_NODE_NUMBERS = ("cosine", "threshold")
+_OUTPUT_NUMBERS = ("cosine", "l1", "l2", "chebyshev")
+
+
+# --- data --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LogValue:
+    text: str
+    line: int
+
+
+@dataclass(frozen=True)
+class LogNode:
+    line: int
+    name: str                  # as shown: a long name keeps its leading '...'
+    on: str | None             # BPU / CPU
+    subgraph: str | None       # id(0); None for '--'
+    type: str | None
+    cosine: float | None
+    threshold: float | None
+    data_type: str | None
+    extra: tuple[tuple[str, str], ...] = ()   # columns this reader does not know: (header, cell)
+
+    @property
+    def name_cut(self) -> bool:
+        """True when the log cut the name from the left (it starts with '...')."""
+        return self.name.startswith("...")
+
+
+@dataclass(frozen=True)
+class LogOutput:
+    line: int
+    name: str
+    cosine: float | None
+    l1: float | None
+    l2: float | None
+    chebyshev: float | None
+    extra: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass
+class InputParameters:
+    """One input's `key : value` block; values as written, a trailing comma removed."""
+    name: str | None
+    line: int
+    values: dict[str, LogValue] = field(default_factory=dict)
+
+    def get(self, key: str) -> str | None:
+        value = self.values.get(key)
+        return value.text if value is not None else None
+
+    def floats(self, key: str) -> tuple[float, ...] | None:
+        """`mean_value` / `scale_value` as numbers ('123.675 116.28', '0.0039215,',
+        '[0.0171, 0.0175]'); None when absent or not all numbers."""
+        text = self.get(key)
+        if text is None:
+            return None
+        parts = [p for p in re.split(r"[\s,;]+", text.strip().strip("[]()")) if p]
+        numbers = [parse_number(p) for p in parts]
+        if not numbers or any(n is None for n in numbers):
+            return None
+        return tuple(numbers)  # type: ignore[arg-type]
+
+
+@dataclass
+class ConversionLog:
+    display: str
+    versions: dict[str, LogValue]            # tool (lower-case) -> version
+    march: LogValue | None
+    model_deps_info: dict[str, Any] | None
+    model_deps_info_line: int | None
+    input_parameters: list[InputParameters]
+    warnings: list[LogValue]                 # messages as written, prefix stripped
+    nodes: list[LogNode]
+    node_table_line: int | None              # line of the heading of the node table
+    outputs: list[LogOutput]
+    output_table_line: int | None
+    prefixed_lines: int                      # lines carrying the log prefix
+
+    def node(self, name: str) -> LogNode | None:
+        return next((n for n in self.nodes if n.name == name), None)
+
+    def origin(self, healthy: float = COSINE_HEALTHY, drop: float = COSINE_DROP) -> Fall[LogNode] | None:
+        return first_sudden_fall(self.nodes, healthy, drop)
+
+    def worst_node(self) -> LogNode | None:
+        return worst_cosine(self.nodes)
+
+    def worst_output(self) -> LogOutput | None:
+        return worst_cosine(self.outputs)
+
+    def first_node_collapse(self, collapse_below: float = FIRST_NODE_COLLAPSE,
+                            healthy: float = COSINE_HEALTHY,
+                            following: int = FOLLOWING_NODES) -> FirstNodeCollapse[LogNode]:
+        return first_node_collapse(self.nodes, collapse_below, healthy, following)
+
+    def summary(self, healthy: float = COSINE_HEALTHY, drop: float = COSINE_DROP,
+                collapse_below: float = FIRST_NODE_COLLAPSE,
+                following: int = FOLLOWING_NODES) -> LogSummary:
+        return LogSummary(summarize_cosines(self.nodes, healthy, drop, collapse_below, following),
+                          self.worst_output())
+
+
+# --- reading -----------------------------------------------------------------------------
+
+def read_conversion_log(path: Path | str, display: str | None = None,
+                        require_tables: bool = True) -> ConversionLog:
+    path = Path(path)
+    display = display or path.name
+    return parse_conversion_log(load_text(path, display, EXPECTED, MAX_TEXT_BYTES), display,
+                                require_tables)
+
+
+@dataclass
+class _Line:
+    message: str
+    prefixed: bool
+    level: str | None
+
+
+def _strip_prefix(line: str) -> _Line:
+    match = _PREFIX.match(line)
+    if match:
+        return _Line(line[match.end():], True, None)
+    match = _CONSOLE_PREFIX.match(line)
+    if match:
+        return _Line(line[match.end():], True, match.group("level"))
+    return _Line(line, False, None)
+
+
+def parse_conversion_log(text: str, display: str, require_tables: bool = True) -> ConversionLog:
+    """The log's facts; InputError when a table is broken, or when the log has neither
+    table and `require_tables` (the default) is set.
+
+    A log appended over several runs keeps the last of everything (table, version, march,
+    model_deps_info). The march comes from `End to compile the model with march X.`, else
+    from `model_deps_info['march']`, else from a `march : X` line; versions printed as
+    messages win over the `*_version` entries of model_deps_info."""
+    raw = split_lines(text.removeprefix("\ufeff"))
+    lines = [_strip_prefix(line) for line in raw]
+    log = ConversionLog(display, {}, None, None, None, [], [], [], None, [], None,
+                        sum(1 for line in lines if line.prefixed))
+    march_deps: LogValue | None = None
+    march_param: LogValue | None = None
+    deps_versions: dict[str, LogValue] = {}
+    params = _ParamCollector()
+    i = 0
+    while i < len(lines):
+        message = lines[i].message
+        if _NODE_HEADING.match(message):
+            block = _parse_block(lines, i, display, "node table", NODE_HEADING, _NODE_COLUMNS, "node")
+            log.nodes = [_node(row, block.titles, display) for row in block.rows]
+            log.node_table_line = i + 1
+            i = block.end
+            continue
+        if _OUTPUT_HEADING.match(message):
+            block = _parse_block(lines, i, display, "output table", OUTPUT_HEADING, _OUTPUT_COLUMNS, "output")
+            log.outputs = [_output(row, block.titles, display) for row in block.rows]
+            log.output_table_line = i + 1
+            i = block.end
+            continue
+        deps = _DEPS.match(message)
+        if deps:
+            info, end = _deps_info(lines, i, message[deps.end():], display)
+            log.model_deps_info, log.model_deps_info_line = info, i + 1
+            march = info.get("march")
+            if isinstance(march, str) and march.strip():
+                march_deps = LogValue(march.strip(), i + 1)
+            deps_versions = _deps_versions(info, i + 1)
+            i = end
+            continue
+        version = _VERSION.match(message)
+        if version:
+            log.versions[version.group("tool").lower()] = LogValue(version.group("version"), i + 1)
+        compiled = _MARCH_COMPILE.search(message)
+        if compiled:
+            log.march = LogValue(compiled.group("march"), i + 1)
+        elif (param := _MARCH_PARAM.match(message)):
+            march_param = LogValue(param.group("march"), i + 1)
+        if lines[i].level in ("WARNING", "WARN") or _WARNING.match(message):
+            log.warnings.append(LogValue(message.rstrip(), i + 1))
+        params.feed(message, i + 1)
+        i += 1
+    if log.march is None:
+        log.march = march_deps or march_param
+    for tool, value in deps_versions.items():
+        log.versions.setdefault(tool, value)
+    log.input_parameters = params.groups
+    if require_tables and log.node_table_line is None and log.output_table_line is None:
+        raise InputError(display, f"no node table ('{NODE_HEADING}') and no output table "
+                                  f"('{OUTPUT_HEADING}'); expected {EXPECTED}")
+    return log
+
+
+# --- tables ------------------------------------------------------------------------------
+
+_Row = tuple[int, dict[str, str], tuple[tuple[str, str], ...]]   # line, field -> cell, extra
+
+
+@dataclass
+class _Block:
+    titles: dict[str, str]      # field -> its header as written
+    rows: list[_Row]
+    end: int                    # index of the first line after the table
+
+
+def _parse_block(lines: list[_Line], heading: int, display: str, what: str, heading_text: str,
+                 columns: dict[str, str], row_noun: str) -> _Block:
+    """The fixed-width table under the heading at index `heading`.
+
+    Layout: optional `=` line, header, `-` line, rows; all without the log prefix. The table
+    ends at a blank line, a line with the prefix, a `=` / `-` line or the end of the file."""
+    i = heading + 1
+    while i < len(lines) and not lines[i].prefixed and not lines[i].message.strip():
+        i += 1
+    if i < len(lines) and not lines[i].prefixed and _RULE_EQ.match(lines[i].message.strip()):
+        i += 1
+    if i >= len(lines) or lines[i].prefixed or not lines[i].message.strip() \
+            or _RULE_DASH.match(lines[i].message.strip()):
+        found = _found(lines, i)
+        raise InputError(display, f"expected the header line of the {what} under "
+                                  f"'{heading_text}' (a line without the log prefix), {found} "
+                                  "(file truncated?)", min(i, len(lines) - 1) + 1)
+    header = lines[i].message.rstrip()
+    header_line = i + 1
+    if i + 1 >= len(lines) or lines[i + 1].prefixed or not _RULE_DASH.match(lines[i + 1].message.strip()):
+        raise InputError(display, f"expected a line of '-' under the header of the {what}, "
+                                  f"{_found(lines, i + 1)} (file truncated?)",
+                         min(i + 1, len(lines) - 1) + 1)
+    words = [(m.start(), m.group()) for m in _HEADER_WORDS.finditer(header)]
+    if words[0][0] != 0:
+        raise InputError(display, f"the header of the {what} does not start at the beginning "
+                                  "of the line; expected column names like 'Node  ON  ...'", header_line)
+    names = [w for _, w in words]
+    known = [columns.get(" ".join(name.lower().split())) for name in names]
+    if known[0] != "name" or "cosine" not in known:
+        raise InputError(display, f"expected a header with the columns "
+                                  f"{_expected_columns(row_noun)} for the {what}, "
+                                  f"found {'  '.join(names)!r}", header_line)
+    starts = [s for s, _ in words]
+    rows = []
+    i += 2
+    while i < len(lines) and not lines[i].prefixed and lines[i].message.strip() \
+            and not _RULE_EQ.match(lines[i].message.strip()) and not _RULE_DASH.match(lines[i].message.strip()):
+        cells = _cut(lines[i].message, starts, names, display, what, i + 1, i == len(lines) - 1)
+        # (a column named twice keeps its last cell)
+        fields = {known[k]: cells[k] for k in range(len(cells)) if known[k] is not None}
+        extra = tuple((names[k], cells[k]) for k in range(len(cells)) if known[k] is None)
+        rows.append((i + 1, fields, extra))
+        i += 1
+    if not rows:
+        raise InputError(display, f"the {what} has a header but no rows; expected one row per "
+                                  f"{row_noun} (file truncated?)", header_line)
+    if i < len(lines) and not lines[i].prefixed and _RULE_EQ.match(lines[i].message.strip()):
+        i += 1   # a closing line of '='
+    titles = {field_name: name for name, field_name in zip(names, known) if field_name}
+    return _Block(titles, rows, i)
+
+
+def _cut(line: str, starts: list[int], names: list[str], display: str, what: str,
+         line_no: int, last_line: bool) -> list[str]:
+    """Cells of one fixed-width row: column k runs from starts[k] to starts[k + 1]; every
+    cell is left-aligned under its header, non-empty ('--' for missing) and has no run of
+    two spaces inside it."""
+    text = line.rstrip()
+    cells: list[str] = []
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else len(text)
+        if start >= len(text):
+            hint = " (file truncated?)" if last_line else " (truncated or garbled row?)"
+            raise InputError(display, f"row of the {what} ends before the column {names[k]!r}; "
+                                      f"expected a value or '--' under every header{hint}", line_no)
+        if k > 0 and text[start - 1] != " ":
+            raise _misaligned(display, what, line_no,
+                              f"the text of column {names[k - 1]!r} runs into column {names[k]!r}")
+        cell = text[start:end]
+        if not cell.strip():
+            raise InputError(display, f"empty cell in column {names[k]!r} of the {what}; "
+                                      "expected a value or '--'", line_no)
+        if cell[0] == " ":
+            raise _misaligned(display, what, line_no,
+                              f"the cell of column {names[k]!r} does not start under its header")
+        if "  " in cell.strip():
+            raise _misaligned(display, what, line_no,
+                              f"column {names[k]!r} holds more than one value")
+        cells.append(cell.strip())
+    return cells
+
+
+def _misaligned(display: str, what: str, line: int, detail: str) -> InputError:
+    return InputError(display, f"row does not line up with the columns of the {what}: {detail}; "
+                               "expected fixed-width cells starting under each header word "
+                               "(garbled or truncated row?)", line)
+
+
+def _found(lines: list[_Line], i: int) -> str:
+    if i >= len(lines):
+        return "but the file ends"
+    shown = lines[i].message.strip()[:60]
+    if lines[i].prefixed:
+        return f"found the log line {shown!r}"
+    return f"found {shown!r}" if shown else "found a blank line"
+
+
+def _expected_columns(row_noun: str) -> str:
+    if row_noun == "node":
+        return "'Node  ON  Subgraph  Type  Cosine Similarity  Threshold  DataType'"
+    return "'Output  Cosine Similarity  L1 Distance  L2 Distance  Chebyshev Distance'"
+
+
+def _text(cell: str | None) -> str | None:
+    return None if cell is None or cell == _MISSING else cell
+
+
+def _number(cell: str | None, column: str, what: str, line: int, display: str) -> float | None:
+    if cell is None or cell == _MISSING:
+        return None
+    value = parse_number(cell)
+    if value is None:
+        raise InputError(display, f"expected a number or '--' in column {column!r} of the {what}, "
+                                  f"found {cell[:60]!r}", line)
+    return value
+
+
+def _node(row: _Row, titles: dict[str, str], display: str) -> LogNode:
+    line, cells, extra = row
+    numbers = {f: _number(cells.get(f), titles.get(f, f), "node table", line, display)
+               for f in _NODE_NUMBERS}
+    return LogNode(line, cells["name"], _text(cells.get("on")), _text(cells.get("subgraph")),
+                   _text(cells.get("type")), numbers["cosine"], numbers["threshold"],
+                   _text(cells.get("data_type")), extra)
+
+
+def _output(row: _Row, titles: dict[str, str], display: str) -> LogOutput:
+    line, cells, extra = row
+    numbers = {f: _number(cells.get(f), titles.get(f, f), "output table", line, display)
+               for f in _OUTPUT_NUMBERS}
+    return LogOutput(line, cells["name"], numbers["cosine"], numbers["l1"], numbers["l2"],
+                     numbers["chebyshev"], extra)
+
+
+# --- model_deps_info ---------------------------------------------------------------------
+
+def _deps_info(lines: list[_Line], i: int, text: str, display: str) -> tuple[dict[str, Any], int]:
+    """The dict literal after `model_deps_info:`, joined with continuation lines while it
+    is incomplete; returns it and the index after its last line."""
+    end = i + 1
+    while True:
+        if len(text) > _DEPS_MAX_CHARS:
+            raise InputError(display, f"model_deps_info is longer than {_DEPS_MAX_CHARS} "
+                                      "characters; expected a short Python dict literal", i + 1)
+        value, complete = _literal(text)
+        if complete:
+            break
+        if end >= len(lines) or lines[end].prefixed or end - i >= _DEPS_MAX_LINES:
+            raise InputError(display, "model_deps_info is not a complete Python dict literal; "
+                                      "expected \"model_deps_info: {'march': 'bayes-e', ...}\" "
+                                      "(truncated or garbled?)", i + 1)
+        text += "\n" + lines[end].message
+        end += 1
+    if value is _INVALID or not isinstance(value, dict):
+        raise InputError(display, "model_deps_info is not a Python dict of literals; "
+                                  "expected \"model_deps_info: {'march': 'bayes-e', ...}\"", i + 1)
+    return {str(k): v for k, v in value.items()}, end
+
+
+_INVALID = object()
+
+
+def _literal(text: str) -> tuple[Any, bool]:
+    """(value, True) for a literal, (_INVALID, True) for text that more lines cannot fix,
+    (None, False) while the brackets are still open (more lines may complete it)."""
+    try:
+        with warnings.catch_warnings():
+            # e.g. "invalid decimal literal" SyntaxWarnings of a garbled dict
+            warnings.simplefilter("ignore")
+            return ast.literal_eval(text.strip()), True
+    except SyntaxError:
+        return (None, False) if _open_brackets(text) else (_INVALID, True)
+    except (ValueError, TypeError, MemoryError, RecursionError):
+        return _INVALID, True
+
+
+def _open_brackets(text: str) -> bool:
+    """More opening than closing brackets, outside quoted strings (a rough check)."""
+    depth = 0
+    quote: str | None = None
+    escaped = False
+    for ch in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+    return depth > 0
+
+
+def _deps_versions(info: dict[str, Any], line: int) -> dict[str, LogValue]:
+    """`hbdk_version` / `horizon_nn_version` / ... entries as tool -> version."""
+    found = {}
+    for key, value in info.items():
+        if key.lower().endswith("_version") and isinstance(value, (str, int, float)) \
+                and not isinstance(value, bool) and str(value).strip():
+            found[key.lower().removesuffix("_version")] = LogValue(str(value).strip(), line)
+    return found
+
+
+# --- input parameters --------------------------------------------------------------------
+
+class _ParamCollector:
+    """Groups `key : value` lines per input: a group starts at `---input info : NAME---`,
+    at a second `input_name`, or when a key repeats within the current group."""
+
+    def __init__(self) -> None:
+        self.groups: list[InputParameters] = []
+        self.current: InputParameters | None = None
+
+    def feed(self, message: str, line: int) -> None:
+        info = _INPUT_INFO.match(message)
+        if info:
+            name = info.group("name").strip()
+            if name == "end" or name.endswith(" end"):
+                self.current = None
+            elif name:
+                self._start(name, line)
+            return
+        match = _PARAM.match(message)
+        if not match or match.group("key").lower() not in INPUT_PARAMETER_KEYS:
+            return
+        key = match.group("key").lower()
+        value = match.group("value").removesuffix(",").rstrip()
+        group = self.current
+        if group is None or key in group.values:
+            group = self._start(None, line)
+        if key == "input_name" and group.name is None:
+            group.name = value
+        group.values[key] = LogValue(value, line)
+
+    def _start(self, name: str | None, line: int) -> InputParameters:
+        self.current = InputParameters(name, line)
+        self.groups.append(self.current)
+        return self.current
+
+
+# --- cosine helpers (shared with quant_info.py) ------------------------------------------
+
+class HasCosine(Protocol):
+    @property
+    def cosine(self) -> float | None: ...
+
+
+class ScoredNode(HasCosine, Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def type(self) -> str | None: ...
+
+
+N = TypeVar("N", bound=ScoredNode)
+C = TypeVar("C", bound=HasCosine)
+
+
+@dataclass(frozen=True)
+class Fall(Generic[N]):
+    """The first node whose cosine falls suddenly after a healthy node."""
+    node: N
+    before: N | None     # the healthy node before it; None: the first node with a cosine,
+                         # measured against 1.0 (both models see the same input there)
+    drop: float          # cosine before (or 1.0) minus the node's cosine; inf for nan
+
+
+@dataclass(frozen=True)
+class FirstNodeCollapse(Generic[N]):
+    """Reading of the R4 pattern: the first (preprocess) node is far below the nodes after
+    it, which are ≈ 1. `node` is the worst of the leading preprocess nodes (or the first
+    node with a cosine when the model has none); `following` the nodes checked after it."""
+    collapsed: bool
+    node: N | None
+    following: tuple[N, ...]
+    collapse_below: float
+    healthy: float
+
+    @property
+    def cosine(self) -> float | None:
+        return self.node.cosine if self.node is not None else None
+
+    @property
+    def following_min(self) -> float | None:
+        values = [n.cosine for n in self.following if n.cosine is not None]
+        return min(values, key=_rank) if values else None
+
+
+@dataclass(frozen=True)
+class CosineSummary(Generic[N]):
+    origin: Fall[N] | None
+    worst: N | None
+    first_node: FirstNodeCollapse[N]
+
+
+@dataclass(frozen=True)
+class LogSummary:
+    nodes: CosineSummary[LogNode]
+    worst_output: LogOutput | None
+
+
+def _healthy(cosine: float | None, healthy: float) -> bool:
+    return cosine is not None and math.isfinite(cosine) and cosine >= healthy
+
+
+def _broken(cosine: float) -> bool:
+    return not math.isfinite(cosine)
+
+
+def _rank(cosine: float) -> float:
+    """Sort key: nan (a broken comparison) ranks below every number."""
+    return -math.inf if math.isnan(cosine) else cosine
+
+
+def first_sudden_fall(nodes: Iterable[N], healthy: float = COSINE_HEALTHY,
+                      drop: float = COSINE_DROP) -> Fall[N] | None:
+    """The error origin: the first node with a cosine that ends below `healthy` at least
+    `drop` under the node with a cosine before it, which must itself be healthy (nodes
+    that merely stay degraded after a fall never count). The first node with a cosine is
+    measured against 1.0. A nan / inf cosine counts as a fall. Nodes without a cosine
+    ('--') are skipped."""
+    before: N | None = None
+    for node in nodes:
+        cosine = node.cosine
+        if cosine is None:
+            continue
+        if before is None or _healthy(before.cosine, healthy):
+            reference = before.cosine if before is not None else 1.0
+            assert reference is not None
+            if _broken(cosine):
+                return Fall(node, before, math.inf)
+            if cosine < healthy and reference - cosine >= drop:
+                return Fall(node, before, reference - cosine)
+        before = node
+    return None
+
+
+def worst_cosine(items: Iterable[C]) -> C | None:
+    """The item with the lowest cosine (nan lowest of all; the first of equals); None when
+    no item has a cosine."""
+    scored = [item for item in items if item.cosine is not None]
+    if not scored:
+        return None
+    return min(scored, key=lambda item: _rank(item.cosine))  # type: ignore[arg-type]
+
+
+def is_preprocess_node(node: ScoredNode) -> bool:
+    """The preprocessing node hb_mapper inserts per input (HZ_PREPROCESS_FOR_<input>,
+    type HzSQuantizedPreprocess / HzPreprocess); a name cut from the left still shows
+    'PROCESS_FOR_' or the type."""
+    name = node.name.upper()
+    return ("PREPROCESS" in name or "PROCESS_FOR_" in name
+            or "preprocess" in (node.type or "").lower())
+
+
+def first_node_collapse(nodes: Sequence[N], collapse_below: float = FIRST_NODE_COLLAPSE,
+                        healthy: float = COSINE_HEALTHY,
+                        following: int = FOLLOWING_NODES) -> FirstNodeCollapse[N]:
+    """collapsed: the worst leading preprocess node (or the first node with a cosine when
+    there is none) is below `collapse_below` (or nan), while the next `following` nodes
+    with a cosine (at least one, fewer when the model is that small) are all healthy."""
+    scored = [n for n in nodes if n.cosine is not None]
+    if not scored:
+        return FirstNodeCollapse(False, None, (), collapse_below, healthy)
+    lead = 0
+    while lead < len(scored) and is_preprocess_node(scored[lead]):
+        lead += 1
+    lead = max(lead, 1)
+    node = min(scored[:lead], key=lambda n: _rank(n.cosine))  # type: ignore[arg-type]
+    after = tuple(scored[lead:lead + max(following, 1)])
+    cosine = node.cosine
+    assert cosine is not None
+    low = math.isnan(cosine) or cosine < collapse_below
+    collapsed = low and bool(after) and all(_healthy(n.cosine, healthy) for n in after)
+    return FirstNodeCollapse(collapsed, node, after, collapse_below, healthy)
+
+
+def summarize_cosines(nodes: Sequence[N], healthy: float = COSINE_HEALTHY,
+                      drop: float = COSINE_DROP, collapse_below: float = FIRST_NODE_COLLAPSE,
+                      following: int = FOLLOWING_NODES) -> CosineSummary[N]:
+    return CosineSummary(first_sudden_fall(nodes, healthy, drop), worst_cosine(nodes),
+                         first_node_collapse(nodes, collapse_below, healthy, following))

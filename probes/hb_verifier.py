@@ -1,0 +1,359 @@
+"""hb_verifier output (shared/formats/REAL_FORMATS.md §R3) → VerifierReport.
+
+Two tables in tabulate's pretty / grid style (+---+ above and below the header):
+
+* per-layer cosine, header `NodeName | TensorName | ConsineSimilarity` (misspelled by the
+  tool; the correct spelling is accepted too);
+* per-output consistency, header `OutputName | Consistency | Mismatched Elements |
+  Max Abs Diff | Max Rel Diff`, mismatched elements printed as `37/1000 (3.70%)`.
+
+A file may be a whole log with the tables inside (other text and other tables are
+ignored) or only a pasted table, possibly indented. Rows of `...` mark rows elided by
+whoever copied the table and are skipped. The compared models are taken from an
+`hb_verifier -m a.bc,b.hbm ...` command line when the file has one.
+
+Knows the format and nothing about rules. Bad input raises InputError naming the file,
+the line and what was expected.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from .input_error import InputError
+from .text_tables import Row, Table, load_text, parse_grid, parse_number, split_lines
+
+__all__ = [
+    "COSINE_DROP", "COSINE_HEALTHY", "ComparedModel", "ConsistencyRow", "CosineRow",
+    "VerifierReport", "parse_hb_verifier", "read_hb_verifier",
+]
+
+# A log with a few tables; the limit only guards memory against a wrong file.
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+
+# --- thresholds of the summary helpers ---------------------------------------------------
+# The same numbers as compare_per_layer.py (FORMATS.md §13), so that "a clear cosine drop"
+# means one thing in every probe. A per-layer cosine of a healthy int8 model stays at or
+# above 0.99 and moves between neighbouring layers in the third or fourth decimal; a drop
+# of 0.02 below the best cosine seen so far is an order of magnitude above that noise.
+COSINE_HEALTHY = 0.99
+COSINE_DROP = 0.02
+# A finite cosine further outside [-1, 1] than rounding explains means a shifted column.
+_COSINE_SLACK = 1e-3
+
+EXPECTED = ("hb_verifier output: a +---+ table headed 'NodeName | TensorName | "
+            "ConsineSimilarity' or 'OutputName | Consistency | Mismatched Elements | "
+            "Max Abs Diff | Max Rel Diff'")
+
+_BORDER = re.compile(r"^\+(?:[-=]+\+)+$")
+_ELLIPSIS = re.compile(r"^(?:\.{3,}|…+)$")
+_COMMAND = re.compile(r"(?:^|[\s/$>#:'\"])hb_verifier(?:\.py)?(?=\s|$)(?P<args>.*)$")
+_MISMATCHED = re.compile(r"^(?P<count>\d+)\s*(?:/\s*(?P<total>\d+)\s*"
+                         r"(?:\(\s*[^()]*%\s*\))?)?$")
+_MODEL_KINDS = {".bc": "bc", ".onnx": "onnx", ".hbm": "hbm", ".bin": "bin"}
+_MISSING = ("", "None")
+
+# Header cells (lower case) that identify each table, and the columns it must have.
+_COSINE = "cosine"
+_CONSISTENCY = "consistency"
+_COSINE_NAMES = ("consinesimilarity", "cosinesimilarity")
+_CONSISTENCY_COLUMNS = ("OutputName", "Consistency", "Mismatched Elements",
+                        "Max Abs Diff", "Max Rel Diff")
+_TITLE = {_COSINE: "per-layer cosine table", _CONSISTENCY: "per-output consistency table"}
+
+
+@dataclass(frozen=True)
+class CosineRow:
+    node_name: str
+    tensor_name: str          # "" when the table has no TensorName column
+    cosine: float | None      # None for a blank / None cell; nan and inf are kept
+    line: int                 # 1-based file line
+    table: int = 0            # which cosine table of the file, counted from 0
+
+
+@dataclass(frozen=True)
+class ConsistencyRow:
+    output_name: str
+    consistent: bool          # the Consistency cell as printed (True / False)
+    mismatched: int           # 37 of `37/1000 (3.70%)`
+    total: int | None         # 1000 of `37/1000 (3.70%)`; None when only a count is printed
+    max_abs_diff: float
+    max_rel_diff: float
+    line: int
+    table: int = 0
+
+    @property
+    def mismatched_ratio(self) -> float | None:
+        return self.mismatched / self.total if self.total else None
+
+
+@dataclass(frozen=True)
+class ComparedModel:
+    path: str                 # as written on the command line
+    kind: str | None          # "bc" | "onnx" | "hbm" | "bin" from the suffix; None otherwise
+    line: int                 # line of the command line
+
+
+@dataclass(frozen=True)
+class VerifierReport:
+    display: str
+    layers: tuple[CosineRow, ...]
+    outputs: tuple[ConsistencyRow, ...]
+    models: tuple[ComparedModel, ...]   # from the first command line naming models; may be ()
+    elided_lines: tuple[int, ...]       # lines of `...` rows that were skipped
+
+    def first_drop(self, drop: float = COSINE_DROP,
+                   healthy: float = COSINE_HEALTHY) -> CosineRow | None:
+        """The first layer where the cosine falls clearly: the first row, after at least
+        one healthy row (cosine >= `healthy`) of the same table, whose cosine is below
+        `healthy` and at least `drop` below the highest cosine of the rows above it.
+
+        Comparing with the highest earlier cosine rather than the row just above keeps a
+        row of a side branch from hiding the fall. A nan / inf cosine after a healthy row
+        is a broken comparison and counts as a drop; blank cosines are skipped. A table
+        that is unhealthy from its first row has no drop: see first_below()."""
+        best: dict[int, float] = {}
+        for row in self.layers:
+            cosine = row.cosine
+            if cosine is None:
+                continue
+            top = best.get(row.table)
+            if top is not None and top >= healthy:
+                if not math.isfinite(cosine) or (cosine < healthy and top - cosine >= drop):
+                    return row
+            if math.isfinite(cosine):
+                best[row.table] = cosine if top is None else max(top, cosine)
+        return None
+
+    def first_below(self, healthy: float = COSINE_HEALTHY) -> CosineRow | None:
+        """The first row whose cosine is below `healthy` (or nan / inf)."""
+        return next((row for row in self.layers
+                     if row.cosine is not None and not _at_least(row.cosine, healthy)), None)
+
+    def worst_layer(self) -> CosineRow | None:
+        """The row with the lowest cosine (nan / inf count as lowest; the first on a tie)."""
+        rows = [row for row in self.layers if row.cosine is not None]
+        if not rows:
+            return None
+        return min(rows, key=lambda row: row.cosine if math.isfinite(row.cosine) else -math.inf)
+
+    def all_outputs_consistent(self) -> bool | None:
+        """True when every consistency row says True; None without a consistency table."""
+        if not self.outputs:
+            return None
+        return all(row.consistent for row in self.outputs)
+
+    def inconsistent_outputs(self) -> tuple[ConsistencyRow, ...]:
+        return tuple(row for row in self.outputs if not row.consistent)
+
+
+def _at_least(value: float, threshold: float) -> bool:
+    return math.isfinite(value) and value >= threshold
+
+
+# --- reading -----------------------------------------------------------------------------
+
+def read_hb_verifier(path: Path, display: str | None = None) -> VerifierReport:
+    display = display or path.name
+    return parse_hb_verifier(load_text(path, display, EXPECTED, MAX_TEXT_BYTES), display)
+
+
+def parse_hb_verifier(text: str, display: str) -> VerifierReport:
+    lines = split_lines(text.removeprefix("\ufeff"))
+    layers: list[CosineRow] = []
+    outputs: list[ConsistencyRow] = []
+    elided: list[int] = []
+    models: tuple[ComparedModel, ...] = ()
+    counts = {_COSINE: 0, _CONSISTENCY: 0}
+    i = 0
+    while i < len(lines):
+        kind = _table_at(lines, i)
+        if kind is None:
+            _reject_header_without_border(lines[i], i + 1, display)
+            if not models:
+                models = _models_on_command_line(lines[i], i + 1)
+            i += 1
+            continue
+        table, skipped, end = _parse_table(lines, i, display)
+        rows = [row for row in table.rows if row.line not in skipped and not _is_elided(row.cells)]
+        elided += sorted(skipped | {row.line for row in table.rows if _is_elided(row.cells)})
+        if not rows:
+            raise InputError(display, f"the {_TITLE[kind]} has no rows"
+                                      f"{' but elided ones' if table.rows else ''} "
+                                      "(truncated or cut when copied?)", table.header_line)
+        if kind == _COSINE:
+            layers += _cosine_rows(table, rows, counts[kind], display)
+        else:
+            outputs += _consistency_rows(table, rows, counts[kind], display)
+        counts[kind] += 1
+        i = end
+    if not layers and not outputs:
+        raise InputError(display, f"no hb_verifier table found; expected {EXPECTED}")
+    return VerifierReport(display, tuple(layers), tuple(outputs), models, tuple(elided))
+
+
+def _header_kind(line: str) -> str | None:
+    """Which of our tables a `| a | b |` header row belongs to, from its cell names."""
+    text = line.strip()
+    if not text.startswith("|"):
+        return None
+    cells = {cell.strip().lower() for cell in text.strip("|").split("|")}
+    if "nodename" in cells and cells.intersection(_COSINE_NAMES):
+        return _COSINE
+    if "outputname" in cells and "consistency" in cells:
+        return _CONSISTENCY
+    return None
+
+
+def _table_at(lines: list[str], i: int) -> str | None:
+    """The kind of our table whose top border is lines[i], else None (other tables of the
+    log are not ours and are left alone)."""
+    if not _BORDER.match(lines[i].strip()) or i + 1 >= len(lines):
+        return None
+    return _header_kind(lines[i + 1])
+
+
+def _reject_header_without_border(line: str, number: int, display: str) -> None:
+    kind = _header_kind(line)
+    if kind is not None:
+        raise InputError(display, f"header row of the {_TITLE[kind]} without the +---+ "
+                                  "border line above it (table cut off when copied?)", number)
+
+
+def _parse_table(lines: list[str], start: int, display: str) -> tuple[Table, set[int], int]:
+    """The table whose border is lines[start], its skipped bare `...` lines and the index
+    after it. Parsed on a view of the block up to the next blank line, without the
+    indentation of its border (a table pasted indented), and with every line that is
+    only `...` replaced by an empty row."""
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    stop = start
+    while stop < len(lines) and lines[stop].strip():
+        stop += 1
+    view = [line[indent:] if not line[:indent].strip() else line for line in lines[start:stop]]
+    border = view[0].rstrip()
+    empty_row = "".join("|" if ch == "+" else " " for ch in border)
+    skipped: set[int] = set()
+    for k in range(3, len(view)):
+        if _ELLIPSIS.match(view[k].strip()):
+            view[k] = empty_row
+            skipped.add(start + 1 + k)
+    table = parse_grid(view, 0, start + 1, display)
+    return table, skipped, start + table.end
+
+
+def _is_elided(cells: tuple[str, ...]) -> bool:
+    marks = [cell for cell in cells if cell]
+    return bool(marks) and all(_ELLIPSIS.match(cell) for cell in marks)
+
+
+def _required(table: Table, names: tuple[str, ...], kind: str, display: str) -> list[int]:
+    found = [table.column(name) for name in names]
+    missing = [name for name, index in zip(names, found) if index is None]
+    if missing:
+        raise InputError(display, f"the {_TITLE[kind]} lacks the column(s) "
+                                  f"{', '.join(missing)}; found {' | '.join(table.headers)!r}",
+                         table.header_line)
+    return found
+
+
+def _cosine_rows(table: Table, rows: list[Row], ordinal: int, display: str) -> list[CosineRow]:
+    (node,) = _required(table, ("NodeName",), _COSINE, display)
+    cosine = table.column("ConsineSimilarity")
+    if cosine is None:
+        (cosine,) = _required(table, ("CosineSimilarity",), _COSINE, display)
+    tensor = table.column("TensorName")
+    return [CosineRow(row.cells[node], row.cells[tensor] if tensor is not None else "",
+                      _cosine(row.cells[cosine], row.line, display), row.line, ordinal)
+            for row in rows]
+
+
+def _cosine(cell: str, line: int, display: str) -> float | None:
+    if cell in _MISSING:
+        return None
+    value = parse_number(cell)
+    if value is None:
+        raise InputError(display, f"expected a cosine similarity (a number, nan or inf) in "
+                                  f"ConsineSimilarity, found {cell!r}", line)
+    if math.isfinite(value) and abs(value) > 1 + _COSINE_SLACK:
+        raise InputError(display, f"expected a cosine similarity between -1 and 1 in "
+                                  f"ConsineSimilarity, found {cell!r} (columns shifted?)", line)
+    return value
+
+
+def _consistency_rows(table: Table, rows: list[Row], ordinal: int,
+                      display: str) -> list[ConsistencyRow]:
+    name, flag, mismatched, abs_diff, rel_diff = _required(
+        table, _CONSISTENCY_COLUMNS, _CONSISTENCY, display)
+    result = []
+    for row in rows:
+        count, total = _mismatched(row.cells[mismatched], row.line, display)
+        result.append(ConsistencyRow(
+            row.cells[name], _flag(row.cells[flag], row.line, display), count, total,
+            _diff(row.cells[abs_diff], "Max Abs Diff", row.line, display),
+            _diff(row.cells[rel_diff], "Max Rel Diff", row.line, display),
+            row.line, ordinal))
+    return result
+
+
+def _flag(cell: str, line: int, display: str) -> bool:
+    if cell.lower() in ("true", "false"):
+        return cell.lower() == "true"
+    raise InputError(display, f"expected True or False in Consistency, found {cell!r}", line)
+
+
+def _mismatched(cell: str, line: int, display: str) -> tuple[int, int | None]:
+    match = _MISMATCHED.match(cell)
+    if match is None:
+        raise InputError(display, "expected mismatched elements like '37/1000 (3.70%)' in "
+                                  f"Mismatched Elements, found {cell!r}", line)
+    count = int(match["count"])
+    total = int(match["total"]) if match["total"] is not None else None
+    if total is not None and count > total:
+        raise InputError(display, f"Mismatched Elements {cell!r}: more mismatched elements "
+                                  "than elements", line)
+    return count, total
+
+
+def _diff(cell: str, column: str, line: int, display: str) -> float:
+    value = parse_number(cell)
+    if value is None:
+        raise InputError(display, f"expected a number (or nan / inf) in {column}, "
+                                  f"found {cell!r}", line)
+    return value
+
+
+# --- command line ------------------------------------------------------------------------
+
+def _models_on_command_line(line: str, number: int) -> tuple[ComparedModel, ...]:
+    """The models of `hb_verifier -m a.bc,b.hbm` / `--model a.bc,b.hbm` / `--model=...`
+    (repeated options add up), or () when the line is not such a command line."""
+    match = _COMMAND.search(line)
+    if match is None:
+        return ()
+    words = _words(match["args"])
+    values: list[str] = []
+    for k, word in enumerate(words):
+        if word in ("-m", "--model") and k + 1 < len(words):
+            values.append(words[k + 1])
+        elif word.startswith("--model="):
+            values.append(word.removeprefix("--model="))
+    paths = [part.strip() for value in values for part in value.split(",") if part.strip()]
+    return tuple(ComparedModel(path, _MODEL_KINDS.get(Path(path).suffix.lower()), number)
+                 for path in paths)
+
+
+def _words(args: str) -> list[str]:
+    """Shell words with quotes removed; backslashes and '#' are kept (Windows paths, log
+    text), and an unbalanced quote falls back to splitting at whitespace."""
+    lexer = shlex.shlex(args, posix=True)
+    lexer.whitespace_split = True
+    lexer.escape = ""
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:
+        return args.split()

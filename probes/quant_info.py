@@ -1,0 +1,248 @@
+"""hb_mapper `*_quant_info.json` (PTQ, REAL_FORMATS.md R5).
+
+A JSON object keyed by node name, in graph order; each value has `type`, `inputs`,
+`outputs`, `thresholds` (a list of lists of numbers, possibly empty) and
+`cosine_similarity` written as a string (`"0.541412"`; values slightly above 1 such as
+`"1.000045"` occur). It is read like the node table of the conversion log, with the same
+cosine helpers (imported from conversion_log.py).
+
+Each node gets the line of its key in the file. Every failure is an InputError naming
+the file, the line and what was expected.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .conversion_log import (
+    COSINE_DROP,
+    COSINE_HEALTHY,
+    FIRST_NODE_COLLAPSE,
+    FOLLOWING_NODES,
+    CosineSummary,
+    Fall,
+    FirstNodeCollapse,
+    first_node_collapse,
+    first_sudden_fall,
+    summarize_cosines,
+    worst_cosine,
+)
+from .input_error import InputError
+from .text_tables import load_text, parse_number
+
+__all__ = ["QuantInfo", "QuantNode", "parse_quant_info", "read_quant_info"]
+
+# One entry per node with per-channel thresholds: large models stay far below this.
+MAX_TEXT_BYTES = 256 * 1024 * 1024
+EXPECTED = ("an hb_mapper *_quant_info.json (a JSON object keyed by node name; each value an "
+            "object with type, inputs, outputs, thresholds and cosine_similarity)")
+
+_MISSING = frozenset({"", "--", "none", "null"})
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+@dataclass(frozen=True)
+class QuantNode:
+    line: int                                 # line of the node's key in the file
+    name: str
+    type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    thresholds: tuple[tuple[float, ...], ...]
+    cosine: float | None                      # cosine_similarity as a number
+
+
+@dataclass
+class QuantInfo:
+    display: str
+    nodes: list[QuantNode]                    # in file order
+
+    def node(self, name: str) -> QuantNode | None:
+        return next((n for n in self.nodes if n.name == name), None)
+
+    def origin(self, healthy: float = COSINE_HEALTHY,
+               drop: float = COSINE_DROP) -> Fall[QuantNode] | None:
+        return first_sudden_fall(self.nodes, healthy, drop)
+
+    def worst_node(self) -> QuantNode | None:
+        return worst_cosine(self.nodes)
+
+    def first_node_collapse(self, collapse_below: float = FIRST_NODE_COLLAPSE,
+                            healthy: float = COSINE_HEALTHY,
+                            following: int = FOLLOWING_NODES) -> FirstNodeCollapse[QuantNode]:
+        return first_node_collapse(self.nodes, collapse_below, healthy, following)
+
+    def summary(self, healthy: float = COSINE_HEALTHY, drop: float = COSINE_DROP,
+                collapse_below: float = FIRST_NODE_COLLAPSE,
+                following: int = FOLLOWING_NODES) -> CosineSummary[QuantNode]:
+        return summarize_cosines(self.nodes, healthy, drop, collapse_below, following)
+
+
+def read_quant_info(path: Path | str, display: str | None = None) -> QuantInfo:
+    path = Path(path)
+    display = display or path.name
+    return parse_quant_info(load_text(path, display, EXPECTED, MAX_TEXT_BYTES), display)
+
+
+def parse_quant_info(text: str, display: str) -> QuantInfo:
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise InputError(display, f"empty file; expected {EXPECTED}")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(display, f"invalid JSON ({exc.msg}, column {exc.colno}); "
+                                  f"expected {EXPECTED}", exc.lineno) from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        # e.g. an integer with too many digits, or nesting too deep for the decoder
+        raise InputError(display, f"unreadable JSON ({type(exc).__name__}); expected {EXPECTED}") from None
+    if not isinstance(data, dict):
+        raise InputError(display, f"the JSON is {_kind(data)}; expected {EXPECTED}",
+                         _line_of(text, _WS.match(text).end()))
+    if not data:
+        raise InputError(display, f"the JSON object has no nodes; expected {EXPECTED}",
+                         _line_of(text, _WS.match(text).end()))
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    nodes = [_node(name, value, span, text, newlines, display)
+             for name, value, span in _entries(text, newlines, display)]
+    return QuantInfo(display, nodes)
+
+
+def _entries(text: str, newlines: list[int], display: str) -> list[tuple[str, Any, tuple[int, int, int]]]:
+    """(name, value, (key offset, value start, value end)) for each top-level key, in file
+    order. `text` is known to be one valid JSON object, so the walk cannot fail; a key that
+    occurs twice is an error (json.loads would silently keep the last)."""
+    decoder = json.JSONDecoder()
+    pos = _WS.match(text).end() + 1          # after '{'
+    entries: list[tuple[str, Any, tuple[int, int, int]]] = []
+    seen: set[str] = set()
+    pos = _WS.match(text, pos).end()
+    while text[pos] != "}":
+        key_at = pos
+        key, pos = json.decoder.scanstring(text, pos + 1)  # type: ignore[attr-defined]
+        pos = _WS.match(text, pos).end() + 1  # after ':'
+        pos = _WS.match(text, pos).end()
+        value, end = decoder.raw_decode(text, pos)
+        if key in seen:
+            raise InputError(display, f"node {key!r} is listed twice; expected each node once",
+                             _line_at(newlines, key_at))
+        seen.add(key)
+        entries.append((key, value, (key_at, pos, end)))
+        pos = _WS.match(text, end).end()
+        if text[pos] == ",":
+            pos = _WS.match(text, pos + 1).end()
+    return entries
+
+
+def _node(name: str, value: Any, span: tuple[int, int, int], text: str, newlines: list[int],
+          display: str) -> QuantNode:
+    line = _line_at(newlines, span[0])
+    if not isinstance(value, dict):
+        raise InputError(display, f"node {name!r} is {_kind(value)}; expected an object with "
+                                  "type, inputs, outputs, thresholds and cosine_similarity", line)
+
+    def where(key: str) -> int:
+        """The line of `key` inside this node's object, else the node's line."""
+        found = re.compile(re.escape(json.dumps(key)) + r"\s*:").search(text, span[1], span[2])
+        return _line_at(newlines, found.start()) if found else line
+
+    node_type = value.get("type")
+    if not isinstance(node_type, str):
+        found = "no type" if "type" not in value else f"type {_kind(node_type)}"
+        raise InputError(display, f"node {name!r} has {found}; expected \"type\": \"<op type>\"",
+                         where("type"))
+    if "cosine_similarity" not in value and "thresholds" not in value:
+        raise InputError(display, f"node {name!r} has neither thresholds nor cosine_similarity; "
+                                  f"expected {EXPECTED}", line)
+    return QuantNode(
+        line=line,
+        name=name,
+        type=node_type,
+        inputs=_names(value, "inputs", name, where, display),
+        outputs=_names(value, "outputs", name, where, display),
+        thresholds=_thresholds(value.get("thresholds", []), name, where, display),
+        cosine=_cosine(value.get("cosine_similarity"), name, where, display),
+    )
+
+
+def _names(value: dict, key: str, node: str, where: Callable[[str], int],
+           display: str) -> tuple[str, ...]:
+    items = value.get(key, [])
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise InputError(display, f"{key} of node {node!r} is {_kind(items)}; expected a list "
+                                  "of tensor names", where(key))
+    return tuple(items)
+
+
+def _thresholds(items: Any, node: str, where: Callable[[str], int],
+                display: str) -> tuple[tuple[float, ...], ...]:
+    def fail(found: str) -> InputError:
+        return InputError(display, f"thresholds of node {node!r} {found}; expected a list of "
+                                   "lists of numbers, e.g. [[2.01377], [127.0]]", where("thresholds"))
+
+    if not isinstance(items, list):
+        raise fail(f"is {_kind(items)}")
+    result = []
+    for group in items:
+        if not isinstance(group, list):
+            raise fail(f"holds {_kind(group)}")
+        for number in group:
+            if isinstance(number, bool) or not isinstance(number, (int, float)):
+                raise fail(f"holds {_kind(number)}")
+        try:
+            result.append(tuple(float(number) for number in group))
+        except OverflowError:
+            raise fail("holds an integer too large for a float") from None
+    return tuple(result)
+
+
+def _cosine(raw: Any, node: str, where: Callable[[str], int], display: str) -> float | None:
+    """The string form ("0.541412"), also tolerating a JSON number; None for a missing
+    value (no key, null, "", "--", "None")."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        if raw.strip().lower() in _MISSING:
+            return None
+        value = parse_number(raw.strip())
+        if value is not None:
+            return value
+        found = repr(raw[:40])
+    elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        try:
+            return float(raw)
+        except OverflowError:
+            found = "an integer too large for a float"
+    else:
+        found = _kind(raw)
+    raise InputError(display, f"cosine_similarity of node {node!r} is {found}; expected a number "
+                              "in a string, like \"0.999812\"", where("cosine_similarity"))
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if value is None:
+        return "null"
+    return f"the number {value!r}" if isinstance(value, float) else "a number"
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _line_at(newlines: list[int], offset: int) -> int:
+    """1-based line of `offset`, given the offsets of every '\\n' (no rescan per node)."""
+    return bisect.bisect_left(newlines, offset) + 1

@@ -1,0 +1,241 @@
+"""hb_verifier output (REAL_FORMATS.md §R3) against invented fixtures in the real layout.
+
+Fixtures (tests/fixtures/formats/real/hb_verifier/): the per-layer cosine table alone, the
+consistency table alone (all True, and mixed), both tables inside a longer log with a
+command line and an unrelated table, a table with `...` rows, CRLF line endings, trailing
+spaces without a final newline; bad/ holds truncated and garbled variants.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from j6doctor.probes.artifacts import identify
+from j6doctor.probes.hb_verifier import (
+    COSINE_DROP, COSINE_HEALTHY, ComparedModel, ConsistencyRow, CosineRow, parse_hb_verifier,
+    read_hb_verifier,
+)
+from j6doctor.probes.input_error import InputError
+
+FORMATS = Path(__file__).resolve().parent / "fixtures" / "formats"
+HBV = FORMATS / "real" / "hb_verifier"
+BAD = HBV / "bad"
+
+
+def test_cosine_table_alone():
+    report = read_hb_verifier(HBV / "cosine_table.txt")
+    assert report.display == "cosine_table.txt"
+    assert len(report.layers) == 11
+    assert report.layers[0] == CosineRow("Conv_0", "101", 0.999981, line=4, table=0)
+    assert report.layers[-1] == CosineRow("Gemm_10", "logits", 0.962415, line=14, table=0)
+    assert [row.line for row in report.layers] == list(range(4, 15))
+    assert report.outputs == () and report.models == () and report.elided_lines == ()
+    assert report.all_outputs_consistent() is None
+
+    assert report.first_drop().node_name == "Conv_7"       # 0.999981 -> 0.941207
+    assert report.first_below().node_name == "Conv_7"
+    assert report.worst_layer().node_name == "Relu_8"       # 0.938114
+
+
+def test_consistency_table_all_true():
+    report = read_hb_verifier(HBV / "consistency_all_true.txt")
+    assert report.layers == ()
+    assert report.outputs == (
+        ConsistencyRow("cls_logits", True, 0, 80000, 0.0, 0.0, line=4),
+        ConsistencyRow("bbox_deltas", True, 0, 16000, 0.0, 0.0, line=5),
+    )
+    assert report.all_outputs_consistent() is True
+    assert report.inconsistent_outputs() == ()
+    assert report.first_drop() is None and report.worst_layer() is None
+
+
+def test_consistency_table_with_a_mismatch():
+    report = read_hb_verifier(HBV / "consistency_mixed.txt")
+    bad = report.outputs[1]
+    assert bad == ConsistencyRow("bbox_deltas", False, 37, 1000, 0.125, 0.031, line=5)
+    assert bad.mismatched_ratio == pytest.approx(0.037)
+    assert report.all_outputs_consistent() is False
+    assert report.inconsistent_outputs() == (bad,)
+
+
+def test_log_with_both_tables_and_the_command_line():
+    report = read_hb_verifier(HBV / "verifier_run.log", display="run/verifier_run.log")
+    assert report.display == "run/verifier_run.log"
+    assert report.models == (ComparedModel("model_quantized.bc", "bc", 1),
+                             ComparedModel("tinydet.hbm", "hbm", 1))
+    # The input-info table of the log (lines 6-10) is not ours and is left alone.
+    assert [row.node_name for row in report.layers] == [
+        "Conv_0", "Relu_1", "Conv_2", "Sub_3", "Mul_4", "Conv_5", "Conv_6"]
+    assert report.layers[0].line == 17
+    sub, last = report.layers[3], report.layers[6]
+    assert math.isnan(sub.cosine) and sub.line == 20
+    assert last.cosine == pytest.approx(1e-05) and last.tensor_name == "bbox_deltas"
+    assert report.first_drop() is sub                    # nan after healthy rows: broken
+    assert report.worst_layer() is sub                   # nan counts as the lowest
+    assert [(row.output_name, row.consistent, row.line) for row in report.outputs] == [
+        ("cls_logits", True, 30), ("bbox_deltas", False, 31)]
+    bad = report.outputs[1]
+    assert (bad.mismatched, bad.total, bad.max_abs_diff) == (15872, 16000, 3.5)
+    assert math.isinf(bad.max_rel_diff)
+    assert report.all_outputs_consistent() is False
+
+
+def test_elided_rows_are_skipped():
+    report = read_hb_verifier(HBV / "cosine_elided.txt")
+    assert [(row.node_name, row.line) for row in report.layers] == [
+        ("Conv_0", 4), ("Relu_1", 5), ("Conv_31", 7), ("Gemm_57", 9)]
+    assert report.elided_lines == (6, 8)
+    # 0.999981 -> 0.982113 falls by 0.0179: below the healthy level, not a clear drop
+    # at the default threshold, a drop at a tighter one.
+    assert report.first_drop() is None
+    assert report.first_below().node_name == "Gemm_57"
+    assert report.first_drop(drop=0.01).node_name == "Gemm_57"
+
+
+def test_crlf_line_endings():
+    report = read_hb_verifier(HBV / "cosine_crlf.txt")
+    plain = read_hb_verifier(HBV / "cosine_table.txt")
+    assert report.layers == plain.layers[:4]
+    assert report.layers[2].node_name == "MaxPool_2" and report.layers[2].cosine == 0.99997
+
+
+def test_trailing_spaces_and_no_final_newline():
+    report = read_hb_verifier(HBV / "consistency_no_final_newline.txt")
+    assert report.outputs == read_hb_verifier(HBV / "consistency_mixed.txt").outputs
+
+
+def test_first_drop_compares_with_the_best_earlier_row():
+    rows = [("Conv_0", "0.9999"), ("Add_1", "0.9992"), ("Conv_2", "0.9998"),
+            ("Relu_3", "0.9791"), ("Conv_4", "0.90")]
+    report = parse_hb_verifier(grid(rows), "pasted")
+    # Relu_3 is 0.0208 below the best (0.9999) but only 0.0207 below Conv_2.
+    assert report.first_drop().node_name == "Relu_3"
+    assert report.first_drop(drop=0.05).node_name == "Conv_4"
+    assert report.first_drop(drop=0.2) is None
+    assert (COSINE_DROP, COSINE_HEALTHY) == (0.02, 0.99)
+
+
+def test_no_drop_without_a_healthy_row_first():
+    report = parse_hb_verifier(grid([("Conv_0", "0.95"), ("Conv_1", "0.70")]), "pasted")
+    assert report.first_drop() is None
+    assert report.first_below().node_name == "Conv_0"
+    assert report.worst_layer().node_name == "Conv_1"
+
+
+def test_blank_cosine_and_bare_ellipsis_line_in_an_indented_paste():
+    table = grid([("Conv_0", "0.9999"), ("Reshape_1", ""), ("Conv_2", "None")])
+    lines = table.splitlines()
+    lines.insert(5, "...")
+    text = "Here is what I got:\n\n" + "\n".join("    " + line for line in lines) + "\n"
+    report = parse_hb_verifier(text, "issue.md")
+    assert [(row.node_name, row.cosine, row.line) for row in report.layers] == [
+        ("Conv_0", 0.9999, 6), ("Reshape_1", None, 7), ("Conv_2", None, 9)]
+    assert report.elided_lines == (8,)
+
+
+@pytest.mark.parametrize("name, line, fragment", [
+    ("truncated_mid_row.txt", 7, "table is cut off: incomplete last row"),
+    ("truncated_no_closing_border.txt", 7, "table ends without its closing +---+ border"),
+    ("misaligned_row.txt", 5, "row does not line up with the 3 table columns"),
+    ("cosine_not_a_number.txt", 6, "expected a cosine similarity (a number, nan or inf) in "
+                                   "ConsineSimilarity, found '0.99x97'"),
+    ("mismatched_garbled.txt", 5, "expected mismatched elements like '37/1000 (3.70%)' in "
+                                  "Mismatched Elements, found '37 of 1000'"),
+    ("header_without_border.txt", 1, "header row of the per-layer cosine table without the "
+                                     "+---+ border line above it"),
+    ("no_table.txt", None, "no hb_verifier table found; expected hb_verifier output"),
+])
+def test_bad_files_raise_input_error_with_line(name, line, fragment):
+    with pytest.raises(InputError) as info:
+        read_hb_verifier(BAD / name)
+    error = info.value
+    assert (error.file, error.line) == (name, line)
+    assert fragment in error.message
+    assert str(error).startswith(f"{name}:{line}: " if line else f"{name}: ")
+
+
+@pytest.mark.parametrize("old, new, fragment", [
+    ("| False ", "| Maybe ", "expected True or False in Consistency, found 'Maybe'"),
+    ("37/1000 (3.70%)", "37/10 (370.00%)", "'37/10 (370.00%)': more mismatched elements than "
+                                           "elements"),
+    ("0.125 ", "abc   ", "expected a number (or nan / inf) in Max Abs Diff, found 'abc'"),
+])
+def test_garbled_consistency_cells(old, new, fragment):
+    text = (HBV / "consistency_mixed.txt").read_text(encoding="utf-8")
+    assert old in text
+    with pytest.raises(InputError) as info:
+        parse_hb_verifier(text.replace(old, new), "pasted")
+    assert (info.value.file, info.value.line) == ("pasted", 5)
+    assert fragment in info.value.message
+
+
+def test_missing_column_is_named_at_the_header():
+    text = (HBV / "consistency_mixed.txt").read_text(encoding="utf-8")
+    with pytest.raises(InputError, match=r"^pasted:2: the per-output consistency table lacks "
+                                         r"the column\(s\) Max Rel Diff"):
+        parse_hb_verifier(text.replace("| Max Rel Diff |", "| Max Rel Dif  |"), "pasted")
+
+
+def test_table_of_only_elided_rows_is_rejected():
+    lines = (HBV / "cosine_elided.txt").read_text(encoding="utf-8").splitlines()
+    text = "\n".join(lines[:3] + [lines[5], lines[-1]])
+    with pytest.raises(InputError, match=r"^pasted:2: the per-layer cosine table has no rows "
+                                         r"but elided ones"):
+        parse_hb_verifier(text, "pasted")
+
+
+def test_cosine_outside_minus_one_to_one_is_a_shifted_column():
+    with pytest.raises(InputError, match=r"pasted:4: expected a cosine similarity between -1 "
+                                         r"and 1 .*found '103'"):
+        parse_hb_verifier(grid([("Conv_0", "103")]), "pasted")
+
+
+def test_unreadable_files_raise_input_error(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read_hb_verifier(tmp_path / "verifier.log")
+    empty = tmp_path / "verifier.log"
+    empty.write_bytes(b"\n  \n")
+    with pytest.raises(InputError, match="empty file"):
+        read_hb_verifier(empty)
+
+
+# --- discovery by content (artifacts.identify) -------------------------------------------
+
+NEUTRAL = "pasted_from_ticket.txt"  # a name that hints at no kind
+
+
+# bad/ included: a broken table is still hb_verifier output, so the user gets its read error.
+@pytest.mark.parametrize("text", [
+    "| NodeName | TensorName | ConsineSimilarity |",      # the tool's spelling
+    "| NodeName | TensorName | CosineSimilarity |",
+    "| OutputName | Consistency | Mismatched Elements |",
+    "$ hb_verifier --model=a.onnx,b.bc -i x.npy",
+    "$ hb_verifier -m a.onnx,b.bc\r\nno table printed\r\n",
+])
+def test_a_header_or_a_command_line_is_enough(text):
+    assert identify(NEUTRAL, text.encode("utf-8")) == ("hb_verifier", "content")
+
+
+def test_a_sentence_that_only_mentions_hb_verifier_is_not_recognised():
+    assert identify(NEUTRAL, b"hb_verifier is the tool to use next\n") == (None, "")
+
+
+def test_model_kinds_from_the_command_line():
+    text = ('cmd: hb_verifier --model "out/calibrated model.onnx" --model=out/m.bin -s x\n'
+            + grid([("Conv_0", "0.9999")]))
+    assert parse_hb_verifier(text, "log").models == (
+        ComparedModel("out/calibrated model.onnx", "onnx", 1),
+        ComparedModel("out/m.bin", "bin", 1))
+
+
+def grid(rows: list[tuple[str, str]]) -> str:
+    """A per-layer cosine table in the R3 layout, tensor names made up from the row index."""
+    cells = [("NodeName", "TensorName", "ConsineSimilarity")]
+    cells += [(node, str(100 + k), cosine) for k, (node, cosine) in enumerate(rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(3)]
+    border = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    lines = ["|" + "|".join(f" {c:<{w}} " for c, w in zip(row, widths)) + "|" for row in cells]
+    return "\n".join([border, lines[0], border, *lines[1:], border]) + "\n"
