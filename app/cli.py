@@ -90,7 +90,7 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
     """Read the inputs and diagnose; every input problem exits 2 with its message."""
     from .config import load_config
     from .diagnose import diagnose as run_diagnosis
-    from .engine import EngineError, RuleBaseErrors
+    from .engine import EngineError, EngineLimitError, RuleBaseErrors
     from .evidence import EvidenceOptions
     from .probes import InputError
     from .probes.artifacts import require_folder
@@ -125,6 +125,8 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
         _fail(exc.render(), EXIT_INPUT)
     except RuleBaseErrors as exc:
         _fail(f"the rule base is invalid:\n{exc}", EXIT_INTERNAL)
+    except EngineLimitError as exc:  # the inputs or the packs are beyond what the engine can run
+        _fail(str(exc), EXIT_INPUT)
     except EngineError as exc:
         _fail(str(exc), EXIT_INTERNAL)
     finally:

@@ -163,6 +163,21 @@ def _choice_key(cond: Condition, test: Test) -> str:
     return f"{id(cond)}:{test.field}"
 
 
+# `in` lists in conditions that also join are expanded into one engine rule per choice;
+# their product is bounded before anything is built (4 lists of 30 values would be 810,000).
+MAX_EXPANSIONS = 64
+
+
+def expansion_count(rule: Rule) -> int:
+    count = 1
+    for cond in rule.when:
+        if any(t.is_join for t in cond.tests):
+            for test in cond.tests:
+                if test.op == "in" and len(test.value) > 1:
+                    count *= len(test.value)
+    return count
+
+
 def _expansions(rule: Rule) -> list[dict[str, Any]]:
     """`in` tests inside patterns that also join are expanded: one choice per value."""
     axes = []
@@ -217,6 +232,13 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary) -> CompiledRuleBase:
     text_rules = [r for r in rules if r.text is not None]
     fact_rules = [r for r in rules if r.text is None]
     level = stratify(fact_rules)
+    too_many = [RuleBaseError(
+        f"its `in` lists in conditions that compare with other facts make {expansion_count(r)} engine rules "
+        f"(limit {MAX_EXPANSIONS})", file=r.file, line=r.line, rule_id=r.id, field="when",
+        hint="move the `in` test to a condition without refs, or split the rule")
+        for r in fact_rules if expansion_count(r) > MAX_EXPANSIONS]
+    if too_many:
+        raise RuleBaseErrors(too_many)
     by_stratum: dict[int, list[CompiledRule]] = {}
     for number, rule in enumerate(rules):
         if rule.text is None:

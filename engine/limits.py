@@ -111,6 +111,18 @@ def check_partition(part: "Partition", vocab: "Vocabulary") -> list[RuleBaseErro
                  "facts per match", crule, "split the rule")
 
     def walk(node: _Node, pending: int, path: list[str]) -> None:
+        # An `in` list is one `$or` test whose every value the engine hangs off this node
+        # (measured: one list of 512 values, or two rules with 300 each, hang it).
+        if _branches(node) > MAX_CHILD_TESTS:
+            # blame the rules with the longest lists, not whichever rule sorts first
+            ranked = sorted(node.children.items(), key=lambda kv: (-_alternatives(kv[0]), kv[0]))
+            culprits = list(dict.fromkeys(rid for _, child in ranked for rid in sorted(_owners(child))))
+            first = next(c for c in part.rules if c.rule.id == culprits[0])
+            fail(f"{_branches(node)} different tests on the same condition prefix, counting every value "
+                 f"of `in` lists (most of them in {', '.join(culprits[:3])}); durable-rules hangs "
+                 f"at 512 (limit used here: {MAX_CHILD_TESTS})", first,
+                 "test a coarser field (compute a category upstream) instead of listing hundreds of values")
+            return
         if len(node.children) > MAX_CHILD_TESTS:
             sample = sorted(node.children)[:3]
             owners = sorted({rid for child in node.children.values() for rid in _owners(child)})
@@ -147,6 +159,25 @@ def check_partition(part: "Partition", vocab: "Vocabulary") -> list[RuleBaseErro
             fail(f"fact type {type_name!r} has {len(ftype.fields)} fields; durable-rules "
                  f"allows about {MAX_FACT_KEYS}")
     return errors
+
+
+def _alternatives(key: str) -> int:
+    test = json.loads(key)
+    alternatives = test.get("$or") if isinstance(test, dict) else None
+    return len(alternatives) if isinstance(alternatives, list) else 1
+
+
+def _branches(node: _Node) -> int:
+    """Distinct tests under a node, each value of an `$or` counted as one."""
+    seen: set[str] = set()
+    for key in node.children:
+        test = json.loads(key)
+        alternatives = test.get("$or") if isinstance(test, dict) else None
+        if isinstance(alternatives, list):
+            seen.update(json.dumps(a, sort_keys=True, ensure_ascii=False) for a in alternatives)
+        else:
+            seen.add(key)
+    return len(seen)
 
 
 def _owners(node: _Node) -> set[str]:

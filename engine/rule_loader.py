@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import stat
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -378,7 +379,7 @@ def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None) ->
     """Read and check one rule file; raise RuleBaseErrors listing every problem."""
     name = display or str(path)
     try:
-        raw = path.read_bytes()
+        raw = _read_regular(path, name)
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RuleBaseErrors([RuleBaseError(f"not UTF-8 text (byte {exc.start}); expected a YAML rule file",
@@ -394,6 +395,24 @@ def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None) ->
     if checker.errors or rule_file is None:
         raise RuleBaseErrors(checker.errors or [RuleBaseError("empty rule file", file=name)])
     return rule_file
+
+
+MAX_RULE_FILE_BYTES = 4 * 1024 * 1024
+
+
+def _read_regular(path: Path, name: str) -> bytes:
+    """A rule file's bytes; a pipe or a device (which would block or never end) and an
+    oversized file are refused before anything is read."""
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        raise RuleBaseErrors([RuleBaseError("not a regular file (a folder, pipe or device); expected a YAML rule file",
+                                            file=name)])
+    size = path.stat().st_size
+    if size > MAX_RULE_FILE_BYTES:
+        raise RuleBaseErrors([RuleBaseError(f"too large ({size} bytes; limit {MAX_RULE_FILE_BYTES}); "
+                                            "expected a YAML rule file", file=name)])
+    with path.open("rb") as handle:
+        return handle.read(MAX_RULE_FILE_BYTES + 1)
 
 
 def rule_files_in(directory: Path) -> list[Path]:

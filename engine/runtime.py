@@ -14,8 +14,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+import durable.engine
 import durable_rules_engine
 from durable.engine import Host, MessageNotHandledException, MessageObservedException
+
+from . import engine_json
 
 from .compiler import READY_TYPE, SHADOW_PREFIX, START_TYPE, CompiledRule, CompiledRuleBase, Partition
 from .errors import EngineRunError, VocabularyError
@@ -42,6 +45,11 @@ _ERROR_CODES = {
     304: "a rule matches more than 16 facts",
     311: "a rule compares with a field that a fact does not have",
 }
+
+
+# durable-rules writes the JSON its C engine parses with the json module, whose `1e-05`
+# that parser cannot read (error 204): it gets the same text with positional numbers.
+durable.engine.json = engine_json
 
 
 class _SyncHost(Host):

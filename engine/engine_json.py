@@ -1,0 +1,62 @@
+"""The JSON text handed to durable-rules' C engine.
+
+Its parser reads numbers in positional notation only: `1e-05` or `1e+16` — what Python's
+json module writes for small and large floats — make it fail with error 204 (facts) or
+refuse a ruleset. Floats are therefore written positionally and exactly (`0.00001`,
+`10000000000000000`), the shortest decimal that reads back as the same float; text is
+encoded as the json module does. Non-finite numbers never reach the engine: the fact
+vocabulary refuses them before (a `nan` in a table is a warning, not a fact).
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+loads = json.loads
+
+
+def number(value: float) -> str:
+    """A finite float in positional notation, exact to its shortest repr."""
+    text = repr(value)
+    if "e" not in text and "E" not in text:
+        return text
+    positional = format(Decimal(text), "f")
+    return positional if "." in positional else positional + ".0"
+
+
+def dumps(value: Any, ensure_ascii: bool = False) -> str:
+    """JSON text of facts and ruleset definitions (dicts, lists, str, int, float, bool, None)."""
+    parts: list[str] = []
+    _encode(value, parts, ensure_ascii)
+    return "".join(parts)
+
+
+def _encode(value: Any, parts: list[str], ensure_ascii: bool) -> None:
+    if isinstance(value, bool) or value is None:
+        parts.append("true" if value is True else "false" if value is False else "null")
+    elif isinstance(value, int):
+        parts.append(str(value))
+    elif isinstance(value, float):
+        parts.append(number(value))
+    elif isinstance(value, str):
+        parts.append(json.dumps(value, ensure_ascii=ensure_ascii))
+    elif isinstance(value, dict):
+        parts.append("{")
+        for index, (key, item) in enumerate(value.items()):
+            if index:
+                parts.append(",")
+            parts.append(json.dumps(str(key), ensure_ascii=ensure_ascii))
+            parts.append(":")
+            _encode(item, parts, ensure_ascii)
+        parts.append("}")
+    elif isinstance(value, (list, tuple)):
+        parts.append("[")
+        for index, item in enumerate(value):
+            if index:
+                parts.append(",")
+            _encode(item, parts, ensure_ascii)
+        parts.append("]")
+    else:
+        raise TypeError(f"cannot hand {type(value).__name__} to the rule engine")

@@ -1,0 +1,164 @@
+"""The rule engine behind a wall: durable-rules runs in a worker process.
+
+durable-rules' C code can loop forever holding the GIL (no Python timeout can stop it),
+read out of bounds or crash the process. A diagnosis therefore runs in a long-lived child
+process that registers each rule base once and serves many runs (batch use pays one
+process start, not one per case); the parent waits with a wall-clock timeout and the child
+has a memory cap. A timeout kills the child, a crash is seen as its death: both become an
+EngineLimitError naming what to simplify, never a hang or a signal. The next run starts a
+fresh child.
+
+Where `fork` is available the child starts as a copy of the parent (no imports to redo);
+elsewhere `spawn` is used.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import EngineRunError
+
+DEFAULT_TIMEOUT = 60.0  # seconds of one diagnosis; a normal one takes milliseconds
+DEFAULT_MEMORY_MB = 2048  # address space of the worker; a normal diagnosis needs ~300 MB
+
+
+class EngineLimitError(EngineRunError):
+    """The engine did not finish within its time or memory, or its process died: the rule
+    base (or the facts given to it) is beyond what the engine can run."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout: float = DEFAULT_TIMEOUT
+    memory_mb: int = DEFAULT_MEMORY_MB
+
+    @classmethod
+    def from_environment(cls) -> "Limits":
+        """J6DOCTOR_ENGINE_TIMEOUT (seconds) and J6DOCTOR_ENGINE_MEMORY_MB override the defaults."""
+        def number(name: str, default: float) -> float:
+            try:
+                value = float(os.environ.get(name, default))
+            except ValueError:
+                return default
+            return value if value > 0 else default
+        return cls(number("J6DOCTOR_ENGINE_TIMEOUT", DEFAULT_TIMEOUT),
+                   int(number("J6DOCTOR_ENGINE_MEMORY_MB", DEFAULT_MEMORY_MB)))
+
+
+def _serve(conn, memory_mb: int) -> None:
+    """The child: register rule bases on first use, run diagnoses, answer each request."""
+    try:
+        import resource
+
+        cap = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    except (ImportError, ValueError, OSError):  # no RLIMIT_AS here (e.g. Windows): the timeout still holds
+        pass
+    from .runtime import run
+
+    known: dict[str, tuple[Any, Any]] = {}
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        fingerprint, compiled, vocab, facts, limits = request
+        try:
+            if compiled is not None:
+                known[fingerprint] = (compiled, vocab)
+            compiled, vocab = known[fingerprint]
+            answer = ("ok", run(compiled, vocab, facts, **limits))
+        except MemoryError:
+            answer = ("memory", None)
+        except Exception as exc:  # an EngineRunError, or a durable-rules error: reported, never raised here
+            answer = ("error", f"{type(exc).__name__}: {exc}" if not isinstance(exc, EngineRunError) else str(exc))
+        try:
+            conn.send(answer)
+        except (OSError, ValueError):
+            return
+
+
+class EngineWorker:
+    """One child process serving runs, restarted after a timeout or a crash."""
+
+    def __init__(self, limits: Limits | None = None):
+        self.limits = limits or Limits.from_environment()
+        self._process = None
+        self._conn = None
+        self._sent: set[str] = set()  # fingerprints the current child knows
+        self._lock = threading.Lock()
+
+    def _start(self) -> None:
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        parent, child = context.Pipe()
+        process = context.Process(target=_serve, args=(child, self.limits.memory_mb), daemon=True,
+                                  name="j6doctor-engine")
+        process.start()
+        child.close()
+        self._process, self._conn, self._sent = process, parent, set()
+
+    def stop(self) -> None:
+        if self._process is not None:
+            if self._process.is_alive():
+                self._process.kill()
+            self._process.join(5)
+        if self._conn is not None:
+            self._conn.close()
+        self._process = self._conn = None
+        self._sent = set()
+
+    def run(self, compiled, vocab, facts, *, what: str = "the rule base", **limits):
+        with self._lock:
+            if self._process is None or not self._process.is_alive():
+                self.stop()
+                self._start()
+            fresh = compiled.fingerprint not in self._sent
+            try:
+                self._conn.send((compiled.fingerprint, compiled if fresh else None, vocab if fresh else None,
+                                 facts, limits))
+            except (OSError, ValueError):
+                self.stop()
+                raise EngineLimitError(_crashed(what)) from None
+            self._sent.add(compiled.fingerprint)
+            if not self._conn.poll(self.limits.timeout):
+                self.stop()
+                raise EngineLimitError(
+                    f"the rule engine did not finish within {self.limits.timeout:g} s on {what}: a rule "
+                    "probably joins many facts of one type with each other (three or more conditions on "
+                    "the same type), or tests hundreds of values; simplify those rules "
+                    "(J6DOCTOR_ENGINE_TIMEOUT raises the limit)")
+            try:
+                status, payload = self._conn.recv()
+            except (EOFError, OSError):
+                self.stop()
+                raise EngineLimitError(_crashed(what)) from None
+        if status == "ok":
+            return payload
+        if status == "memory":
+            self.stop()
+            raise EngineLimitError(
+                f"the rule engine ran out of its {self.limits.memory_mb} MB on {what}: a rule probably "
+                "matches too many combinations of facts; simplify it (J6DOCTOR_ENGINE_MEMORY_MB raises the limit)")
+        raise EngineRunError(payload)
+
+
+def _crashed(what: str) -> str:
+    return (f"the rule engine (durable-rules, C code) crashed on {what}: a rule probably exceeds one of its "
+            "fixed tables; run `j6doctor rules lint` on the packs and simplify the rules it names")
+
+
+_WORKER: EngineWorker | None = None
+_WORKER_LOCK = threading.Lock()
+
+
+def shared_worker() -> EngineWorker:
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is None:
+            _WORKER = EngineWorker()
+        return _WORKER
