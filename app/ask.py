@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any, Callable
 
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
+from .atomic_write import write_atomic
 from .facts import label, resolve
 from .probes.case_file import normalize_platform, platform_forms, resolve_package
 
@@ -209,6 +209,4 @@ def write_case(path: Path, updates: dict[str, Any]) -> None:
             merge(data, updates)
             yaml.dump(data, buffer)
             out = buffer.getvalue()
-    tmp = path.with_name(f".{path.name}.j6doctor-tmp")
-    tmp.write_text(out, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, out)

@@ -25,21 +25,25 @@ def _fail(message: str, code: int) -> None:
 
 
 def _write(text: str, output: Path | None, protected: list[Path]) -> None:
+    from .atomic_write import is_protected, write_atomic
+
     if output is None:
-        click.echo(text, nl=False)
+        try:
+            click.echo(text, nl=False)
+            sys.stdout.flush()
+        except OSError as exc:  # a closed pipe, a full disk behind a redirection
+            _fail(f"cannot write the report to standard output: {exc.strerror or exc}", EXIT_INPUT)
         return
-    target = output.resolve()
-    if any(target == p.resolve() for p in protected if p.exists()):
-        _fail(f"{output}: refusing to overwrite an input file; choose another -o path", EXIT_INPUT)
-    if target.is_dir():
+    if is_protected(output, protected):
+        _fail(f"{output}: refusing to overwrite a file this run read; choose another -o path", EXIT_INPUT)
+    if output.is_dir():
         _fail(f"{output}: is a folder; -o takes a file path", EXIT_INPUT)
-    tmp = target.with_name(f".{target.name}.j6doctor-tmp")
+    if output.exists() and not output.is_file():
+        _fail(f"{output}: not a regular file (a pipe or a device); -o takes a file path", EXIT_INPUT)
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
+        write_atomic(output, text)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        _fail(f"{output}: cannot write: {exc.strerror}", EXIT_INPUT)
+        _fail(f"{output}: cannot write: {exc.strerror or exc}", EXIT_INPUT)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -103,11 +107,14 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
     if tolerance is not None and not (math.isfinite(tolerance) and tolerance > 0):
         _fail("--tolerance must be a finite number greater than 0", EXIT_INPUT)
     custom = tolerance is not None or absolute or lower_is_better
+    config_files: tuple[str, ...] = ()
+    try:
+        config = load_config(case.parent if case is not None else workdirs[0])
+    except InputError as exc:
+        _fail(exc.render(), EXIT_INPUT)
+    config_files = config.sources
     if env is None:
-        try:
-            env = load_config(case.parent if case is not None else workdirs[0]).environment
-        except InputError as exc:
-            _fail(exc.render(), EXIT_INPUT)
+        env = config.environment
     options = EvidenceOptions(
         metrics=metrics,
         tolerance=Tolerance(tolerance if tolerance is not None else 0.01, not absolute, not lower_is_better)
@@ -131,12 +138,8 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
         _fail(str(exc), EXIT_INTERNAL)
     finally:
         progress.done()
-    base = loaded.folder if loaded is not None else options.workdirs[0]
-    inputs = ([case] if case else []) + [base / a["path"] for a in diagnosis.verdict["artifacts"]]
-    if loaded is not None:
-        inputs += [loaded.folder / p for p in (loaded.data.get("artifacts") or []) + (loaded.data.get("scripts") or [])]
-    if metrics is not None:
-        inputs.append(metrics)
+    inputs = ([case] if case else []) + list(diagnosis.read_paths) + [Path(s) for s in config_files]
+    inputs += [f for pack in rule_packs for f in pack.rglob("*") if f.is_file()]
     return diagnosis, inputs
 
 

@@ -59,13 +59,20 @@ def _read(path: Path, table: tuple[str, ...]) -> dict[str, Any] | None:
     return data
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name the file system cannot hold: no config there
+        return False
+
+
 def _project_file(start: Path) -> tuple[Path, tuple[str, ...]] | None:
-    folder = start.resolve()
+    folder = Path(os.path.abspath(start))
     for _ in range(MAX_LEVELS):
-        if (folder / PROJECT_FILE).is_file():
+        if _is_file(folder / PROJECT_FILE):
             return folder / PROJECT_FILE, ()
         pyproject = folder / "pyproject.toml"
-        if pyproject.is_file() and _read(pyproject, ("tool", "j6doctor")) is not None:
+        if _is_file(pyproject) and _read(pyproject, ("tool", "j6doctor")) is not None:
             return pyproject, ("tool", "j6doctor")
         if folder.parent == folder:
             break

@@ -24,6 +24,7 @@ class Diagnosis:
     verdict: dict
     command_args: str = ""  # how to name the same inputs on a command line, for hints
     charts: list = field(default_factory=list)  # per-layer series for the HTML report
+    read_paths: list[Path] = field(default_factory=list)  # every file the run read
 
 
 @lru_cache(maxsize=8)
@@ -54,7 +55,7 @@ def diagnose(case: Case | None, rulebase: RuleBase | None = None,
     args = [case.display] if case is not None else []
     args += [f"--workdir {p.name or p}" for p in options.workdirs]
     return Diagnosis(case, title, evidence.facts, result, rulebase, build_verdict(result, rulebase),
-                     " ".join(args), evidence.charts)
+                     " ".join(args), evidence.charts, evidence.read_paths)
 
 
 def diagnose_file(path: Path, rulebase: RuleBase | None = None,

@@ -188,6 +188,7 @@ def _add_environment(facts: FactList, base: Path | None, options: EvidenceOption
 class Evidence:
     facts: list[Fact]
     charts: list[dict[str, Any]]
+    read_paths: list[Path] = field(default_factory=list)  # every file read: never an output
 
 
 def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
@@ -212,9 +213,12 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     found: list[FoundFile] = []
     if paths:
         scan = (lambda shown: options.progress(f"扫描 {shown}")) if options.progress else None
-        found, problems, summaries = find_artifacts(paths, base or Path.cwd(), display_of, scan)
+        notes: list[tuple[str, str]] = []
+        found, problems, summaries = find_artifacts(paths, base or Path.cwd(), display_of, scan, notes)
         for display, message in problems:
             _problem(facts, display, message)
+        for display, message in notes:
+            facts.add("intake_note", {"key": display, "text": f"{display} {message}"}, Source("file", file=display))
         for summary in summaries:
             facts.add("scan_summary", {
                 "path": summary.display, "files": summary.files, "recognised": summary.recognised,
@@ -224,7 +228,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
         if item.kind == "metrics":
             continue  # an evaluation results file is read below, as the metrics file
         facts.add("artifact_file", {"kind": item.kind, "path": item.display, "size": item.size,
-                                    "sha256": item.sha256, "by": item.by}, _file_source(item))
+                                    "sha256": item.sha256, "by": item.by, "hashed": item.hashed}, _file_source(item))
     read_artifacts(found, facts, _problem, MAX_SIGNALS_PER_KIND, options.progress)
 
     metrics_path, tolerance = _metrics_settings(case, options)
@@ -243,7 +247,10 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
             _problem(facts, display, "no such metrics file")
     if options.use_environment:
         _add_environment(facts, base, options)
-    return Evidence(facts.facts, facts.charts)
+    read = [f.path for f in found] + ([metrics_path] if metrics_path is not None else [])
+    if options.use_environment and base is not None:
+        read.append(base / BOARD_FILE)
+    return Evidence(facts.facts, facts.charts, read + [p for p in paths if p.is_file()])
 
 
 def _display(path: Path, base: Path | None) -> str:

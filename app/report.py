@@ -94,7 +94,9 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         "deployment_notes": [f["text"] for f in by_type.get("deployment_notes", [])],
         "tried": [f["text"] for f in by_type.get("tried_fix", [])],
         "files": [f"{a['path']}（{label('file_kind', a['kind'])}，{'按内容识别' if a['by'] == 'content' else '按文件名识别'}，"
-                  f"{a['size']} 字节，sha256 {a['sha256'][:12]}）" for a in verdict["artifacts"]],
+                  f"{a['size']} 字节，sha256 {a['sha256'][:12]}"
+                  f"{'（只算前 ' + str(a['hashed'] // (1024 * 1024)) + ' MiB）' if a['hashed'] >= 0 else ''}）"
+                  for a in verdict["artifacts"]],
         "checks": _checks(diagnosis),
     }
 

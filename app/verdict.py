@@ -120,7 +120,7 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> dict[str, Any]:
                         key=lambda f: (slot_order.index(f["slot"]), f["order"], _num(f.id)))
     ]
     artifacts = [
-        {"kind": f["kind"], "path": f["path"], "size": f["size"], "sha256": f["sha256"], "by": f["by"], "fact": f.id}
+        {"kind": f["kind"], "path": f["path"], "size": f["size"], "sha256": f["sha256"], "by": f["by"], "hashed": f["hashed"], "fact": f.id}
         for f in result.by_type("artifact_file")
     ]
 

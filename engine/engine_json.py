@@ -15,6 +15,9 @@ from decimal import Decimal
 from typing import Any
 
 loads = json.loads
+# Text longer than this is cut for the engine (the fact itself keeps all of it): the C
+# engine refuses messages of 16 MiB and more, and no rule needs more to match.
+MAX_ENGINE_TEXT = 1 << 20
 
 
 def number(value: float) -> str:
@@ -24,6 +27,17 @@ def number(value: float) -> str:
         return text
     positional = format(Decimal(text), "f")
     return positional if "." in positional else positional + ".0"
+
+
+def _engine_text(text: str) -> str:
+    """Text the C engine can take: at most MAX_ENGINE_TEXT characters, no lone surrogates
+    (which cannot be UTF-8 and make the engine refuse the whole fact)."""
+    text = text[:MAX_ENGINE_TEXT]
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
 
 
 def dumps(value: Any, ensure_ascii: bool = False) -> str:
@@ -41,7 +55,7 @@ def _encode(value: Any, parts: list[str], ensure_ascii: bool) -> None:
     elif isinstance(value, float):
         parts.append(number(value))
     elif isinstance(value, str):
-        parts.append(json.dumps(value, ensure_ascii=ensure_ascii))
+        parts.append(json.dumps(_engine_text(value), ensure_ascii=ensure_ascii))
     elif isinstance(value, dict):
         parts.append("{")
         for index, (key, item) in enumerate(value.items()):

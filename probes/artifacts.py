@@ -14,6 +14,7 @@ import fnmatch
 import hashlib
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +26,9 @@ from .input_error import InputError
 MAX_FILES = 20_000
 MAX_DEPTH = 8
 HEAD_BYTES = 4096  # read from each file to identify it by content
+# Files larger than this are hashed over their first HASH_BYTES only (a sparse 20 GB
+# model.hbm took 67 s in full); the report says so next to the digest.
+HASH_BYTES = 64 * 1024 * 1024
 # Folders that never hold artifacts; hidden ones such as .model_check_results or
 # .horizon_plugin_pytorch_logs do, so they are scanned.
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", "op_infos",
@@ -39,6 +43,7 @@ class FoundFile:
     size: int
     sha256: str
     by: str = "content"  # "content" or "name": what identified it
+    hashed: int = -1  # bytes the sha256 covers; -1: the whole file
 
 
 @dataclass
@@ -126,11 +131,17 @@ def identify(name: str, head: bytes) -> tuple[str | None, str]:
     return (kind, "name") if kind else (None, "")
 
 
-def sha256_of(path: Path) -> str:
+def sha256_of(path: Path, limit: int = HASH_BYTES) -> str:
+    """sha256 of the file, or of its first `limit` bytes for a larger file."""
     digest = hashlib.sha256()
+    left = limit
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
+        while left > 0:
+            block = handle.read(min(1 << 20, left))
+            if not block:
+                break
             digest.update(block)
+            left -= len(block)
     return digest.hexdigest()
 
 
@@ -141,11 +152,23 @@ def _relative(path: Path, base: Path) -> str:
         return path.as_posix()
 
 
-def _walk(root: Path, summary: ScanSummary):
-    """Files under root, sorted, depth-limited, not following links out of the tree."""
+def _walk(root: Path, summary: ScanSummary, notes: list[tuple[str, str]], base: Path):
+    """Files under root, sorted, depth-limited; symlinked folders are followed once each
+    (a link back to a folder already on the way is a loop, reported and not entered)."""
     root_depth = len(root.parts)
-    for current, dirs, files in os.walk(root, followlinks=False):
+    seen: set[tuple[int, int]] = set()
+    for current, dirs, files in os.walk(root, followlinks=True):
         here = Path(current)
+        try:
+            info = here.stat()
+        except OSError:
+            dirs[:] = []
+            continue
+        if (info.st_dev, info.st_ino) in seen:
+            notes.append((_relative(here, base), "符号链接形成循环（指回已经扫描过的目录），没有再次进入"))
+            dirs[:] = []
+            continue
+        seen.add((info.st_dev, info.st_ino))
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
         if len(here.parts) - root_depth >= MAX_DEPTH and dirs:
             summary.bound = summary.bound or f"folders deeper than {MAX_DEPTH} levels were not scanned"
@@ -159,16 +182,45 @@ def _head(path: Path) -> bytes:
         return handle.read(HEAD_BYTES)
 
 
+def _regular(path: Path, display: str, problems: list[tuple[str, str]],
+             notes: list[tuple[str, str]]) -> Path | None:
+    """The regular file behind `path` (a symlink followed and noted), or None with the
+    reason recorded: a dangling link, a link loop, a pipe or a device."""
+    if path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except RuntimeError:
+            problems.append((display, "symlink loop (the link points back at itself); skipped"))
+            return None
+        except OSError:
+            problems.append((display, "symlink to a file that does not exist; skipped"))
+            return None
+        notes.append((display, f"是符号链接，读取的是它指向的 {target}"))
+    else:
+        target = path
+    try:
+        if stat.S_ISREG(target.stat().st_mode):
+            return target
+    except OSError as exc:
+        problems.append((display, f"cannot read: {exc.strerror}"))
+        return None
+    problems.append((display, "not a regular file (a pipe, socket or device); skipped"))
+    return None
+
+
 def find_artifacts(paths: list[Path], base: Path, display_of: dict[Path, str] | None = None,
-                   on_file=None) -> tuple[list[FoundFile], list[tuple[str, str]], list[ScanSummary]]:
+                   on_file=None, notes: list[tuple[str, str]] | None = None,
+                   ) -> tuple[list[FoundFile], list[tuple[str, str]], list[ScanSummary]]:
     """Scan files and folders for artifacts.
 
     Returns the files found (in a stable order), the problems met as (path, message) — a
     missing path, an unreadable file, a scan bound that was hit; never fatal — and one
-    summary per given path."""
+    summary per given path. Things worth a look that are not problems (a symlink followed,
+    a link loop not entered) are appended to `notes`."""
     found: dict[Path, FoundFile] = {}
     problems: list[tuple[str, str]] = []
     summaries: list[ScanSummary] = []
+    notes = [] if notes is None else notes
     seen = 0
     for given in paths:
         shown = (display_of or {}).get(given) or _relative(given, base)
@@ -178,22 +230,24 @@ def find_artifacts(paths: list[Path], base: Path, display_of: dict[Path, str] | 
             problems.append((shown, f"cannot read: {exc.strerror}"))
             continue
         if not exists:
-            problems.append((shown, "no such file or folder"))
+            problems.append((shown, "symlink loop or dangling symlink" if given.is_symlink()
+                             else "no such file or folder"))
             continue
         summary = ScanSummary(shown)
         summaries.append(summary)
-        candidates = [given] if given.is_file() else _walk(given, summary)
+        candidates = [given] if not given.is_dir() else _walk(given, summary, notes, base)
         for path in candidates:
             if seen >= MAX_FILES:
                 summary.bound = f"more than {MAX_FILES} files; the rest were not scanned"
                 break
             seen += 1
-            if path.is_symlink() or not path.is_file():
+            display = (display_of or {}).get(path) or _relative(path, base)
+            target = _regular(path, display, problems, notes)
+            if target is None:
                 continue
             summary.files += 1
-            display = (display_of or {}).get(path) or _relative(path, base)
             try:
-                kind, by = identify(path.name, _head(path))
+                kind, by = identify(path.name, _head(target))
             except OSError as exc:
                 problems.append((display, f"cannot read: {exc.strerror}"))
                 continue
@@ -202,13 +256,15 @@ def find_artifacts(paths: list[Path], base: Path, display_of: dict[Path, str] | 
                     summary.unrecognised.append(display)
                 continue
             summary.recognised += 1
-            resolved = path.resolve()
+            resolved = target.resolve()
             if resolved in found:
                 continue
             if on_file is not None:
                 on_file(display)
             try:
-                found[resolved] = FoundFile(kind, path, display, path.stat().st_size, sha256_of(path), by)
+                size = target.stat().st_size
+                found[resolved] = FoundFile(kind, target, display, size, sha256_of(target), by,
+                                            -1 if size <= HASH_BYTES else HASH_BYTES)
             except OSError as exc:
                 problems.append((display, f"cannot read: {exc.strerror}"))
         if summary.bound:

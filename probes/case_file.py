@@ -32,6 +32,10 @@ from .text_tables import decode_text, read_bytes
 MAX_CASE_BYTES = 4 * 1024 * 1024
 CASE_WHAT = "a YAML or JSON case file"
 PLATFORM_CLOSE = 0.6  # an unknown platform this close to a known spelling is a typo, not "other"
+# Lists and mappings of a case are what a person writes: bounded so that one input cannot
+# cost minutes and gigabytes (150,000 `tried` entries did).
+MAX_LIST = {"tried": 100, "artifacts": 200, "scripts": 200, "comparisons": 100, "controls": 100, "suspect": 20}
+MAX_KEYS = 200  # versions, input_parameters
 
 
 def platform_forms() -> str:
@@ -145,18 +149,19 @@ def _case_schema() -> dict[str, Any]:
             "symptom": string,
             "platform": string,
             "flow": _enum("flow"),
-            "versions": {"type": "object", "additionalProperties": {"type": ["string", "number"]}},
+            "versions": {"type": "object", "maxProperties": MAX_KEYS,
+                         "additionalProperties": {"type": ["string", "number"]}},
             "results": {
                 "type": "object",
                 "additionalProperties": False,
                 "properties": {a: result for a in enum_values("artifact")},
             },
-            "comparisons": {"type": "array", "items": {
+            "comparisons": {"type": "array", "maxItems": MAX_LIST["comparisons"], "items": {
                 "if": {"type": "object", "required": ["variant"]}, "then": control, "else": comparison}},
-            "controls": {"type": "array", "items": control},
-            "suspect": {"type": ["string", "array"], "items": string},
-            "input_parameters": {"type": "object", "additionalProperties": {
-                "anyOf": [scalar, {"type": "array", "items": scalar}]}},
+            "controls": {"type": "array", "maxItems": MAX_LIST["controls"], "items": control},
+            "suspect": {"type": ["string", "array"], "maxItems": MAX_LIST["suspect"], "items": string},
+            "input_parameters": {"type": "object", "maxProperties": MAX_KEYS, "additionalProperties": {
+                "anyOf": [scalar, {"type": "array", "maxItems": 4096, "items": scalar}]}},
             "badcase": {
                 "type": "object",
                 "additionalProperties": False,
@@ -175,8 +180,8 @@ def _case_schema() -> dict[str, Any]:
                     },
                 },
             },
-            "artifacts": {"type": "array", "items": string},
-            "scripts": {"type": "array", "items": string},
+            "artifacts": {"type": "array", "maxItems": MAX_LIST["artifacts"], "items": string},
+            "scripts": {"type": "array", "maxItems": MAX_LIST["scripts"], "items": string},
             "user_checks": {
                 "type": "object",
                 "additionalProperties": False,
@@ -206,7 +211,7 @@ def _case_schema() -> dict[str, Any]:
                     "higher_is_better": {"type": "boolean"},
                 },
             },
-            "tried": {"type": "array", "items": string},
+            "tried": {"type": "array", "maxItems": MAX_LIST["tried"], "items": string},
         },
     }
 
@@ -230,6 +235,17 @@ _ENUM_PLACES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("bc_flow_check", "outcome"), "diag_outcome"),
     (("fake_quant_off_check", "outcome"), "diag_outcome"),
 )
+# Numbers that YAML 1.1 reads as text when written with an exponent but no point (`1e-05`).
+_NUMBER_PLACES: tuple[tuple[str, ...], ...] = (("results", "*", "value"), ("metrics", "tolerance"))
+_EXPONENT_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, str) and _EXPONENT_NUMBER.match(value.strip()):
+        return float(value)
+    return value
+
+
 # Mappings whose keys are enum values (renamed to the canonical id, the user's key kept).
 _KEY_PLACES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("results",), "artifact"),
@@ -321,6 +337,11 @@ def _format_errors(err: jsonschema.ValidationError) -> Iterator[tuple[tuple, str
         hint = " (or `failure:` for a failure to compile, load or run)" if missing == "status" and "results" in path else ""
         yield path, f"{key}: {missing!r} is required{hint}"
         return
+    if err.validator in ("maxItems", "maxProperties"):
+        what = "entries" if err.validator == "maxItems" else "keys"
+        yield path, (f"{key}: {len(err.instance)} {what}; at most {err.validator_value} are read "
+                     "(keep the ones that matter for this report)")
+        return
     if err.validator in ("minimum", "exclusiveMinimum"):
         word = "at least" if err.validator == "minimum" else "greater than"
         yield path, f"{key}: must be {word} {err.validator_value}"
@@ -377,7 +398,7 @@ class _Normalizer:
         self.given_keys: dict[tuple, tuple] = {}
 
     def run(self, data: dict[str, Any]) -> dict[str, Any]:
-        data = dict(data)
+        data = _valid_text(data, (), self.notes)
         results = data.get("results")
         if isinstance(results, dict):  # shorthand: `results: {qat_pt: normal}`
             data["results"] = {k: ({"status": v} if isinstance(v, str) else v) for k, v in results.items()}
@@ -395,6 +416,9 @@ class _Normalizer:
         for place, enum in _ENUM_PLACES:
             for where, parent, key in _walk(data, place):
                 parent[key] = self._enum_value(enum, parent[key])
+        for place in _NUMBER_PLACES:
+            for where, parent, key in _walk(data, place):
+                parent[key] = _number(parent[key])
         if isinstance(data.get("flow"), str):
             data["flow"] = self._enum_value("flow", data["flow"])
         return data
@@ -423,6 +447,25 @@ class _Normalizer:
             if target != key:
                 self.given_keys[place + (target,)] = place + (key,)
         _set(data, place, renamed)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_text(value: Any, where: tuple, notes: list[tuple[tuple, str]]) -> Any:
+    """A copy with lone surrogates (JSON "\\ud800" escapes: not Unicode text, cannot be
+    printed or written) replaced by U+FFFD, each replacement noted."""
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            notes.append((where, f"{'.'.join(map(str, where)) or '(top level)'}: 含有无效的 Unicode 字符"
+                                 "（孤立的代理项），已替换为 \ufffd"))
+            return _SURROGATE.sub("\ufffd", value)
+        return value
+    if isinstance(value, dict):
+        return {_valid_text(k, where, notes): _valid_text(v, where + (k,), notes) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_valid_text(v, where + (i,), notes) for i, v in enumerate(value)]
+    return value
 
 
 def _get(data: Any, place: tuple[str, ...]) -> Any:
@@ -514,7 +557,7 @@ def validate_case(doc: LocatedDocument, display: str, path: Path | None) -> Case
         located = sorted(((doc.line_of(w), m) for w, m in errors), key=lambda e: (e[0] or 0, e[1]))
         unique = list(dict.fromkeys(located))
         raise InputError(display, unique[0][1], unique[0][0], more=unique[1:])
-    case.notes = _notes(data, case)
+    case.notes = normalizer.notes + _notes(data, case)
     return case
 
 

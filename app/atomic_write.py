@@ -1,0 +1,44 @@
+"""Writing an output file: never over a file the run read, never half-written.
+
+The text goes to a uniquely named temporary file beside the target and replaces it in one
+rename, so concurrent runs writing the same target never collide on the temporary name
+and a reader never sees a partial file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """One file under two spellings (relative, `..`, a symlink, a hard link)."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def is_protected(target: Path, protected: list[Path]) -> bool:
+    return any(same_file(target, p) for p in protected)
+
+
+def write_atomic(target: Path, text: str) -> None:
+    """Write `text` (UTF-8) to `target` through a unique temporary file; OSError on failure."""
+    target = Path(os.path.realpath(target))  # replace the file a symlink points at, not the link
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".j6doctor-tmp", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        if target.exists():
+            os.chmod(temporary, os.stat(target).st_mode & 0o7777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
