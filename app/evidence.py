@@ -7,6 +7,7 @@ the rest; nothing here decides anything about stages.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -41,9 +42,24 @@ class FactList:
         self.vocab = vocabulary()
 
     def add(self, type_name: str, fields: dict[str, Any], source: Source) -> Fact:
+        fields = self._finite(type_name, fields, source)
         fact = Fact(f"f{len(self.facts) + 1}", type_name, self.vocab.complete(type_name, fields), source)
         self.facts.append(fact)
         return fact
+
+    def _finite(self, type_name: str, fields: dict[str, Any], source: Source) -> dict[str, Any]:
+        """A `nan` / `inf` read from a table is no number a rule can compare: the field is
+        left empty and a note names the file, the row and the field."""
+        spec = self.vocab.types[type_name].fields
+        bad = [k for k, v in fields.items() if k in spec and spec[k].type == "number"
+               and isinstance(v, float) and not math.isfinite(v)]
+        if not bad:
+            return fields
+        where = source.describe()
+        for key in bad:
+            self.add("intake_note", {"key": where, "text": f"{where}：{key} 是 {fields[key]}，不作为数值使用"},
+                     source)
+        return {k: (None if k in bad else v) for k, v in fields.items()}
 
     def extend_case(self, case: Case) -> None:
         for fact in case_facts(case, start=len(self.facts) + 1):

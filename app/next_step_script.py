@@ -1,9 +1,21 @@
 """Render the concluded stage's next step as a ready-to-run Python script
 (templates/next_step/): the right imports and call order of KNOWLEDGE.md §10, the user's
 paths and march filled in where the case has them, clearly marked FILL IN placeholders
-(functions that raise NotImplementedError) where it does not."""
+(functions that raise NotImplementedError) where it does not.
+
+Safety: the case file's name, the work folders, artifact paths, march and checklist texts
+come from the user, and the script is meant to be run. So a template may output a value
+only as a Python literal: every `{{ ... }}` must end in `| pyrepr`, which turns the value
+into a literal that evaluates back to it, and the environment's `finalize` refuses any other
+output (including a literal that was concatenated, sliced or filtered afterwards). No value
+is ever written into a docstring or a comment: the script names the case through the CASE /
+STAGE constants (_case.py.j2), and its docstring is fixed text."""
 
 from __future__ import annotations
+
+import ast
+import math
+from typing import Any
 
 import jinja2
 
@@ -22,16 +34,49 @@ TEMPLATE_OF_STAGE = {
 }
 
 
+class PyLiteral(str):
+    """Python source text of one literal, as made by `pyrepr`: the only output a next-step
+    template may produce. (str operations on it return a plain str, which is refused.)"""
+
+
+def pyrepr(value: Any) -> PyLiteral:
+    """`value` as a Python literal that evaluates back to it: None, bool, int, a finite float
+    or a str as they are; anything else (a date a YAML file made, an object) by its text.
+    repr() of an exact str is a single-line literal whatever it contains: quotes, backslashes
+    and newlines are escaped, non-printable characters (including lone surrogates from
+    undecodable file names) become \\x / \\u escapes."""
+    plain = type(value) in (type(None), bool, int, str) or (type(value) is float and math.isfinite(value))
+    if not plain:
+        value = str.__str__(str(value))  # an exact str: a subclass could override __repr__
+    try:
+        text = repr(value)
+        same = ast.literal_eval(text) == value and "\n" not in text and "\r" not in text
+    except (ValueError, SyntaxError):  # e.g. an int too long for repr
+        same = False
+    if not same:  # cannot happen for the types above; never emit text that is not a literal
+        raise ValueError(f"next-step script: a {type(value).__name__} value has no single-line Python literal")
+    return PyLiteral(text)
+
+
+def _only_literals(value: Any) -> PyLiteral:
+    """The environment's finalize: every `{{ ... }}` output must come from `| pyrepr`."""
+    if not isinstance(value, PyLiteral):
+        raise TypeError(f"next-step template outputs {value!r} without `| pyrepr`: "
+                        "every value in a generated script must be a Python literal")
+    return value
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "next_step")),
         autoescape=False,  # Python source, not HTML: values go through the pyrepr filter
+        finalize=_only_literals,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.filters["pyrepr"] = repr
+    env.filters["pyrepr"] = pyrepr
     return env
 
 

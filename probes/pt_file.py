@@ -22,6 +22,13 @@ Here every hash of a tuple is costed first (`MAX_HASH_WORK`, `MAX_KEY_NESTING`),
 container is refused (its repr can be exponential too), BUILD may not modify the allowed
 functions or classes, and a read past the end of the data is a truncation, never a huge
 allocation.
+
+The work of one file is bounded too (see "Reading limits"): the opcodes executed plus the
+elements the allowed calls copy (`MAX_PICKLE_OPS`, which also bounds every container built and
+so the memory), the pickle bytes (`MAX_PICKLE_BYTES`, also for the legacy layout read from
+disk), the key comparisons crafted hash collisions could force (`MAX_KEY_PROBES`), the size of
+an integer and the number of distinct classes. Reading never recurses, so the only nesting
+that needs a bound is that of hashed tuples. Going over a limit is an InputError that says which.
 """
 
 from __future__ import annotations
@@ -34,18 +41,53 @@ import struct
 import zipfile
 import zlib
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from .input_error import InputError
 from .text_tables import read_head
 
+# --- Reading limits ---------------------------------------------------------------------
+# Measured on QuantAnalysis-like files larger than real ones (tests/test_probe_pt_file.py,
+# `realistic_payloads`, which reads them with every limit cut eightfold): a 100,000-row
+# sensitivity table (a large model has a few thousand ops) is an 8.8 MB data.pkl of 1.2
+# million opcodes, read in about 1 s; all_badcase_info with 900 badcase entries keyed by
+# sample index, with their tensors, is 0.17 MB, 62,000 opcodes and 34,000 key comparisons
+# (below). Each limit sits an order of magnitude above that.
+#
+# Opcodes executed, plus the elements copied or walked by the calls a pickle makes
+# (list(x), dict(x), ... on a memo reference to one big container, over and over), over the
+# whole file: 10x the 100k-row table. Every element of every container built costs at least
+# one, so this also bounds the memory: about 90 bytes each at worst (an empty list kept in
+# the memo), 1.1 GB. A run of the cheapest opcodes (the 200-million-opcode file that took
+# 47 s) is stopped after 3-5 s, the slowest mix of opcodes after about 10 s.
+MAX_PICKLE_OPS = 12_000_000
+# Bytes of pickle data (the zip member's declared size, checked before it is decompressed;
+# the legacy layout is read from disk and stops there): 29x the 8.8 MB of the 100k-row table.
 MAX_PICKLE_BYTES = 256 * 1024 * 1024
 # Tuple elements hashed (dict keys, set items) over one pickle, shared sub-tuples counted
 # every time they are reached, as hash() does; real checkpoints stay far below.
 MAX_HASH_WORK = 10_000_000
 # tuple.__hash__ recurses in C without a depth check: a deeper key could crash the process.
 MAX_KEY_NESTING = 1_000
+# Keys whose hash the file can choose (numbers, tuples, ...: not str/bytes, whose hash is
+# seeded per process) can all collide: n of them in one dict or set cost n**2/2 comparisons
+# (40,000 colliding ints: 11 s). Each such key is charged the number of those already in its
+# container (times its size for a tuple). Real files key their dicts by name; one dict with
+# 14,000 integer keys (50x "a few hundred badcase indices") reaches the limit; colliding
+# keys up to it take about 1.5 s.
+MAX_KEY_PROBES = 100_000_000
+# LONG4 integers: hash() and == are linear in their size and not cached. torch.save never
+# writes an integer over 8 bytes; int("...") is already held to 4300 digits by Python.
+MAX_INT_BYTES = 2048
+# Distinct classes the file names (one stub class is made for each): a model has hundreds.
+MAX_GLOBALS = 10_000
+# LONG_BINPUT/PUT index beyond the memo size: picklers number the memo densely (pickletools.
+# optimize renumbers); sparse indices could be chosen to collide in the memo dict.
+MEMO_SLACK = 256
+# Dimensions of the shape _rebuild_tensor looks for (real tensors have a handful).
+MAX_TENSOR_DIMS = 64
 TORCH_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 STUB_PACKAGES = ("horizon_plugin_pytorch", "horizon_plugin_profiler")
 EXPECTED = "a torch .pt file (a zip archive with <archive>/data.pkl, or a legacy torch pickle)"
@@ -154,7 +196,7 @@ class TensorStub:
 def _rebuild_tensor(*args: Any, **kwargs: Any) -> TensorStub | InertStub:
     """Replaces torch._utils._rebuild_tensor(_v2) and friends: shape and dtype only."""
     storage = next((a for a in args if isinstance(a, StoragePlaceholder)), None)
-    size = next((a for a in args[1:] if isinstance(a, (tuple, list))
+    size = next((a for a in args[1:] if isinstance(a, (tuple, list)) and len(a) <= MAX_TENSOR_DIMS
                  and all(isinstance(d, int) for d in a)), None)
     if storage is None or size is None:
         return _UnknownRebuild(*args, **kwargs)
@@ -241,15 +283,32 @@ def _is_stub_name(module: str, name: str) -> bool:
 # Restricted unpickler
 # =========================================================================================
 
+class _TooMuch(pickle.UnpicklingError):
+    """A reading limit was reached: the message says which."""
+
+
 @dataclass
 class _Log:
+    """What one file's reading found and the work it has done (shared by the pickles of a
+    legacy file)."""
+
     stubbed: set[str] = field(default_factory=set)
     refused: set[str] = field(default_factory=set)
     classes: dict[str, type] = field(default_factory=dict)
+    ops: int = 0          # opcodes (counted per _OPS_CHUNK) and elements copied by calls
+    hash_work: int = 0    # tuple elements hashed
+    probes: int = 0       # worst-case key comparisons (see MAX_KEY_PROBES)
+
+    def spend(self, n: int) -> None:
+        self.ops += n
+        if self.ops > MAX_PICKLE_OPS:
+            raise _TooMuch(f"more than {MAX_PICKLE_OPS:,} pickle operations")
 
     def stub_class(self, module: str, name: str, base: type[InertStub]) -> type:
         full = f"{module}.{name}"
         if full not in self.classes:
+            if len(self.classes) >= MAX_GLOBALS:
+                raise _TooMuch(f"more than {MAX_GLOBALS:,} different classes")
             # __module__/__qualname__ make repr() print <class 'module.Name'> like the real class.
             self.classes[full] = type(name, (base,), {"__module__": module, "__qualname__": name,
                                                       "_stub_name": full})
@@ -258,6 +317,27 @@ class _Log:
 
 _HASHING_TYPES = (set, frozenset, dict, collections.OrderedDict)
 _SCALARS = (str, bytes, bytearray, int, float, complex, bool, type(None))
+# Arguments a call may copy or walk element by element: containers are charged their length,
+# text one operation per _TEXT_PER_OP bytes (a memcpy; a copy kept is as big as that), or per
+# character when parsed or printed (int(), str() of bytes: up to 25 ns a character).
+_CONTAINERS = frozenset({list, tuple, dict, set, frozenset, collections.OrderedDict})
+_TEXT = frozenset({str, bytes, bytearray})
+_TEXT_PER_OP = 64
+# Keys whose hash the file cannot choose: seeded per process (str, bytes), few values, or
+# the object's id (stubs, classes, functions: object.__hash__). A tuple's hash can be chosen
+# when one of its items' can.
+_FREE_KEYS = frozenset({str, bytes, bool, type(None)})
+
+
+def _chosen_hash(key: Any) -> bool:
+    kind = type(key)
+    return kind not in _FREE_KEYS and kind is not tuple and kind.__hash__ is not object.__hash__
+# Opcodes are counted per chunk, so that the loop costs nothing per opcode.
+_OPS_CHUNK = 1 << 14
+# Extra operations charged for what allocates more than a pointer per opcode: a call (a stub
+# instance is ~450 bytes) and an empty set (216 bytes).
+_CALL_COST = 8
+_SET_COST = 3
 
 
 class _Dispatch(dict):
@@ -265,35 +345,50 @@ class _Dispatch(dict):
         raise pickle.UnpicklingError(f"invalid load key, {chr(key)!r}.")
 
 
+_UINT32 = struct.Struct("<I").unpack
+
+
+def _sparse_memo(index: int, memo: dict) -> Exception:
+    return pickle.UnpicklingError(f"memo index {index} far beyond the {len(memo)} objects memoized so far")
+
+
 class _StrictReader:
     """The file as the unpickler reads it: a read past the end is an EOFError (truncated
-    data), before anything is allocated for it."""
+    data), before anything is allocated for it. Only the first MAX_PICKLE_BYTES of the file
+    are readable (a legacy .pt is read from disk)."""
 
     def __init__(self, file: BinaryIO):
         self._file = file
         start = file.tell()
-        self._end = file.seek(0, io.SEEK_END)
+        size = file.seek(0, io.SEEK_END)
         file.seek(start)
+        self._end = min(size, MAX_PICKLE_BYTES)
+        self._capped = size > MAX_PICKLE_BYTES
 
     def remaining(self) -> int:
         return self._end - self._file.tell()
 
+    def _past_end(self) -> Exception:
+        if self._capped:
+            return _TooMuch(f"more than {MAX_PICKLE_BYTES:,} bytes of pickle data")
+        return EOFError("pickle data was truncated")
+
     def read(self, n: int = -1) -> bytes:
         if n < 0:
-            return self._file.read()
+            n = self.remaining()
         if n > self._end - self._file.tell():
-            raise EOFError("pickle data was truncated")
+            raise self._past_end()
         return self._file.read(n)
 
     def readline(self) -> bytes:
-        line = self._file.readline()
+        line = self._file.readline(max(0, self.remaining()))
         if not line.endswith(b"\n"):
-            raise EOFError("pickle data was truncated")
+            raise self._past_end()
         return line
 
     def readinto(self, buffer: Any) -> int:
         if len(buffer) > self._end - self._file.tell():
-            raise EOFError("pickle data was truncated")
+            raise self._past_end()
         return self._file.readinto(buffer)
 
 
@@ -304,12 +399,39 @@ class _RestrictedUnpickler(pickle._Unpickler):  # noqa: SLF001 -- see the module
         self._reader = _StrictReader(file)
         super().__init__(self._reader, encoding="utf-8")
         self.log = log
-        self._costs: dict[int, tuple[tuple, int, int]] = {}  # id -> (tuple, elements, depth)
-        self._hash_work = 0
+        # id -> (tuple, elements, depth, whether the file can choose its hash)
+        self._costs: dict[int, tuple[tuple, int, int, bool]] = {}
+        # id -> (dict/set/instance, keys in it whose hash the file chose)
+        self._chosen: dict[int, tuple[Any, int]] = {}
+
+    def load(self) -> Any:
+        """pickle._Unpickler.load, counting opcodes a chunk at a time (no cost per opcode)."""
+        self._unframer = pickle._Unframer(self._file_read, self._file_readline)
+        self.read = self._unframer.read
+        self.readinto = self._unframer.readinto
+        self.readline = self._unframer.readline
+        self.metastack = []
+        self.stack = []
+        self.append = self.stack.append
+        self.proto = 0
+        read = self.read
+        dispatch = self.dispatch
+        spend = self.log.spend
+        try:
+            while True:
+                for _ in repeat(None, _OPS_CHUNK):
+                    key = read(1)
+                    if not key:
+                        raise EOFError
+                    dispatch[key[0]](self)
+                spend(_OPS_CHUNK)
+        except pickle._Stop as stop:
+            return stop.value
 
     # -- bounded hashing ------------------------------------------------------------------
-    def _tuple_cost(self, root: tuple) -> tuple[int, int]:
-        """(elements hash() visits, nesting depth) of a tuple; each distinct tuple once."""
+    def _tuple_cost(self, root: tuple) -> tuple[int, int, bool]:
+        """(elements hash() visits, nesting depth, whether the file can choose its hash: it
+        holds a number or the like) of a tuple; each distinct tuple once."""
         costs = self._costs
         todo: list[tuple[tuple, bool]] = [(root, False)]
         while todo:
@@ -320,32 +442,71 @@ class _RestrictedUnpickler(pickle._Unpickler):  # noqa: SLF001 -- see the module
                 todo.append((node, True))
                 todo.extend((c, False) for c in node if type(c) is tuple and id(c) not in costs)
                 continue
-            size, depth = 1, 1
+            size, depth, chosen = 1, 1, False
             for c in node:
                 if type(c) is tuple:
                     size += costs[id(c)][1]
                     depth = max(depth, costs[id(c)][2] + 1)
+                    chosen = chosen or costs[id(c)][3]
                 else:
                     size += 1
+                    chosen = chosen or _chosen_hash(c)
             if depth > MAX_KEY_NESTING:
                 raise pickle.UnpicklingError(f"tuples nested more than {MAX_KEY_NESTING} deep")
-            costs[id(node)] = (node, size, depth)
-        return costs[id(root)][1], costs[id(root)][2]
+            costs[id(node)] = (node, size, depth, chosen)
+        return costs[id(root)][1:]
 
-    def _charge(self, keys: Any) -> None:
-        """Account for hashing `keys` (dict keys, set items) before it happens."""
+    def _charge(self, keys: Any, into: Any = None) -> None:
+        """Account for hashing `keys` (dict keys, set items) into `into` (None: a new
+        container) before it happens."""
+        log = self.log
+        chosen = weight = 0
         for key in keys:
-            if type(key) is tuple:
-                self._hash_work += self._tuple_cost(key)[0]
-                if self._hash_work > MAX_HASH_WORK:
+            kind = type(key)
+            if kind is str:
+                continue
+            if kind is tuple:
+                size, _depth, choosable = self._tuple_cost(key)
+                log.hash_work += size
+                if log.hash_work > MAX_HASH_WORK:
                     raise pickle.UnpicklingError(
                         f"hashing its keys would take more than {MAX_HASH_WORK} steps "
                         "(nested shared tuples)")
+                if choosable:
+                    chosen += 1
+                    weight += size
+            elif _chosen_hash(key):
+                chosen += 1
+                weight += 1
+        if chosen:
+            # Each of these keys may be compared with every such key already in the container
+            # and with those before it in this batch: chosen/2 of them on average.
+            before = self._chosen.get(id(into), (None, 0))[1] if into is not None else 0
+            if into is not None:
+                self._chosen[id(into)] = (into, before + chosen)
+            log.probes += weight * before + weight * (chosen + 1) // 2
+            if log.probes > MAX_KEY_PROBES:
+                raise _TooMuch(f"more than {MAX_KEY_PROBES:,} key comparisons "
+                               "(numbers or tuples as keys of a huge dict or set)")
 
-    def _check_call(self, func: Any, args: Any, new: bool = False) -> None:
+    def _check_call(self, func: Any, args: Any, new: bool = False, kwargs: Any = None) -> None:
         """A call the pickle asks for (REDUCE, NEWOBJ, INST/OBJ) of an allowed callable."""
         if not isinstance(args, tuple):
             return  # the call itself fails
+        # Calls copy or walk their arguments (list(x), dict(x) on a memo reference to one big
+        # container, again and again): charge the elements. Stubs only keep references,
+        # charged all the same.
+        spend = self.log.spend
+        spend(_CALL_COST + len(args) + (len(kwargs) if type(kwargs) is dict else 0))
+        parses = func is str or func is int or func is float or func is complex
+        work = 0
+        for arg in args:
+            kind = type(arg)
+            if kind in _CONTAINERS:
+                work += len(arg)
+            elif kind in _TEXT:
+                work += len(arg) if parses else len(arg) // _TEXT_PER_OP
+        spend(work)
         if func is str and not all(isinstance(a, _SCALARS) for a in args):
             raise pickle.UnpicklingError("str() of a container or object is not allowed")
         if any(func is t for t in _HASHING_TYPES) and args and not (new and func is not frozenset):
@@ -366,7 +527,7 @@ class _RestrictedUnpickler(pickle._Unpickler):  # noqa: SLF001 -- see the module
     dispatch[pickle.NEWOBJ[0]] = load_newobj
 
     def load_newobj_ex(self) -> None:
-        self._check_call(self.stack[-3], self.stack[-2], new=True)
+        self._check_call(self.stack[-3], self.stack[-2], new=True, kwargs=self.stack[-1])
         super().load_newobj_ex()
     dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
 
@@ -374,21 +535,58 @@ class _RestrictedUnpickler(pickle._Unpickler):  # noqa: SLF001 -- see the module
         self._check_call(klass, tuple(args) if isinstance(args, list) else args)
         super()._instantiate(klass, args)
 
+    def _under_mark(self) -> Any:
+        """The object below the last MARK (the dict or set SETITEMS/ADDITEMS fill)."""
+        below = self.metastack[-1] if self.metastack else None
+        return below[-1] if below else None
+
     def load_setitem(self) -> None:
-        self._charge(self.stack[-2:-1])
+        self._charge(self.stack[-2:-1], self.stack[-3] if len(self.stack) > 2 else None)
         super().load_setitem()
     dispatch[pickle.SETITEM[0]] = load_setitem
 
     def load_setitems(self) -> None:
         # After a MARK the unpickler collects the items in a fresh self.stack.
-        self._charge(self.stack[0::2])
+        self._charge(self.stack[0::2], self._under_mark())
         super().load_setitems()
     dispatch[pickle.SETITEMS[0]] = load_setitems
 
     def load_additems(self) -> None:
-        self._charge(self.stack)
+        self._charge(self.stack, self._under_mark())
         super().load_additems()
     dispatch[pickle.ADDITEMS[0]] = load_additems
+
+    def load_empty_set(self) -> None:
+        self.log.spend(_SET_COST)
+        super().load_empty_set()
+    dispatch[pickle.EMPTY_SET[0]] = load_empty_set
+
+    def load_long4(self) -> None:
+        # Checked before reading: hash() and == of a huge integer are slow and not cached.
+        size, = struct.unpack("<i", self.read(4))
+        if size > MAX_INT_BYTES:
+            raise pickle.UnpicklingError(f"an integer of more than {MAX_INT_BYTES} bytes")
+        if size < 0:
+            raise pickle.UnpicklingError("LONG pickle has negative byte count")
+        self.append(pickle.decode_long(self.read(size)))
+    dispatch[pickle.LONG4[0]] = load_long4
+
+    def load_long_binput(self) -> None:
+        index, = _UINT32(self.read(4))
+        memo = self.memo
+        if index > len(memo) + MEMO_SLACK:
+            raise _sparse_memo(index, memo)
+        memo[index] = self.stack[-1]
+    dispatch[pickle.LONG_BINPUT[0]] = load_long_binput
+
+    def load_put(self) -> None:
+        index = int(self.readline()[:-1])
+        if index < 0:
+            raise ValueError("negative PUT argument")
+        if index > len(self.memo) + MEMO_SLACK:
+            raise _sparse_memo(index, self.memo)
+        self.memo[index] = self.stack[-1]
+    dispatch[pickle.PUT[0]] = load_put
 
     def load_frozenset(self) -> None:
         self._charge(self.stack)
@@ -413,10 +611,12 @@ class _RestrictedUnpickler(pickle._Unpickler):  # noqa: SLF001 -- see the module
             # Setting attributes of an allowed function or class would change how this
             # process reads every later pickle.
             raise pickle.UnpicklingError("BUILD on a class or function is not allowed")
-        if isinstance(state, tuple) and len(state) == 2:
-            state = state[0]
-        if isinstance(state, dict) and not hasattr(inst, "__setstate__"):
-            self._charge(list(state))
+        if not hasattr(inst, "__setstate__"):
+            # The state's items are set on the instance one by one.
+            parts = state if isinstance(state, tuple) and len(state) == 2 else (state,)
+            self.log.spend(sum(len(part) for part in parts if isinstance(part, dict)))
+            if isinstance(parts[0], dict):
+                self._charge(list(parts[0]), inst)
         super().load_build()
     dispatch[pickle.BUILD[0]] = load_build
 
@@ -544,6 +744,9 @@ def _load(run, log: _Log, display: str) -> PtContent:
         value = run()
     except InputError:
         raise
+    except _TooMuch as exc:
+        raise InputError(display, f"{exc.args[0]}; not a QuantAnalysis output? "
+                                  "Reading stopped there, nothing was executed") from None
     except Exception as exc:  # noqa: BLE001 — any failure on untrusted bytes is bad input
         if log.refused:
             return _refused(display, log)
@@ -604,5 +807,8 @@ def sensitivity_rows_from_pt(content: PtContent) -> list[tuple[str, str, float]]
         if not (isinstance(op_name, str) and isinstance(sensitive_type, str)
                 and isinstance(number, (int, float)) and not isinstance(number, bool)):
             return []
-        rows.append((op_name, sensitive_type, float(number)))
+        try:
+            rows.append((op_name, sensitive_type, float(number)))
+        except OverflowError:  # an integer beyond float range: not a sensitivity value
+            return []
     return rows

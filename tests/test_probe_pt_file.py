@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import io
 import os
 import pickle
+import random
 import struct
 import subprocess
 import sys
+import time
 import types
 import zipfile
 from collections import OrderedDict
@@ -16,8 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from j6doctor.probes import pt_file
 from j6doctor.probes.input_error import InputError
 from j6doctor.probes.pt_file import (
+    MAX_PICKLE_BYTES,
+    MAX_PICKLE_OPS,
     TORCH_LEGACY_MAGIC,
     InertStub,
     StoragePlaceholder,
@@ -347,3 +353,226 @@ def test_bytearray_round_trips_but_size_forms_are_refused(tmp_path):
         read_pt(write_zip(tmp_path / "huge.pt", huge))
     xrange = b"\x80\x02" + _global("__builtin__", "xrange") + _tuple(_int(5)) + b"R."
     assert read_pt(write_zip(tmp_path / "r.pt", xrange)).refused == ["builtins.range"]
+
+
+# --- bounded work: opcodes, copies, key collisions, bytes, classes --------------------------
+
+@contextlib.contextmanager
+def fake_modules(classes: dict[str, list[str]], functions: dict[str, list[str]]):
+    """Stand-in modules (torch included) holding the named classes and functions, so that
+    pickle can write references to them; removed afterwards."""
+    if "torch" in sys.modules:
+        pytest.skip("the real torch is imported in this process")
+    created: dict[str, types.ModuleType] = {}
+    for name in {*classes, *functions}:
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            created.setdefault(".".join(parts[:i]), types.ModuleType(".".join(parts[:i])))
+    space = types.SimpleNamespace()
+    for module, names in classes.items():
+        for name in names:
+            base = (str,) if name == "QuantDType" else (object,)
+            cls = type(name, base, {"__module__": module, "__qualname__": name})
+            setattr(created[module], name, cls)
+            setattr(space, name, cls)
+    for module, names in functions.items():
+        for name in names:
+            def function(*args):
+                raise AssertionError("never called")
+            function.__module__, function.__qualname__, function.__name__ = module, name, name
+            setattr(created[module], name, function)
+            setattr(space, name, function)
+    assert not set(created) & set(sys.modules)
+    sys.modules.update(created)
+    try:
+        yield space
+    finally:
+        for name in created:
+            sys.modules.pop(name, None)
+
+
+def realistic_payloads(rows: int = 100_000, per_list: int = 75) -> tuple[bytes, bytes]:
+    """data.pkl of a QuantAnalysis output far larger than real ones, as torch.save writes it
+    (protocol 2, tensors as persistent storages): a sensitivity table of `rows` rows, and an
+    all_badcase_info of 4 outputs x 3 metrics x `per_list` badcase entries (indexed by sample
+    number, each with an input and an output tensor)."""
+    with fake_modules({CONV: ["Conv2d"], FLOAT_FUNCTIONAL: ["FloatFunctional"], DTYPE: ["QuantDType"],
+                       "torch": ["FloatStorage"]},
+                      {"torch._utils": ["_rebuild_tensor_v2"]}) as m:
+        class Storage:
+            def __init__(self, key: str, numel: int):
+                self.key, self.numel = key, numel
+
+        class Tensor:
+            def __init__(self, key: int, shape: tuple[int, ...]):
+                numel = 1
+                for dim in shape:
+                    numel *= dim
+                self.storage, self.shape = Storage(str(key), numel), shape
+
+            def __reduce__(self):
+                return m._rebuild_tensor_v2, (self.storage, 0, self.shape, (1,) * len(self.shape), False,
+                                              OrderedDict())
+
+        class TorchPickler(pickle.Pickler):
+            def persistent_id(self, obj):
+                if isinstance(obj, Storage):
+                    return "storage", m.FloatStorage, obj.key, "cpu", obj.numel
+                return None
+
+        def dumps(obj) -> bytes:
+            buffer = io.BytesIO()
+            TorchPickler(buffer, protocol=2).dump(obj)
+            return buffer.getvalue()
+
+        rnd = random.Random(0)
+        dtypes = (m.QuantDType("qint8"), m.QuantDType("qint16"), None)
+        table = [[f"backbone.stage{i % 7}.block{i // 7}.conv{i % 3}", ("activation", "weight")[i % 2],
+                  (m.Conv2d, m.FloatFunctional)[i % 2], rnd.random(), dtypes[i % 3],
+                  f"{rnd.randrange(10**7)}({rnd.random():.2f}%)"] for i in range(rows)]
+        keys = iter(range(10**9))
+        badcase = {output: {metric: {index: {"value": rnd.random(), "name": f"sample_{index}.jpg",
+                                             "input": Tensor(next(keys), (1, 3, 8, 8)),
+                                             "output": Tensor(next(keys), (1, 16))}
+                                     for index in rnd.sample(range(5000), per_list)}
+                            for metric in ("L1", "Cosine", "MSE")}
+                   for output in ("output_0", "output_1", "bbox_pred", "cls_score")}
+        return dumps(table), dumps(badcase)
+
+
+@pytest.fixture(scope="module")
+def realistic() -> tuple[bytes, bytes]:
+    return realistic_payloads()
+
+
+def test_large_realistic_files_read_with_an_eighth_of_the_limits(tmp_path, realistic, monkeypatch):
+    """A 100,000-row sensitivity table (8.8 MB, 1.2 million opcodes: MAX_PICKLE_OPS is 10x
+    that) and a badcase file with 900 int-indexed entries read even with every work limit cut
+    eightfold: the limits are about an order of magnitude above what such files need."""
+    for name in ("MAX_PICKLE_OPS", "MAX_PICKLE_BYTES", "MAX_HASH_WORK", "MAX_KEY_PROBES"):
+        monkeypatch.setattr(pt_file, name, getattr(pt_file, name) // 8)
+    table, badcase = realistic
+    content = read_pt(write_zip(tmp_path / "output_0_L1_sensitive_ops.pt", table))
+    assert content.readable and content.refused == []
+    rows = sensitivity_rows_from_pt(content)
+    assert len(rows) == 100_000 and rows[0][:2] == ("backbone.stage0.block0.conv0", "activation")
+    for layout in (write_zip, write_legacy):
+        value = read_pt(layout(tmp_path / f"all_badcase_info_{layout.__name__}.pt", badcase)).value
+        assert sorted(value) == ["bbox_pred", "cls_score", "output_0", "output_1"]
+        entries = value["cls_score"]["Cosine"]
+        assert len(entries) == 75 and all(isinstance(k, int) for k in entries)
+        entry = next(iter(entries.values()))
+        assert entry["input"] == TensorStub((1, 3, 8, 8), "float32") and entry["name"].endswith(".jpg")
+
+
+def _deflated_zip(path: Path, chunks) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive, \
+            archive.open("archive/data.pkl", "w", force_zip64=True) as member:
+        for chunk in chunks:
+            member.write(chunk)
+    return path
+
+
+def test_200_million_opcodes_are_refused_within_seconds(tmp_path):
+    """The reported file: 200 million cheap opcodes (NONE, POP), 200 MB deflated to 195 KB,
+    took 47 s. Refused at the operation limit."""
+    pairs = b"N0" * 1_000_000
+    path = _deflated_zip(tmp_path / "bomb.pt", [b"\x80\x02", *[pairs] * 100, b"N."])
+    assert path.stat().st_size < 400_000
+    started = time.process_time()
+    with pytest.raises(InputError) as info:
+        read_pt(path)
+    assert time.process_time() - started < 10
+    assert info.value.file == "bomb.pt"
+    assert info.value.message.startswith(f"more than {MAX_PICKLE_OPS:,} pickle operations; "
+                                         "not a QuantAnalysis output?")
+
+
+def _long1(value: int) -> bytes:
+    raw = value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)
+    return b"\x8a" + bytes([len(raw)]) + raw
+
+
+def _colliding_ints(count: int, after: bytes = b"") -> bytes:
+    """Distinct integers with one hash (hash(n) is n mod 2**61 - 1), each followed by `after`:
+    a dict or set of them takes count**2/2 comparisons (40,000: 11 s)."""
+    return b"".join(_long1(1 + i * (2**61 - 1)) + after for i in range(count))
+
+
+_BIG_LIST = b"]q\x00(" + b"N" * 1_000_000 + b"e"
+_BIG_DICT = b"}q\x00(" + b"".join(_str(f"k{i}") + b"N" for i in range(200_000)) + b"u"
+_TENSOR = tensor_pickle((2,))[3 + len(_str("weight")):-2]  # a TensorStub: it has a __dict__
+
+WORK_BOMBS = {
+    # hash flooding: colliding keys, charged before they are hashed
+    "colliding-set-items": (b"\x80\x04\x8f(" + _colliding_ints(40_000) + b"\x90.", "key comparisons"),
+    "colliding-dict-keys": (b"\x80\x02}(" + _colliding_ints(40_000, b"N") + b"u.", "key comparisons"),
+    "colliding-set-call": (b"\x80\x02" + _global("__builtin__", "set") + b"(" + _colliding_ints(40_000)
+                           + b"l\x85R.", "key comparisons"),
+    "colliding-tuple-keys": (b"\x80\x02}(" + _colliding_ints(40_000, b"\x85N") + b"u.", "key comparisons"),
+    # one big container passed to list()/dict()/bytearray() or set as BUILD state again and again
+    "list-copies": (b"\x80\x02" + _BIG_LIST + b"0" + _global("__builtin__", "list") + b"q\x01"
+                    + b"h\x01h\x00\x85R0" * 10_000 + b"N.", "pickle operations"),
+    "dict-copies": (b"\x80\x02" + _BIG_DICT + b"0" + _global("__builtin__", "dict") + b"q\x01"
+                    + b"h\x01h\x00\x85R0" * 10_000 + b"N.", "pickle operations"),
+    "bytes-copies": (b"\x80\x02" + _global("__builtin__", "bytearray") + b"q\x01B" + struct.pack("<I", 10**6)
+                     + b"a" * 10**6 + b"q\x00" + b"h\x01h\x00\x85R0" * 10_000 + b"N.", "pickle operations"),
+    "build-state": (b"\x80\x02" + _BIG_DICT + b"0" + _TENSOR + b"h\x00b" * 10_000 + b".", "pickle operations"),
+    # a stub class made for every distinct name
+    "many-classes": (b"\x80\x02" + b"".join(_global(f"m{i}", "C") + b"0" for i in range(20_000)) + b"N.",
+                     "different classes"),
+}
+
+
+@pytest.mark.parametrize("label", list(WORK_BOMBS))
+def test_work_bombs_are_refused_naming_the_limit(tmp_path, label):
+    payload, fragment = WORK_BOMBS[label]
+    path = write_zip(tmp_path / "bomb.pt", payload)
+    started = time.process_time()
+    with pytest.raises(InputError) as info:
+        read_pt(path)
+    assert time.process_time() - started < 10
+    assert info.value.file == "bomb.pt"
+    assert fragment in info.value.message and "not a QuantAnalysis output?" in info.value.message
+
+
+@pytest.mark.parametrize("label, payload, fragment", [
+    ("sparse memo", b"\x80\x02" + b"".join(b"Nr" + struct.pack("<I", i * 1000) + b"0" for i in range(100))
+     + b"N.", "memo index 1000 far beyond"),
+    ("sparse memo, text", b"(I1\np99999999999\n.", "memo index 99999999999 far beyond"),
+    ("huge LONG4", b"\x80\x02\x8b" + struct.pack("<i", 100_000) + b"\x01" * 100_000 + b".",
+     "an integer of more than 2048 bytes"),
+])
+def test_unusual_encodings_that_cost_work_are_unreadable(tmp_path, label, payload, fragment):
+    with pytest.raises(InputError, match="not a readable pickle") as info:
+        read_pt(write_zip(tmp_path / "odd.pt", payload))
+    assert fragment in info.value.message, label
+
+
+def test_just_under_the_key_limit_is_still_read(tmp_path):
+    """Colliding keys up to the limit: read (the worst case, about a second)."""
+    payload = b"\x80\x04\x8f(" + _colliding_ints(10_000) + b"\x90."
+    assert len(read_pt(write_zip(tmp_path / "s.pt", payload)).value) == 10_000
+
+
+def test_tuple_keys_of_names_are_not_charged_as_collisions(tmp_path):
+    """(str, str) keys hash with the per-process seed: 50,000 of them in one dict are fine."""
+    payload = pickle.dumps({(f"layer{i}", "activation"): i for i in range(50_000)}, protocol=2)
+    assert len(read_pt(write_zip(tmp_path / "t.pt", payload)).value) == 50_000
+
+
+def test_legacy_file_larger_than_the_byte_limit(tmp_path):
+    """A legacy .pt is read from disk: a string longer than MAX_PICKLE_BYTES is refused before
+    it is read (a sparse file: no disk space used)."""
+    path = tmp_path / "legacy.pt"
+    with path.open("wb") as file:
+        file.write(b"\x80\x04\x8d" + struct.pack("<Q", MAX_PICKLE_BYTES + 10))
+        file.truncate(MAX_PICKLE_BYTES + 100)
+    with pytest.raises(InputError) as info:
+        read_pt(path)
+    assert info.value.message.startswith(f"more than {MAX_PICKLE_BYTES:,} bytes of pickle data")
+
+
+def test_integer_beyond_float_range_is_no_sensitivity_value(tmp_path):
+    path = write_zip(tmp_path / "big.pt", pickle.dumps([["a", "weight", None, 10**400]], protocol=2))
+    assert sensitivity_rows_from_pt(read_pt(path)) == []
