@@ -108,14 +108,44 @@ def stratify(rules: list[Rule]) -> dict[str, int]:
     )])
 
 
-def _literal_tests(tests: list[Test]) -> tuple[list[dict], list[Test]]:
-    """Compile the constant tests; return them and the `in` tests left for expansion."""
+def _equals(name: str, value: Any) -> dict:
+    """`field == value`; null means the field is empty, which the engine sees as absent
+    (Fact.engine_payload leaves empty fields out)."""
+    return {"$nex": {name: 1}} if value is None else {name: value}
+
+
+def _one(tests: list[dict]) -> dict:
+    return tests[0] if len(tests) == 1 else {"$and": tests}
+
+
+def _alternatives(test: Test, nullable: bool) -> list[list[dict]] | None:
+    """The tests that need a disjunction, as alternatives (each a list of tests that must
+    all hold); None for a test that is one plain engine test. An empty field equals only
+    null, differs from every value and is in no list: so `ne` / `not_in` on a field that
+    can be empty also hold when it is absent."""
+    name = test.field
+    if test.op == "in" and len(test.value) > 1:
+        return [[_equals(name, v)] for v in test.value]
+    if test.op == "ne" and test.value is not None and nullable:
+        return [[{"$nex": {name: 1}}], [{"$neq": {name: test.value}}]]
+    if test.op == "not_in" and None not in test.value and nullable:
+        return [[{"$nex": {name: 1}}], [{"$neq": {name: v}} for v in test.value]]
+    return None
+
+
+def _literal_tests(tests: list[Test], nullable: set[str]) -> tuple[list[dict], list[Test]]:
+    """Compile the constant tests; return them and the tests that need alternatives."""
     eq: list[dict] = []
     other: list[dict] = []
-    pending_in: list[Test] = []
+    pending: list[Test] = []
     for test in tests:
-        if test.op == "eq":
-            eq.append({test.field: test.value})
+        if _alternatives(test, test.field in nullable) is not None:
+            pending.append(test)
+        elif test.op in ("eq", "in"):
+            value = test.value[0] if test.op == "in" else test.value
+            (eq if value is not None else other).append(_equals(test.field, value))
+        elif test.op == "ne" and test.value is None:
+            other.append({"$ex": {test.field: 1}})
         elif test.op in _OPS:
             other.append({_OPS[test.op]: {test.field: test.value}})
         elif test.op == "contains":
@@ -123,13 +153,10 @@ def _literal_tests(tests: list[Test]) -> tuple[list[dict], list[Test]]:
             # admits only letters, digits, '_' and spaces, which need no escaping there.
             other.append({"$imt": {test.field: f".*{test.value}.*"}})
         elif test.op == "not_in":
-            other.extend({"$neq": {test.field: v}} for v in test.value)
-        elif test.op == "in":
-            if len(test.value) == 1:
-                eq.append({test.field: test.value[0]})
-            else:
-                pending_in.append(test)
-    return eq + other, pending_in
+            if None in test.value:
+                other.append({"$ex": {test.field: 1}})
+            other.extend({"$neq": {test.field: v}} for v in test.value if v is not None)
+    return eq + other, pending
 
 
 def _join_test(test: Test, alias_of: dict[str, str]) -> dict:
@@ -141,59 +168,91 @@ def _join_test(test: Test, alias_of: dict[str, str]) -> dict:
 
 
 def _pattern(cond: Condition, alias_of: dict[str, str], first_alias: str | None,
-             in_choice: dict[str, Any]) -> tuple[list[dict], bool]:
+             choice: dict[str, int], nullable: set[str], referenced: set[str]) -> list[dict]:
+    """One condition's tests. `nullable`: its fields that can be empty; `referenced`: its
+    fields other conditions compare with. durable-rules fails on a comparison with an absent
+    field (errors 311 / 312), so both sides of such a join must exist: a comparison with an
+    empty field never holds."""
     type_value = SHADOW_PREFIX + cond.type if cond.negated else cond.type
     literal = [t for t in cond.tests if not t.is_join]
     joins = [t for t in cond.tests if t.is_join]
-    compiled, pending_in = _literal_tests(literal)
-    for test in pending_in:
+    compiled, pending = _literal_tests(literal, nullable)
+    for test in pending:
+        options = _alternatives(test, test.field in nullable) or []
         key = _choice_key(cond, test)
-        if key in in_choice:
-            compiled.append({test.field: in_choice[key]})
+        if key in choice:
+            compiled.extend(options[choice[key]])
         else:
-            compiled.append({"$or": [{test.field: v} for v in test.value]})
+            compiled.append({"$or": [_one(o) for o in options]})
+    guards = sorted({t.field for t in joins if t.field in nullable} | (referenced & nullable))
+    compiled += [{"$ex": {name: 1}} for name in guards]
     tests = [{"type": type_value}] + compiled
     tests += [_join_test(t, alias_of) for t in joins]
     if joins and first_alias:
         tests.append({"$eq": {"_k": {first_alias: "_k"}}})
-    return tests, bool(joins)
+    return tests
 
 
 def _choice_key(cond: Condition, test: Test) -> str:
     return f"{id(cond)}:{test.field}"
 
 
-# `in` lists in conditions that also join are expanded into one engine rule per choice;
-# their product is bounded before anything is built (4 lists of 30 values would be 810,000).
+# Tests with alternatives (`in` lists; `ne` / `not_in` on fields that can be empty) in
+# conditions that also join are expanded into one engine rule per choice; their product is
+# bounded before anything is built (4 lists of 30 values would be 810,000).
 MAX_EXPANSIONS = 64
 
 
-def expansion_count(rule: Rule) -> int:
-    count = 1
-    for cond in rule.when:
-        if any(t.is_join for t in cond.tests):
-            for test in cond.tests:
-                if test.op == "in" and len(test.value) > 1:
-                    count *= len(test.value)
-    return count
-
-
-def _expansions(rule: Rule) -> list[dict[str, Any]]:
-    """`in` tests inside patterns that also join are expanded: one choice per value."""
+def _axes(rule: Rule, vocab: Vocabulary) -> list[list[tuple[str, int]]]:
     axes = []
     for cond in rule.when:
         if any(t.is_join for t in cond.tests):
+            nullable = _nullable(vocab, cond.type)
             for test in cond.tests:
-                if test.op == "in" and len(test.value) > 1:
-                    axes.append([(_choice_key(cond, test), v) for v in test.value])
+                if not test.is_join:
+                    options = _alternatives(test, test.field in nullable)
+                    if options is not None:
+                        axes.append([(_choice_key(cond, test), n) for n in range(len(options))])
+    return axes
+
+
+def expansion_count(rule: Rule, vocab: Vocabulary) -> int:
+    count = 1
+    for axis in _axes(rule, vocab):
+        count *= len(axis)
+    return count
+
+
+def _expansions(rule: Rule, vocab: Vocabulary) -> list[dict[str, int]]:
+    """Alternatives inside patterns that also join are expanded: one choice per option."""
+    axes = _axes(rule, vocab)
     if not axes:
         return [{}]
     return [dict(combo) for combo in itertools.product(*axes)]
 
 
-def compile_rule(rule: Rule, base_key: str) -> list[CompiledRule]:
+def _nullable(vocab: Vocabulary, type_name: str) -> set[str]:
+    """Fields of a fact type that can be empty: neither required nor defaulted."""
+    ftype = vocab.types.get(type_name)
+    if ftype is None:
+        return set()
+    return {name for name, spec in ftype.fields.items() if not spec.required and spec.default is None}
+
+
+def _referenced(rule: Rule) -> dict[str, set[str]]:
+    """alias -> its fields that other conditions of the rule compare with."""
+    out: dict[str, set[str]] = {}
+    for cond in rule.when:
+        for test in cond.tests:
+            if test.is_join:
+                out.setdefault(test.value.alias, set()).add(test.value.field)
+    return out
+
+
+def compile_rule(rule: Rule, base_key: str, vocab: Vocabulary) -> list[CompiledRule]:
     out = []
-    for n, choice in enumerate(_expansions(rule)):
+    referenced = _referenced(rule)
+    for n, choice in enumerate(_expansions(rule, vocab)):
         alias_of: dict[str, str] = {}
         patterns: list[dict] = []
         positive_aliases: list[tuple[str, int]] = []
@@ -205,7 +264,8 @@ def compile_rule(rule: Rule, base_key: str) -> list[CompiledRule]:
         ordered = [(i, c) for i, c in enumerate(rule.when) if not c.negated]
         ordered += [(i, c) for i, c in enumerate(rule.when) if c.negated]
         for index, cond in ordered:
-            tests, _ = _pattern(cond, alias_of, first_alias, choice)
+            tests = _pattern(cond, alias_of, first_alias, choice, _nullable(vocab, cond.type),
+                             referenced.get(cond.alias, set()) if cond.alias else set())
             expr = tests[0] if len(tests) == 1 else {"$and": tests}
             if cond.negated:
                 patterns.append({f"n{index}$not": expr})
@@ -233,16 +293,17 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary) -> CompiledRuleBase:
     fact_rules = [r for r in rules if r.text is None]
     level = stratify(fact_rules)
     too_many = [RuleBaseError(
-        f"its `in` lists in conditions that compare with other facts make {expansion_count(r)} engine rules "
-        f"(limit {MAX_EXPANSIONS})", file=r.file, line=r.line, rule_id=r.id, field="when",
+        f"its `in` lists (and `ne` / `not_in` on fields that can be empty) in conditions that compare "
+        f"with other facts make {expansion_count(r, vocab)} engine rules (limit {MAX_EXPANSIONS})",
+        file=r.file, line=r.line, rule_id=r.id, field="when",
         hint="move the `in` test to a condition without refs, or split the rule")
-        for r in fact_rules if expansion_count(r) > MAX_EXPANSIONS]
+        for r in fact_rules if expansion_count(r, vocab) > MAX_EXPANSIONS]
     if too_many:
         raise RuleBaseErrors(too_many)
     by_stratum: dict[int, list[CompiledRule]] = {}
     for number, rule in enumerate(rules):
         if rule.text is None:
-            by_stratum.setdefault(level[rule.id], []).extend(compile_rule(rule, f"r{number}"))
+            by_stratum.setdefault(level[rule.id], []).extend(compile_rule(rule, f"r{number}", vocab))
     definition_text = json.dumps(
         {"strata": {k: [(c.key, c.rule.id, c.definition) for c in v] for k, v in sorted(by_stratum.items())},
          "text": [(r.id, r.text.reads, r.text.match, r.text.unless,  # type: ignore[union-attr]

@@ -86,8 +86,11 @@ class Fact:
         return (self.type, tuple(sorted((k, _freeze(v)) for k, v in self.fields.items())))
 
     def engine_payload(self, type_name: str | None = None) -> dict[str, Any]:
-        """The dict asserted into durable-rules (`_k` is the join sentinel, see NOTES §5.1)."""
-        payload = dict(self.fields)
+        """The dict asserted into durable-rules (`_k` is the join sentinel, see NOTES §5.1).
+
+        An empty field is left out: durable-rules cannot compare with null (errors 311 / 312),
+        and the compiler tests emptiness with `$nex` (compiler.py)."""
+        payload = {k: v for k, v in self.fields.items() if v is not None}
         payload["id"] = self.id if type_name is None else f"{type_name}:{self.id}"
         payload["type"] = type_name or self.type
         payload["_k"] = 1

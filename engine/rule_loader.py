@@ -243,6 +243,10 @@ class _FileChecker:
                 return None
             return Test(spec.name, op, operand)
         values = operand if op in ("in", "not_in") else [operand]
+        if op in ("lt", "le", "gt", "ge") and operand is None:
+            self.error(f"operator {op} needs a number, not null", path, rid, where,
+                       "to test that the field is empty write `eq: null`")
+            return None
         for value in values:
             problem = self.vocab.check_value(spec, value)
             if problem and value is not None:

@@ -263,3 +263,70 @@ def test_many_join_patterns_on_one_condition_are_refused_at_load(tmp_path):
     (folder / "joins.yaml").write_text(_join_rules(40), encoding="utf-8")
     rb = RuleBase.load([folder], VOCAB)
     assert len(rb.run(items(("x", 1, {}))).by_type("note")) == 40
+
+
+# ---- empty (null) fields -----------------------------------------------------------------
+# An empty field equals only null, differs from every value, is in no list, and no ordering,
+# `contains` or comparison with another fact holds on it; durable-rules itself fails on a
+# comparison with null (errors 311 / 312), so the compiler guards every such test.
+
+NULLABLE = Vocabulary.from_data({"enums": {}, "types": {
+    "item": {"origin": "input", "fields": {
+        "name": {"type": "str", "required": True}, "score": {"type": "number"}, "text": {"type": "str"}}},
+    "hit": {"origin": "derived", "fields": {"name": {"type": "str", "required": True}}},
+}})
+
+SINGLE = {
+    "{score: {ne: 0.5}}": ["empty", "one"],
+    "{score: {lt: 0.75}}": ["half"],
+    "{score: {ge: 0.5}}": ["half", "one"],
+    "{score: {not_in: [0.5, 0.6]}}": ["empty", "one"],
+    "{score: {in: [0.5, 0.6]}}": ["half"],
+    "{score: {in: [0.5, null]}}": ["empty", "half"],
+    "{score: {not_in: [0.5, null]}}": ["one"],
+    "{text: {contains: ab}}": ["half"],
+    "{score: null}": ["empty"],
+    "{score: {ne: null}}": ["half", "one"],
+    "{text: {ne: ab}}": ["empty", "half", "one"],
+}
+
+JOINED = {
+    # (second condition, negated) -> names of the first fact the rule fires for
+    ("{score: {lt: {ref: i.score}}}", False): ["one"],
+    ("{score: {ref: i.score}, name: {ne: {ref: i.name}}}", False): [],
+    ("{score: {gt: {ref: i.score}}}", True): ["one"],
+    ("{text: {ne: ab}, name: {ne: {ref: i.name}}}", False): ["empty", "half", "one"],
+    ("{score: {in: [0.5, null]}, name: {ne: {ref: i.name}}}", False): ["empty", "half", "one"],
+    ("{score: {not_in: [0.5]}, name: {ne: {ref: i.name}}}", False): ["empty", "half", "one"],
+}
+
+
+def _empty_field_facts():
+    return [Fact("f1", "item", NULLABLE.complete("item", {"name": "empty"}), Source("user")),
+            Fact("f2", "item", NULLABLE.complete("item", {"name": "half", "score": 0.5, "text": "xaby"}),
+                 Source("user")),
+            Fact("f3", "item", NULLABLE.complete("item", {"name": "one", "score": 1.0, "text": "zz"}),
+                 Source("user"))]
+
+
+def _fired(tmp_path, when: str) -> list[str]:
+    text = f"seed: test\nrules:\n  - id: r\n    title: r\n    when:\n{when}    then:\n      - hit: {{name: {{ref: i.name}}}}\n"
+    rb = RuleBase.load([rules_dir(tmp_path, text)], NULLABLE)
+    return sorted(f["name"] for f in rb.run(_empty_field_facts()).by_type("hit"))
+
+
+@pytest.mark.parametrize("test", sorted(SINGLE))
+def test_tests_on_an_empty_field(tmp_path, test):
+    assert _fired(tmp_path, f"      - item: {test}\n        as: i\n") == SINGLE[test]
+
+
+@pytest.mark.parametrize("second,negated", sorted(JOINED))
+def test_comparisons_with_an_empty_field_never_hold_and_never_fail(tmp_path, second, negated):
+    cond = f"      - not: {{item: {second}}}\n" if negated else f"      - item: {second}\n"
+    assert _fired(tmp_path, "      - item: {}\n        as: i\n" + cond) == JOINED[(second, negated)]
+
+
+def test_ordering_with_null_is_refused(tmp_path):
+    with pytest.raises(RuleBaseErrors, match="operator lt needs a number, not null"):
+        RuleBase.load([rules_dir(tmp_path, "seed: t\nrules:\n  - id: r\n    title: r\n    when:\n"
+                                 "      - item: {score: {lt: null}}\n    then:\n      - hit: {name: x}\n")], NULLABLE)
