@@ -17,7 +17,7 @@ import jsonschema
 
 from .errors import RuleBaseError, RuleBaseErrors
 from .rule_model import OPERATORS, Condition, Conclusion, Example, Ref, Rule, RuleFile, Test, TextSpec
-from .strict_yaml import LocatedDocument, YamlInputError, load_yaml
+from .strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
 from .vocabulary import FieldSpec, Vocabulary
 
 # `${alias.field}` in a conclusion's text; `${alias.field|label}` shows an enum value's label,
@@ -242,6 +242,9 @@ class _FileChecker:
                 self.error(f"operator contains needs a text field; {where} is {spec.type}", path, rid, where)
                 return None
             return Test(spec.name, op, operand)
+        if spec.type in ("int", "number"):  # `1e-05` is text to YAML 1.1, a number to the author
+            operand = ([exponent_number(v) for v in operand] if op in ("in", "not_in")
+                       else exponent_number(operand))
         values = operand if op in ("in", "not_in") else [operand]
         if op in ("lt", "le", "gt", "ge") and operand is None:
             self.error(f"operator {op} needs a number, not null", path, rid, where,
@@ -318,10 +321,18 @@ class _FileChecker:
                     continue
                 fields[fname] = ref
                 continue
+            if spec.type in ("int", "number"):
+                value = exponent_number(value)
             if isinstance(value, str):
                 for alias, pfield, _ in PLACEHOLDER.findall(value):
                     if self.build_ref(rid, fpath, f"{alias}.{pfield}", aliases, where) is None:
                         ok = False
+                stray = re.search(r"\$\{[^}]*\}?", PLACEHOLDER.sub("", value))
+                if stray:
+                    self.error(f"{stray.group(0)!r} is no placeholder; write ${{alias.field}}, "
+                               "${alias.field|label} or ${alias.field|lower}", fpath, rid, where,
+                               "bind the fact with `as: alias` in `when`")
+                    ok = False
             problem = self.vocab.check_value(spec, value)
             if problem and not (isinstance(value, str) and PLACEHOLDER.search(value)):
                 hint = _suggest(value, self.vocab.enums[spec.enum].values) if spec.type == "enum" else ""

@@ -10,6 +10,7 @@ diagnostic input needs:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +85,18 @@ def _check_and_collect(node: yaml.Node, path: Path, lines: dict[Path, int], seen
             child = path + (index,)
             lines[child] = item.start_mark.line + 1
             _check_and_collect(item, child, lines, seen, item.start_mark.line + 1, depth + 1)
+
+
+# YAML 1.1 (PyYAML) reads a number written with an exponent but no point (`1e-05`, `5E+3`)
+# as text, YAML 1.2 and every other tool as a number: places that expect a number use this.
+_EXPONENT_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+
+
+def exponent_number(value: Any) -> Any:
+    """`value` as a float when it is text YAML 1.1 left unread (`1e-05`); else unchanged."""
+    if isinstance(value, str) and _EXPONENT_NUMBER.match(value.strip()):
+        return float(value)
+    return value
 
 
 def load_yaml(text: str) -> LocatedDocument:

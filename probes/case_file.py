@@ -23,7 +23,7 @@ from typing import Any, Iterator
 import jsonschema
 
 from ..engine import Fact, Source
-from ..engine.strict_yaml import LocatedDocument, YamlInputError, load_yaml
+from ..engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
 from ..engine.vocabulary import alias_key
 from ..facts import attr, enum_values, vocabulary
 from .input_error import InputError
@@ -237,13 +237,6 @@ _ENUM_PLACES: tuple[tuple[tuple[str, ...], str], ...] = (
 )
 # Numbers that YAML 1.1 reads as text when written with an exponent but no point (`1e-05`).
 _NUMBER_PLACES: tuple[tuple[str, ...], ...] = (("results", "*", "value"), ("metrics", "tolerance"))
-_EXPONENT_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
-
-
-def _number(value: Any) -> Any:
-    if isinstance(value, str) and _EXPONENT_NUMBER.match(value.strip()):
-        return float(value)
-    return value
 
 
 # Mappings whose keys are enum values (renamed to the canonical id, the user's key kept).
@@ -418,7 +411,7 @@ class _Normalizer:
                 parent[key] = self._enum_value(enum, parent[key])
         for place in _NUMBER_PLACES:
             for where, parent, key in _walk(data, place):
-                parent[key] = _number(parent[key])
+                parent[key] = exponent_number(parent[key])
         if isinstance(data.get("flow"), str):
             data["flow"] = self._enum_value("flow", data["flow"])
         return data

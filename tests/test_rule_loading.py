@@ -35,6 +35,10 @@ BROKEN = [
     ("ref to a later alias", GOOD.replace("status: normal}", "pos: {ref: a.pos}}\n        as: a"), 6, ["unknown alias 'a'"]),
     ("no seed", GOOD.replace("seed: test\n", ""), 2, ["names the seed section"]),
     ("not YAML", "rules: [\n", 2, ["not valid YAML"]),
+    ("placeholder without alias", GOOD.replace("text: fine", 'text: "value ${value}"'), 8,
+     ["'${value}' is no placeholder", "${alias.field}"]),
+    ("unclosed placeholder", GOOD.replace("text: fine", 'text: "value ${a.value"'), 8, ["'${a.value' is no placeholder"]),
+    ("ordering with null", GOOD.replace("status: normal", "value: {lt: null}"), 6, ["operator lt needs a number, not null"]),
     ("not a mapping", "- a\n", 1, ["must be a mapping"]),
 ]
 
@@ -80,3 +84,14 @@ def test_bundled_rules_load_and_have_metadata():
     for rule in rb.rules:
         assert rule.title and rule.seed, rule.id
         assert rule.examples, f"{rule.id} has no example case"
+
+
+def test_exponent_numbers_are_numbers_in_tests(tmp_path):
+    """YAML 1.1 reads `1e-05` as text; a rule author means the number (as YAML 1.2 does)."""
+    text = GOOD.replace("status: normal}", "value: {lt: 1e-05}}").replace(
+        "      - finding", "      - result: {value: {in: [5E+3, 2.5e-7]}}\n    then:\n      - finding", 1)
+    text = text.replace("    then:\n      - result", "      - result", 1)
+    (tmp_path / "r.yaml").write_text(text, encoding="utf-8")
+    rb = RuleBase.load([tmp_path], vocabulary())
+    (rule,) = [r for r in rb.compiled.rules if r.id == "ok"]
+    assert [t.value for c in rule.when for t in c.tests if t.field == "value"] == [1e-05, [5000.0, 2.5e-07]]
