@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import io
 import json
+import unicodedata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable
 
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
@@ -30,6 +31,47 @@ MAX_TRIES = 3
 
 class EndOfAnswers(Exception):
     """The user closed the input: stop asking, keep what was answered."""
+
+
+MAX_ANSWER_BYTES = 64 * 1024  # one answer line; the rest of a longer line is dropped
+
+
+def read_answer(stream: BinaryIO, encoding: str, say: Callable[[str], None],
+                reprompt: Callable[[], None] = lambda: None) -> str:
+    """One answer line from the terminal's bytes. A line that is not text in the terminal's
+    encoding (a GBK terminal writing into a UTF-8 session, a pasted binary) is asked again,
+    never written into the case file; control characters other than tab are dropped; an
+    over-long line is cut with a warning. Raises EndOfAnswers at end of input."""
+    for _ in range(MAX_TRIES):
+        raw = stream.readline(MAX_ANSWER_BYTES + 1)
+        if not raw:
+            raise EndOfAnswers()
+        cut = len(raw) > MAX_ANSWER_BYTES and not raw.endswith(b"\n")
+        if cut:
+            while (rest := stream.readline(MAX_ANSWER_BYTES)) and not rest.endswith(b"\n"):
+                pass  # drop the rest of the line
+            raw = raw[:MAX_ANSWER_BYTES]
+            say(f"（回答超过 {MAX_ANSWER_BYTES // 1024} KiB，只保留前面部分）")
+        text = _decode(raw.rstrip(b"\r\n"), encoding, cut)
+        if text is None:
+            say(f"（这一行不是 {encoding} 编码的文本，请重新输入）")
+            reprompt()
+            continue
+        return "".join(ch for ch in text if ch == "\t" or unicodedata.category(ch) not in ("Cc", "Cs"))
+    say("（多次无法读取，跳过这一问）")
+    return ""
+
+
+def _decode(raw: bytes, encoding: str, cut: bool) -> str | None:
+    """Strict decoding; a line cut at the byte limit may end inside a character."""
+    for drop in range(4 if cut else 1):
+        try:
+            return raw[:len(raw) - drop].decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        except LookupError:
+            return None
+    return None
 
 
 Ask = Callable[[str], str]

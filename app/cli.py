@@ -227,18 +227,25 @@ def ask(case: Path, workdirs: tuple[Path, ...], env: bool | None, output: Path |
     """Ask for the missing information that would change the judgement (info gate order,
     with the reason), write the answers into CASE (created if absent; existing content and
     comments are kept), then diagnose. An empty answer skips; end of input stops asking."""
-    from .ask import EndOfAnswers, ask_missing, write_case
+    from .ask import EndOfAnswers, ask_missing, read_answer, write_case
     from .report import render_markdown
 
     if case.suffix.lower() not in (".yaml", ".yml", ".json"):
         _fail(f"{case}: a case file ends in .yaml, .yml or .json", EXIT_INPUT)
 
+    stdin = getattr(sys.stdin, "buffer", None)
+    encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
+    if encoding.lower().replace("_", "-") in ("ascii", "ansi-x3.4-1968", "us-ascii"):
+        encoding = "utf-8"  # a C / POSIX locale: answers are still typed in UTF-8
+
     def answer(question: str) -> str:
         click.echo(question, nl=False)
-        line = sys.stdin.readline()
-        if not line:
-            raise EndOfAnswers()
-        return line.rstrip("\n")
+        if stdin is None:  # a text-only stream (embedding): nothing to decode
+            line = sys.stdin.readline()
+            if not line:
+                raise EndOfAnswers()
+            return line.rstrip("\r\n")
+        return read_answer(stdin, encoding, click.echo, lambda: click.echo(question, nl=False))
 
     asked: set[str] = set()
     diagnosis = None

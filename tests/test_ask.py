@@ -79,3 +79,43 @@ def test_bad_case_file_is_not_touched(tmp_path):
     proc = run_ask(tmp_path, "case.yaml", "x\n")
     assert proc.returncode == 2 and "unknown key 'resutls'" in proc.stderr
     assert (tmp_path / "case.yaml").read_text(encoding="utf-8") == "resutls: {}\n"
+
+
+def run_ask_bytes(tmp_path, answers: bytes, **env):
+    import os
+    return subprocess.run([sys.executable, "-m", "j6doctor", "ask", "case.yaml", "--no-env"], input=answers,
+                          capture_output=True, cwd=tmp_path, timeout=120, env={**os.environ, **env})
+
+
+def test_answers_that_are_not_text_are_asked_again_and_never_written(tmp_path):
+    """A GBK terminal writing into a UTF-8 session, a pasted binary, control characters: the
+    line is asked again, and what is written reads back as a case."""
+    (tmp_path / "case.yaml").write_text("results: {qat_pt: normal, qat_bc: abnormal}\n", encoding="utf-8")
+    answers = ("\xb0\xe5\xb6\xcb mAP 低".encode("latin-1", "ignore") + b"\n"  # not UTF-8
+               + "板端 mAP 低 3 个点\x00\x07\x1b[31m".encode() + b"\n"  # control characters
+               + b"\xff\xfe\n\xff\n\xfe\n"  # three undecodable lines: the question is skipped
+               + b"J6M\n")
+    proc = run_ask_bytes(tmp_path, answers, PYTHONIOENCODING="utf-8")
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = proc.stdout.decode()
+    assert out.count("不是 utf-8 编码的文本，请重新输入") == 4 and "多次无法读取，跳过这一问" in out
+    case = read_case(tmp_path / "case.yaml").data
+    assert case["symptom"] == "板端 mAP 低 3 个点[31m"
+    assert case["platform"] == "J6M" and "badcase" not in case
+
+
+def test_a_gbk_terminal_is_read_in_its_own_encoding(tmp_path):
+    (tmp_path / "case.yaml").write_text("results: {qat_pt: normal, qat_bc: abnormal}\n", encoding="utf-8")
+    proc = run_ask_bytes(tmp_path, "板端 mAP 低 3 个点\n\nJ6M\n".encode("gbk"), PYTHONIOENCODING="gbk")
+    assert proc.returncode == 0, proc.stderr.decode("gbk")
+    case = read_case(tmp_path / "case.yaml").data
+    assert case["symptom"] == "板端 mAP 低 3 个点" and case["platform"] == "J6M"
+
+
+def test_an_overlong_answer_is_cut(tmp_path):
+    (tmp_path / "case.yaml").write_text("results: {qat_pt: normal, qat_bc: abnormal}\n", encoding="utf-8")
+    proc = run_ask_bytes(tmp_path, "低".encode() * 200_000 + b"\n\nJ6M\n", PYTHONIOENCODING="utf-8")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "回答超过 64 KiB，只保留前面部分" in proc.stdout.decode()
+    case = read_case(tmp_path / "case.yaml").data
+    assert case["symptom"] == "低" * (64 * 1024 // 3) and case["platform"] == "J6M"
