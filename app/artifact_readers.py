@@ -34,6 +34,17 @@ def _source(found: FoundFile, line: int | None = None, key: str | None = None) -
     return Source("file", file=found.display, line=line, key=key, sha256=found.sha256)
 
 
+# A warning is quoted in the report; a log line can be megabytes long (a dumped tensor, a
+# runaway message). The source line points to the full text.
+MAX_WARNING_CHARS = 2000
+
+
+def _warning_text(text: str) -> str:
+    if len(text) <= MAX_WARNING_CHARS:
+        return text
+    return f"{text[:MAX_WARNING_CHARS]}……（原文共 {len(text)} 字符，余下见该行）"
+
+
 def _folder(found: FoundFile) -> str:
     return str(PurePosixPath(found.display).parent)
 
@@ -43,6 +54,7 @@ def _compare(found: FoundFile, facts, tables: dict[str, CompareTable]) -> None:
     tables[_folder(found)] = table
     summary = summarize(table)
     facts.charts.append(compare_series(found.display, table, summary))
+    _non_finite_cells(found, facts, table)
     facts.add("compare_summary", {
         "path": found.display, "rows": summary.rows, "metric_rows": summary.metric_rows,
         "pattern": summary.pattern, "analysis_type": summary.analysis_type,
@@ -64,6 +76,30 @@ def _compare(found: FoundFile, facts, tables: dict[str, CompareTable]) -> None:
         "upstream": up.mod_name if up else "", "upstream_cosine": up.cosine if up else None,
         "upstream_atol": up.atol if up else None,
     }, _source(found, line=row.line, key=f"row {row.index}"))
+
+
+# The metric columns a reading uses; a nan / inf there is said once per row, however many
+# rows hold one (a table of thousands of nan rows gets a count after the first ones).
+_METRIC_COLUMNS = (("cosine", "Cosine"), ("l1", "L1"), ("atol", "Atol"), ("max_qscale_diff", "max_qscale_diff"))
+MAX_NON_FINITE_NOTES = 20
+
+
+def _non_finite_cells(found: FoundFile, facts, table: CompareTable) -> None:
+    """A nan / inf metric cell is no number a reading can use (the summary, origin and charts
+    skip it): each such row is named, whether or not a fact would have carried the cell."""
+    rows = [(row, [name for field, name in _METRIC_COLUMNS
+                   if isinstance(getattr(row, field), float) and not math.isfinite(getattr(row, field))])
+            for row in table.rows]
+    rows = [(row, names) for row, names in rows if names]
+    for row, names in rows[:MAX_NON_FINITE_NOTES]:
+        where = f"{found.display}:{row.line}（row {row.index}，{row.mod_name}）"
+        cells = "，".join(f"{name} 是 {getattr(row, field)}" for field, name in _METRIC_COLUMNS if name in names)
+        facts.add("intake_note", {"key": where, "text": f"{where}：{cells}，不作为数值使用"},
+                  _source(found, line=row.line, key=f"row {row.index}"))
+    if len(rows) > MAX_NON_FINITE_NOTES:
+        facts.add("intake_note", {"key": found.display,
+                                  "text": f"{found.display}：另有 {len(rows) - MAX_NON_FINITE_NOTES} 行的指标是 nan / inf，"
+                                          "不作为数值使用"}, _source(found, key="summary"))
 
 
 def _compare_for(found: FoundFile, tables: dict[str, CompareTable]) -> CompareTable | None:
@@ -195,7 +231,8 @@ def _conversion(found: FoundFile, facts, limit: int) -> None:
                                           "input": (block.name or "") if multi else ""},
                           _source(found, line=value.line, key=key))
         for warning in log.warnings[:limit]:
-            facts.add("tool_warning", {"path": found.display, "tool": "hb_mapper / hb_compile", "text": warning.text},
+            facts.add("tool_warning", {"path": found.display, "tool": "hb_mapper / hb_compile",
+                                         "text": _warning_text(warning.text)},
                       _source(found, line=warning.line))
         summary, tool = log.summary().nodes, "conversion_log"
     else:
@@ -285,7 +322,7 @@ def _plugin_log(found: FoundFile, facts, limit: int) -> None:
         facts.add_platform(log.march.march, source, f"{found.display}:{log.march.line} 记录的 march", note=False)
     for message in log.warnings[:limit]:
         facts.add("tool_warning", {"path": found.display, "tool": "horizon_plugin_pytorch",
-                                   "text": f"{message.level} {message.headline}"},
+                                   "text": _warning_text(f"{message.level} {message.headline}")},
                   _source(found, line=message.line, key=message.module))
 
 

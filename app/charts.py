@@ -78,9 +78,28 @@ def _scale(values: list[float], log: bool) -> tuple[float, float]:
     low, high = min(finite), max(finite)
     if log:
         low, high = math.log10(low), math.log10(high)
-    if high - low < 1e-12:
-        low, high = low - 0.5, high + 0.5
+    if high / 2 - low / 2 < 1e-12 * max(1.0, abs(low), abs(high)):
+        # One value: half a unit around it, or 5 % of it where half a unit is lost (1e16).
+        pad = 0.5 if log else max(0.5, abs(low) * 0.05)
+        low, high = low - pad, high + pad
+        if not (math.isfinite(low) and math.isfinite(high)):  # +-1.7e308 padded past the range
+            low, high = low / 2, high / 2
     return low, high
+
+
+def _between(low: float, high: float, fraction: float) -> float:
+    # Weighted sum: high - low overflows for values near +-1.8e308.
+    return low * (1 - fraction) + high * fraction
+
+
+def _label(v: float, log: bool) -> str:
+    if not log:
+        return format(v, ".3g")
+    exponent = math.floor(v)
+    # 10 ** v overflows above 308; mantissa and exponent apart print the same as .3g.
+    if abs(exponent) < 300:
+        return format(10 ** v, ".3g")
+    return f"{10 ** (v - exponent):.3g}e{exponent:+03d}"
 
 
 def _panel(points: list[tuple], which: int, log: bool, first: int, last: int) -> dict[str, Any]:
@@ -93,15 +112,13 @@ def _panel(points: list[tuple], which: int, log: bool, first: int, last: int) ->
     def xy(index: int, value: float) -> tuple[float, float]:
         v = math.log10(value) if log else value
         x = PAD_LEFT + inner_w * (index - first) / span
-        y = PAD_TOP + inner_h * (1 - (v - low) / (high - low))
+        y = PAD_TOP + inner_h * (1 - (v / 2 - low / 2) / (high / 2 - low / 2))
         return x, y
 
     coords = [xy(p[0], p[which]) for p in points if _finite(p[which]) and (p[which] > 0 or not log)]
     ticks = []
     for k in range(5):
-        v = low + (high - low) * k / 4
-        shown = 10 ** v if log else v
-        ticks.append({"y": f"{PAD_TOP + inner_h * (1 - k / 4):.1f}", "label": format(shown, ".3g")})
+        ticks.append({"y": f"{PAD_TOP + inner_h * (1 - k / 4):.1f}", "label": _label(_between(low, high, k / 4), log)})
     return {
         "points": " ".join(f"{x:.1f},{y:.1f}" for x, y in coords),
         "dots": [{"x": f"{x:.1f}", "y": f"{y:.1f}"} for x, y in coords] if len(coords) <= 80 else [],

@@ -82,7 +82,8 @@ def _rulebase(rule_packs: tuple[Path, ...]):
 
     for pack in rule_packs:
         if not pack.is_dir():
-            _fail(f"{pack}: no such rule pack folder", EXIT_INPUT)
+            _fail(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml files"
+                                 if pack.exists() else "no such rule pack folder"), EXIT_INPUT)
     try:
         return load_rulebase(rule_packs)
     except RuleBaseErrors as exc:

@@ -41,25 +41,31 @@ class FactList:
         self.charts: list[dict[str, Any]] = []  # per-layer series for the HTML report, not facts
         self.vocab = vocabulary()
 
-    def add(self, type_name: str, fields: dict[str, Any], source: Source) -> Fact:
-        fields = self._finite(type_name, fields, source)
-        fact = Fact(f"f{len(self.facts) + 1}", type_name, self.vocab.complete(type_name, fields), source)
+    def add(self, type_name: str, fields: dict[str, Any], source: Source) -> Fact | None:
+        finite = self._finite(type_name, fields, source)
+        if finite is None:
+            return None
+        fact = Fact(f"f{len(self.facts) + 1}", type_name, self.vocab.complete(type_name, finite), source)
         self.facts.append(fact)
         return fact
 
-    def _finite(self, type_name: str, fields: dict[str, Any], source: Source) -> dict[str, Any]:
-        """A `nan` / `inf` read from a table is no number a rule can compare: the field is
-        left empty and a note names the file, the row and the field."""
+    def _finite(self, type_name: str, fields: dict[str, Any], source: Source) -> dict[str, Any] | None:
+        """A `nan` / `inf` read from a table (or a difference of huge values that overflows)
+        is no number a rule can compare: the field is left empty and a note names the file,
+        the row and the field. A fact that cannot be without the field (a required one) is
+        left out, and the note says so; None then."""
         spec = self.vocab.types[type_name].fields
         bad = [k for k, v in fields.items() if k in spec and spec[k].type == "number"
                and isinstance(v, float) and not math.isfinite(v)]
         if not bad:
             return fields
         where = source.describe()
+        left_out = any(spec[k].required for k in bad)
         for key in bad:
-            self.add("intake_note", {"key": where, "text": f"{where}：{key} 是 {fields[key]}，不作为数值使用"},
+            self.add("intake_note", {"key": where, "text": f"{where}：{key} 是 {fields[key]}，不作为数值使用"
+                                                           + (f"（{type_name} 不计入）" if left_out else "")},
                      source)
-        return {k: (None if k in bad else v) for k, v in fields.items()}
+        return None if left_out else {k: (None if k in bad else v) for k, v in fields.items()}
 
     def extend_case(self, case: Case) -> None:
         for fact in case_facts(case, start=len(self.facts) + 1):
@@ -260,13 +266,28 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
         if exists:
             _add_metrics(facts, metrics_path, display, tolerance, sha256_of(metrics_path))
         elif exists is False:
-            _problem(facts, display, "no such metrics file")
+            _problem(facts, display, _not_a_metrics_file(metrics_path))
     if options.use_environment:
         _add_environment(facts, base, options)
     read = [f.path for f in found] + ([metrics_path] if metrics_path is not None else [])
     if options.use_environment and base is not None:
         read.append(base / BOARD_FILE)
     return Evidence(facts.facts, facts.charts, read + [p for p in paths if p.is_file()])
+
+
+def _not_a_metrics_file(path: Path) -> str:
+    """Why a metrics path that is no regular file cannot be read: missing is not the same
+    as a folder, a pipe or a device."""
+    try:
+        if path.is_dir():
+            return "is a folder; expected a metrics file (CSV / YAML / JSON)"
+        if path.exists():
+            return "not a regular file (a pipe or a device); expected a metrics file (CSV / YAML / JSON)"
+        if path.is_symlink():
+            return "symlink loop or symlink to a file that does not exist"
+    except OSError as exc:
+        return f"cannot read: {exc.strerror}"
+    return "no such metrics file"
 
 
 def _display(path: Path, base: Path | None) -> str:

@@ -6,6 +6,11 @@ refuse a ruleset. Floats are therefore written positionally and exactly (`0.0000
 `10000000000000000`), the shortest decimal that reads back as the same float; text is
 encoded as the json module does. Non-finite numbers never reach the engine: the fact
 vocabulary refuses them before (a `nan` in a table is a warning, not a fact).
+
+Integers outside 64 bits (`10**20` in a case, `100000000000000000000` as a threshold) would
+be clamped by the engine's integer parser to +-9223372036854775807 and compare wrongly:
+they are written with a point, which the engine reads as the nearest double (beyond the
+double range, as infinite, still above or below every finite number).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ loads = json.loads
 # Text longer than this is cut for the engine (the fact itself keeps all of it): the C
 # engine refuses messages of 16 MiB and more, and no rule needs more to match.
 MAX_ENGINE_TEXT = 1 << 20
+# The integers the engine reads as integers (int64); others are written as decimals.
+_INT64 = range(-(1 << 63), 1 << 63)
 
 
 def number(value: float) -> str:
@@ -51,7 +58,7 @@ def _encode(value: Any, parts: list[str], ensure_ascii: bool) -> None:
     if isinstance(value, bool) or value is None:
         parts.append("true" if value is True else "false" if value is False else "null")
     elif isinstance(value, int):
-        parts.append(str(value))
+        parts.append(str(value) if value in _INT64 else f"{value}.0")
     elif isinstance(value, float):
         parts.append(number(value))
     elif isinstance(value, str):

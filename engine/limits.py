@@ -117,9 +117,18 @@ def check_partition(part: "Partition", vocab: "Vocabulary") -> list[RuleBaseErro
             # blame the rules with the longest lists, not whichever rule sorts first
             ranked = sorted(node.children.items(), key=lambda kv: (-_alternatives(kv[0]), kv[0]))
             culprits = list(dict.fromkeys(rid for _, child in ranked for rid in sorted(_owners(child))))
-            first = next(c for c in part.rules if c.rule.id == culprits[0])
+            # name the rules that bring a real share of the values (with their count), not the
+            # bundled rules that test one value on the same field (a pack's 512-value list
+            # named evidence.confirm next to it)
+            share: dict[str, int] = {}
+            for key, child in node.children.items():
+                for rid in _owners(child):
+                    share[rid] = share.get(rid, 0) + _alternatives(key)
+            big = [rid for rid in culprits if share[rid] * 10 >= _branches(node)]
+            named = ", ".join(f"{rid} ({share[rid]})" for rid in big[:3]) if big else ", ".join(culprits[:3])
+            first = next(c for c in part.rules if c.rule.id == (big or culprits)[0])
             fail(f"{_branches(node)} different tests on the same condition prefix, counting every value "
-                 f"of `in` lists (most of them in {', '.join(culprits[:3])}); durable-rules hangs "
+                 f"of `in` lists (most of them in {named}); durable-rules hangs "
                  f"at 512 (limit used here: {MAX_CHILD_TESTS})", first,
                  "test a coarser field (compute a category upstream) instead of listing hundreds of values")
             return

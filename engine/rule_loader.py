@@ -375,11 +375,34 @@ def _schema_message(err: jsonschema.ValidationError) -> str:
             return "a rule has either `when:` (conditions on facts) or `match:` (a text rule), not both"
         return "a rule needs `when:` (conditions on facts) or `match:` (a text rule that reads free text)"
     if err.validator == "anyOf" and isinstance(err.instance, dict):
-        return f"not a valid test: {json.dumps(err.instance, ensure_ascii=False, default=str)}"
+        limit = _size_limit(err)
+        if limit is not None:
+            return limit[0]
+        # shown cut short: a 5,000-value list is no message
+        shown = json.dumps(err.instance, ensure_ascii=False, default=str)
+        return f"not a valid test: {shown if len(shown) <= 200 else shown[:200] + ' …'}"
     return err.message
 
 
+def _size_limit(err: jsonschema.ValidationError) -> tuple[str, str] | None:
+    """A test over the schema's size limits (`not_in` values, `contains` letters): say which
+    limit and by how much, not "not a valid test" with the whole value."""
+    for sub in err.context or ():
+        if sub.validator in ("maxItems", "maxLength") and sub.relative_path:
+            op = sub.relative_path[-1]
+            if sub.validator == "maxItems":
+                return ((f"`{op}` takes at most {sub.validator_value} values; this one has {len(sub.instance)} "
+                         "(each is one inequality test the engine chains)"),
+                        ("test a coarser field (compute a category upstream), or list the values that "
+                         "are allowed with `in:` instead"))
+            return (f"`{op}` takes at most {sub.validator_value} characters; this one has {len(sub.instance)}",
+                    "test for a shorter, distinctive word")
+    return None
+
+
 def _schema_hint(err: jsonschema.ValidationError) -> str | None:
+    if err.validator == "anyOf" and _size_limit(err) is not None:
+        return _size_limit(err)[1]
     if err.validator == "anyOf":
         return ("a test is a value, {ref: alias.field}, or one of {eq|ne|lt|le|gt|ge: value}, "
                 "{in|not_in: [values]}, {contains: word}")
@@ -431,8 +454,10 @@ def _read_regular(path: Path, name: str) -> bytes:
 
 
 def rule_files_in(directory: Path) -> list[Path]:
-    """The rule files of a folder, in a stable order."""
-    return sorted(p for p in directory.glob("*.yaml") if p.is_file())
+    """The rule files of a folder, in a stable order. Every `*.yaml` entry is listed, not only
+    regular files: a pipe, a device (or a link to one) or a folder named like a rule file is
+    refused by load_rule_file with a message, instead of being dropped without a word."""
+    return sorted(directory.glob("*.yaml"))
 
 
 def load_rule_dirs(directories: list[Path], vocab: Vocabulary,

@@ -174,13 +174,20 @@ class _Run:
         self.max_depth = max_depth
         self.truncated = False
         self.problems: list[str] = []
+        self.out_of_memory = False
         self.stratum = 0
         self.counter = itertools.count(1)
 
     # called from inside durable-rules, synchronously
     def fire(self, crule: CompiledRule, c) -> None:
+        if self.out_of_memory:
+            return
         try:
             self._fire(crule, c)
+        except MemoryError:
+            # the worker's memory cap hit inside an action: re-raised by run() so the worker
+            # reports an engine limit (exit 2), not "a rule action failed" (exit 1)
+            self.out_of_memory = True
         except Exception as exc:  # durable swallows action exceptions; keep them
             self.problems.append(f"rule {crule.rule.id}: {type(exc).__name__}: {exc}")
 
@@ -307,10 +314,12 @@ def run(compiled: CompiledRuleBase, vocab: Vocabulary, facts: list[Fact], *,
             for stratum_index, partitions in enumerate(compiled.strata):
                 state.stratum = stratum_index
                 _run_stratum(host, state, partitions)
-                if state.problems:
+                if state.problems or state.out_of_memory:
                     break
         finally:
             _ACTIVE.run = None
+    if state.out_of_memory:
+        raise MemoryError("a rule action ran out of memory")
     if state.problems:
         raise EngineRunError("a rule action failed: " + "; ".join(state.problems))
     return RunResult(state.store, state.firings, state.truncated, state.problems)

@@ -130,7 +130,7 @@ class EngineWorker:
                 raise EngineLimitError(
                     f"the rule engine did not finish within {self.limits.timeout:g} s on {what}: a rule "
                     "probably joins many facts of one type with each other (three or more conditions on "
-                    "the same type), or tests hundreds of values; simplify those rules "
+                    f"the same type), or tests hundreds of values{_suspects(compiled)}; simplify those rules "
                     "(J6DOCTOR_ENGINE_TIMEOUT raises the limit)")
             try:
                 status, payload = self._conn.recv()
@@ -143,8 +143,29 @@ class EngineWorker:
             self.stop()
             raise EngineLimitError(
                 f"the rule engine ran out of its {self.limits.memory_mb} MB on {what}: a rule probably "
-                "matches too many combinations of facts; simplify it (J6DOCTOR_ENGINE_MEMORY_MB raises the limit)")
+                f"matches too many combinations of facts{_suspects(compiled)}; simplify it "
+                "(J6DOCTOR_ENGINE_MEMORY_MB raises the limit)")
         raise EngineRunError(payload)
+
+
+def _suspects(compiled) -> str:
+    """The rules most likely behind a timeout: several conditions on one fact type that no
+    literal equality narrows, so the engine joins every fact of the type with every other
+    (a 3-way self-join over 100 facts is a million matches). The pack folder alone does not
+    say which of its rules to simplify."""
+    from collections import Counter
+
+    found = []
+    for rule in compiled.rules:
+        if rule.text is not None:
+            continue
+        open_ = Counter(c.type for c in rule.when if not c.negated and not any(
+            t.op in ("eq", "in") and not t.is_join for t in c.tests))
+        if open_ and max(open_.values()) >= 2:
+            type_name, count = open_.most_common(1)[0]
+            text = f"{rule.id} ({rule.file}:{rule.line}: {count} conditions on {type_name} joined with each other)"
+            found.append((-count, rule.id, text))
+    return "; most likely " + ", ".join(text for *_, text in sorted(found)[:3]) if found else ""
 
 
 def _crashed(what: str) -> str:

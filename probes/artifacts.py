@@ -10,6 +10,7 @@ is hit is reported, never silently.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import hashlib
 import os
@@ -182,6 +183,14 @@ def _head(path: Path) -> bytes:
         return handle.read(HEAD_BYTES)
 
 
+def _broken_link(exc: BaseException) -> str:
+    """Why a symlink cannot be resolved: a loop (RuntimeError up to Python 3.12, ELOOP after)
+    or a missing target."""
+    if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
+        return "symlink loop (following the link leads back to it); skipped"
+    return "symlink to a file that does not exist; skipped"
+
+
 def _regular(path: Path, display: str, problems: list[tuple[str, str]],
              notes: list[tuple[str, str]]) -> Path | None:
     """The regular file behind `path` (a symlink followed and noted), or None with the
@@ -189,11 +198,8 @@ def _regular(path: Path, display: str, problems: list[tuple[str, str]],
     if path.is_symlink():
         try:
             target = path.resolve(strict=True)
-        except RuntimeError:
-            problems.append((display, "symlink loop (the link points back at itself); skipped"))
-            return None
-        except OSError:
-            problems.append((display, "symlink to a file that does not exist; skipped"))
+        except (RuntimeError, OSError) as exc:
+            problems.append((display, _broken_link(exc)))
             return None
         notes.append((display, f"是符号链接，读取的是它指向的 {target}"))
     else:
@@ -230,8 +236,15 @@ def find_artifacts(paths: list[Path], base: Path, display_of: dict[Path, str] | 
             problems.append((shown, f"cannot read: {exc.strerror}"))
             continue
         if not exists:
-            problems.append((shown, "symlink loop or dangling symlink" if given.is_symlink()
-                             else "no such file or folder"))
+            if given.is_symlink():  # a listed link: say which of loop / missing target it is
+                try:
+                    given.resolve(strict=True)
+                    message = "cannot read"
+                except (RuntimeError, OSError) as exc:
+                    message = _broken_link(exc)
+            else:
+                message = "no such file or folder"
+            problems.append((shown, message))
             continue
         summary = ScanSummary(shown)
         summaries.append(summary)

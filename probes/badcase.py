@@ -16,8 +16,9 @@ from typing import Any
 from .input_error import InputError
 from .text_tables import Table, load_text, parse_number, parse_simple, skip_blank, split_lines
 
-# A few short tables; the limit only guards memory against a wrong file.
-MAX_TEXT_BYTES = 64 * 1024 * 1024
+# A few short tables (a row per model output); the limit guards memory against a wrong file:
+# parsed rows cost about 20 times the file size.
+MAX_TEXT_BYTES = 8 * 1024 * 1024
 
 HEADING_INDEX = "The bad case input index of each output:"
 HEADING_VALUES = "The metric results of each badcase:"
@@ -139,7 +140,7 @@ def _parse_value(cell: str, metric: str, line: int, display: str) -> float:
 
 
 def _shown(cell: str) -> str:
-    return repr(cell) if cell else "nothing"
+    return repr(cell[:80] + ("..." if len(cell) > 80 else "")) if cell else "nothing"
 
 
 def _worst(table: Table, display: str) -> dict[str, int]:

@@ -455,7 +455,11 @@ def _valid_text(value: Any, where: tuple, notes: list[tuple[tuple, str]]) -> Any
             return _SURROGATE.sub("\ufffd", value)
         return value
     if isinstance(value, dict):
-        return {_valid_text(k, where, notes): _valid_text(v, where + (k,), notes) for k, v in value.items()}
+        copy = {}
+        for k, v in value.items():
+            k = _valid_text(k, where, notes)  # the value's note names the key as replaced
+            copy[k] = _valid_text(v, where + (k,), notes)
+        return copy
     if isinstance(value, list):
         return [_valid_text(v, where + (i,), notes) for i, v in enumerate(value)]
     return value

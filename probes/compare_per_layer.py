@@ -19,7 +19,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from .input_error import InputError
-from .text_tables import decode_text, is_psql_start, read_bytes, skip_blank
+from .text_tables import check_table_width, decode_text, is_psql_start, read_bytes, skip_blank
 
 
 class _LazyPandas:
@@ -92,6 +92,9 @@ _WIDE23_ONLY = {"mse", "kl", "sqnr", "rtol", "base_model_var", "analy_model_var"
                 "max_atol_diff"}
 _MISSING = ("", "None")
 _WHAT = "a UTF-8 text table (compare_per_layer_out.csv/.txt)"
+# Real tables have a row per layer output (tens of thousands at most, a few MB); 64 MiB
+# keeps the parsed rows of the largest accepted file under about 700 MB.
+MAX_TEXT_BYTES = 64 * 1024 * 1024
 _HBIR_SUFFIX = re.compile(r"\[[^\[\]]+\]$")
 _IDENTITY = "torch.nn.modules.linear.Identity"  # analysis op of a fused-away bn / relu
 
@@ -173,7 +176,7 @@ def read_compare_per_layer(path: Path, display: str | None = None) -> CompareTab
 
 
 def _read_text(path: Path, display: str) -> str:
-    text = decode_text(read_bytes(path, display, _WHAT), display, _WHAT)
+    text = decode_text(read_bytes(path, display, _WHAT, MAX_TEXT_BYTES), display, _WHAT)
     # Unlike text_tables.split_lines, a lone '\r' ends a line too (old Mac line ends),
     # as this reader has always accepted.
     return text.replace("\r\n", "\n").replace("\r", "\n")
@@ -218,6 +221,7 @@ def _read_csv(text: str, display: str) -> CompareTable:
     if not lines:
         # The writer creates an empty file when no rows matched (FORMATS.md §3).
         return CompareTable(display, "vB", [], [], 0)
+    check_table_width(lines[0].count(",") + 1, display, 1, "the header")
     columns = [c.strip() for c in lines[0].split(",")]
     positions = _field_positions(columns, display, line=1)
     width = len(columns)
@@ -292,6 +296,7 @@ def _read_psql(text: str, display: str) -> CompareTable:
         raise InputError(display, "expected a psql table border like '+----+----+' "
                                   "(compare_per_layer_out.txt)", line=first + 1)
     border = lines[first].rstrip()
+    check_table_width(border.count("+") - 1, display, first + 1)
     bounds = [i for i, ch in enumerate(border) if ch == "+"]
     header = _psql_header(lines, first + 1, bounds, display)
     has_index = header[0] == ""

@@ -26,8 +26,9 @@ from pathlib import Path
 from .input_error import InputError
 from .text_tables import Table, load_text, parse_number, parse_simple, skip_blank, split_lines
 
-# A few hundred lines in practice; the limit only guards memory against a wrong file.
-MAX_TEXT_BYTES = 16 * 1024 * 1024
+# A few hundred lines in practice; the limit guards memory against a wrong file (parsing
+# costs about 50 times the file size).
+MAX_TEXT_BYTES = 4 * 1024 * 1024
 
 WHAT = ("hb_model_info output ('key : value' lines under '############# ... info #############' "
         "banners, ending with the 'Model input/output info' table NAME TYPE SHAPE DATA_TYPE)")

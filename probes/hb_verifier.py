@@ -32,8 +32,9 @@ __all__ = [
     "VerifierReport", "parse_hb_verifier", "read_hb_verifier",
 ]
 
-# A log with a few tables; the limit only guards memory against a wrong file.
-MAX_TEXT_BYTES = 64 * 1024 * 1024
+# A log with a few tables (a row per node at most); the limit guards memory against a wrong
+# file: parsed rows cost about 20 times the file size.
+MAX_TEXT_BYTES = 16 * 1024 * 1024
 
 # --- thresholds of the summary helpers ---------------------------------------------------
 # The same numbers as compare_per_layer.py (FORMATS.md §13), so that "a clear cosine drop"

@@ -29,8 +29,9 @@ from .hb_model_info import (REMOVED_NODES_KEY, InputSpec, ModelInfo, ModelInput,
 from .input_error import InputError
 from .text_tables import load_text, split_lines
 
-# A few hundred lines in practice; the limit only guards memory against a wrong file.
-MAX_TEXT_BYTES = 16 * 1024 * 1024
+# A few hundred lines in practice; the limit guards memory against a wrong file (parsing
+# costs about 50 times the file size).
+MAX_TEXT_BYTES = 4 * 1024 * 1024
 
 WHAT = ("hrt_model_exec model_info output ('[model name]:', '[model desc]: {JSON}' and "
         "'input[0]:' / 'output[0]:' blocks of 'key: value' lines)")

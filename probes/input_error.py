@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 
+# A message quotes the input it refuses; a megabyte-long cell or line must not become a
+# megabyte-long message.
+MAX_MESSAGE_CHARS = 1000
+
+
+def bounded(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}... ({len(message) - limit} more characters)"
+
+
 class InputError(Exception):
     def __init__(self, file: str, message: str, line: int | None = None,
                  more: list[tuple[int | None, str]] | None = None):
         self.file = file
-        self.message = message
+        self.message = bounded(message)
         self.line = line
-        self.more = more or []
+        self.more = [(at, bounded(text)) for at, text in more or []]
         super().__init__(self.render())
 
     def render(self) -> str:

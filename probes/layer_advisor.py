@@ -16,6 +16,9 @@ from .input_error import InputError
 from .text_tables import Row, is_psql_start, load_text, parse_psql, skip_blank, split_lines
 
 WHAT = "abnormal_layer_advisor.txt"
+# A table row per layer: a few MB for large models; parsed rows cost about 20 times the
+# file size, so the limit keeps a wrong file from taking gigabytes.
+MAX_TEXT_BYTES = 16 * 1024 * 1024
 COLUMNS = ("mod_name", "op_type", "abnormal_info", "advice")
 
 # Match token → kind, checked in this order (FORMATS.md §4).
@@ -46,7 +49,7 @@ def read_layer_advisor(path: Path, display: str | None = None) -> list[AdvisorFi
     display = display or path.name
     if not path.exists():
         return []   # the profiler writes this file only when it has findings
-    lines = split_lines(load_text(path, display, WHAT))
+    lines = split_lines(load_text(path, display, WHAT, MAX_TEXT_BYTES))
     start = skip_blank(lines, 0)
     if not is_psql_start(lines, start):
         raise InputError(display, f"not an {WHAT}: expected a psql table (+---+ border) with "

@@ -23,10 +23,12 @@ from typing import Any
 from ..engine.strict_yaml import YamlInputError, load_yaml
 from ..facts import enum_values, resolve
 from .input_error import InputError
-from .text_tables import decode_text, read_bytes
+from .text_tables import check_table_width, decode_text, read_bytes
 
 BASELINE = "qat_pt"
-MAX_BYTES = 16 * 1024 * 1024
+# A metrics file holds a row per artifact, metric and dataset: a few kilobytes. Every row
+# becomes a fact, so the limit keeps a wrong file (a prediction dump) from taking gigabytes.
+MAX_BYTES = 1024 * 1024
 WHAT = "a CSV / YAML / JSON metrics file (rows of artifact, metric, value[, dataset, frames])"
 
 
@@ -114,6 +116,9 @@ def read_metrics(path: Path, display: str | None = None) -> list[MetricRow]:
     text = decode_text(read_bytes(path, display, WHAT, MAX_BYTES), display, WHAT)
     suffix = path.suffix.lower()
     if suffix == ".csv":
+        header_end = text.find("\n")
+        check_table_width(text.count(",", 0, header_end if header_end >= 0 else len(text)) + 1,
+                          display, 1, "the header")
         reader = csv.DictReader(io.StringIO(text), skipinitialspace=True)
         try:
             fieldnames = reader.fieldnames

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from .fx_graph import FxGraph
 
 WHAT = "model_check_result.txt"
+# A table row per layer: a few MB for large models; parsed rows cost about 20 times the
+# file size, so the limit keeps a wrong file from taking gigabytes.
+MAX_TEXT_BYTES = 16 * 1024 * 1024
 DEFAULT_AVERAGING_CONSTANT = 0.01
 
 # Literal heading line → section key (FORMATS.md §9 table).
@@ -124,7 +127,7 @@ class _RowLines:
 
 def read_model_check(path: Path, display: str | None = None) -> ModelCheck:
     display = display or path.name
-    lines = split_lines(load_text(path, display, WHAT))
+    lines = split_lines(load_text(path, display, WHAT, MAX_TEXT_BYTES))
     sections = _find_sections(lines)
     if not sections:
         raise InputError(display, f"not a {WHAT}: expected its section headings, e.g. "

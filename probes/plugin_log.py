@@ -75,7 +75,9 @@ _MARCH_SETTING = re.compile(
 _MARCH_ENUM = re.compile(r"\bMarch\.(?P<value>(?:BERNOULLI2?|BAYES|NASH)(?:_[A-Z0-9]+)?)\b")
 
 _RESULT_FILE_IN = re.compile(r"^Check full result in\s+['\"]?(?P<path>.+?\.txt)['\"]?\.?$")
-_RESULT_FILE = re.compile(r"(?P<path>[^\s'\"`()\[\]]*model_check_result[^\s'\"`()\[\]/\\]*\.txt)")
+# A path token (quotes, brackets and spaces end it) naming a model-check result file.
+_PATH_TOKEN = re.compile(r"[^\s'\"`()\[\]]+")
+_RESULT_STEM = "model_check_result"
 
 _TEMPLATE_TEXT = re.compile(r"template|qconfig_?setter", re.IGNORECASE)
 _TEMPLATE_MODULE = re.compile(r"template|qconfig_setter", re.IGNORECASE)
@@ -398,10 +400,28 @@ def _checks(messages: tuple[LogMessage, ...]) -> tuple[tuple[CheckStatement, ...
             checks.append(CheckStatement(topic, ok, headline, m.line, modules))
         for line, text in _text_lines(m):
             inside = _RESULT_FILE_IN.match(text.strip())
-            found = inside or _RESULT_FILE.search(text)
-            if found and "model_check_result" in found["path"]:
-                results.append(ResultFile(found["path"], line))
+            path = inside["path"] if inside else _result_path(text)
+            if path and _RESULT_STEM in path:
+                results.append(ResultFile(path, line))
     return tuple(checks), tuple(results)
+
+
+def _result_path(text: str) -> str | None:
+    """The first token naming a result file, cut after the `.txt` of its last component.
+    Done with str.find rather than one regex: a regex with the stem in the middle rescans a
+    long token from every position (quadratic on a megabyte-long warning line)."""
+    if _RESULT_STEM not in text:
+        return None
+    for token in _PATH_TOKEN.finditer(text):
+        word = token.group()
+        stem = word.rfind(_RESULT_STEM)
+        if stem < 0:
+            continue
+        ends = [k for k in (word.find("/", stem), word.find("\\", stem)) if k >= 0]
+        suffix = word.rfind(".txt", stem, min(ends) if ends else len(word))
+        if suffix >= 0:
+            return word[:suffix + 4]
+    return None
 
 
 def _statement(m: LogMessage, headline: str) -> tuple[str, bool | None, tuple[str, ...]] | None:
@@ -424,7 +444,8 @@ def _listed_modules(messages: tuple[LogMessage, ...], index: int) -> tuple[str, 
     lines, then in the following messages that have no headline (the fusion warning logs
     each group of unfused modules as a message of its own)."""
     names = list(_table_names(messages[index]))
-    for follower in messages[index + 1:]:
+    for position in range(index + 1, len(messages)):  # no slice: a copy per statement is quadratic
+        follower = messages[position]
         if follower.headline.strip() or follower.path != messages[index].path:
             break
         names += _table_names(follower)

@@ -58,11 +58,12 @@ from .text_tables import read_head
 #
 # Opcodes executed, plus the elements copied or walked by the calls a pickle makes
 # (list(x), dict(x), ... on a memo reference to one big container, over and over), over the
-# whole file: 10x the 100k-row table. Every element of every container built costs at least
-# one, so this also bounds the memory: about 90 bytes each at worst (an empty list kept in
-# the memo), 1.1 GB. A run of the cheapest opcodes (the 200-million-opcode file that took
-# 47 s) is stopped after 3-5 s, the slowest mix of opcodes after about 10 s.
-MAX_PICKLE_OPS = 12_000_000
+# whole file: over 6x the 100k-row table. Every element of every container built costs at
+# least one, so this also bounds the memory: about 90 bytes each at worst (an empty list kept
+# in the memo), 720 MB, under the 1 GiB any single input may take. A run of the cheapest
+# opcodes (the 200-million-opcode file that took 47 s) is stopped after 2-4 s, the slowest
+# mix of opcodes after about 7 s.
+MAX_PICKLE_OPS = 8_000_000
 # Bytes of pickle data (the zip member's declared size, checked before it is decompressed;
 # the legacy layout is read from disk and stops there): 29x the 8.8 MB of the 100k-row table.
 MAX_PICKLE_BYTES = 256 * 1024 * 1024

@@ -39,7 +39,7 @@ from .text_tables import load_text, parse_number
 __all__ = ["QuantInfo", "QuantNode", "parse_quant_info", "read_quant_info"]
 
 # One entry per node with per-channel thresholds: large models stay far below this.
-MAX_TEXT_BYTES = 256 * 1024 * 1024
+MAX_TEXT_BYTES = 64 * 1024 * 1024
 EXPECTED = ("an hb_mapper *_quant_info.json (a JSON object keyed by node name; each value an "
             "object with type, inputs, outputs, thresholds and cosine_similarity)")
 

@@ -20,8 +20,9 @@ from .input_error import InputError
 from .text_tables import (Row, Table, is_psql_start, load_text, parse_number, parse_psql,
                           parse_simple, skip_blank, split_lines)
 
-# Sensitivity tables list one row per quantizer: a few MB even for large models.
-MAX_TEXT_BYTES = 64 * 1024 * 1024
+# Sensitivity tables list one row per quantizer: a few MB even for large models (parsed rows
+# cost about 20 times the file size).
+MAX_TEXT_BYTES = 16 * 1024 * 1024
 
 # --- metric direction rules -------------------------------------------------------------
 # Error metrics: ideal value 0, larger is worse; distance from ideal = the value itself.

@@ -5,7 +5,7 @@ The one home of two jobs every probe needs:
 * reading a file: `read_bytes` / `read_head` (missing, folder, unreadable, too large),
   `decode_text` (NUL bytes, UTF-8, BOM) and `load_text` (both, plus empty); `split_lines`
   cuts the text at '\\n' and drops a '\\r' before it;
-* tables: cells may contain single spaces, so rows are never split on whitespace: column
+* tables (at most MAX_TABLE_COLUMNS wide): cells may contain single spaces, so rows are never split on whitespace: column
   spans come from the rule line (simple style: one dash group per column, the last column
   runs to the end of the line) or from the `+` positions of the top border (psql style,
   and the pretty / grid style of hb_verifier with +---+ under the header).
@@ -27,8 +27,12 @@ from pathlib import Path
 
 from .input_error import InputError
 
-# Guards memory only; real fx graphs of large models stay far below this.
-MAX_TEXT_BYTES = 256 * 1024 * 1024
+# Guards memory and time only; real fx graphs, model checks and logs of large models stay far
+# below this (a 64 MiB fx graph is about 450,000 nodes and parses in under 1 GiB).
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+# The widest real table (compare_per_layer with same_in_*) has about 24 columns; a header of
+# a million columns would cost gigabytes in cells before any check.
+MAX_TABLE_COLUMNS = 512
 
 _SIMPLE_RULE = re.compile(r"^-+(?: +-+)*$")
 _PSQL_BORDER = re.compile(r"^\+(?:-+\+)+$")
@@ -181,6 +185,7 @@ def parse_simple(lines: list[str], start: int, first_line: int, display: str,
                                   f"{what} (file truncated or not a tabulate table?)",
                          first_line + start if start < len(lines) else None)
     rule = lines[start + 1].rstrip()
+    check_table_width(rule.count(" -") + 1, display, first_line + start)
     spans = [(m.start(), m.end()) for m in re.finditer(r"-+", rule)]
     headers = _cut_simple(lines[start], spans)
     if headers is None:
@@ -244,6 +249,7 @@ def _parse_bordered(lines: list[str], start: int, first_line: int, display: str,
     if not is_psql_start(lines, start):
         raise InputError(display, "expected a table border like +----+----+", first_line + start)
     border = lines[start].rstrip()
+    check_table_width(border.count("+") - 1, display, first_line + start)
     bounds = [i for i, ch in enumerate(border) if ch == "+"]
     spans = [(a + 1, b) for a, b in zip(bounds, bounds[1:])]
     if start + 2 >= len(lines) or not rule.match(lines[start + 2].rstrip()):
@@ -282,6 +288,13 @@ def _cut_psql(line: str, bounds: list[int], spans: list[tuple[int, int]]) -> tup
 
 # ---------------------------------------------------------------- helpers
 
+def check_table_width(columns: int, display: str, line: int | None, what: str = "table") -> None:
+    """InputError for a table wider than any tool writes, before its cells are cut."""
+    if columns > MAX_TABLE_COLUMNS:
+        raise InputError(display, f"{what} has {columns} columns (limit {MAX_TABLE_COLUMNS}); "
+                                  "not a table a Horizon tool writes (garbled or joined lines?)", line)
+
+
 def _misaligned(display: str, columns: int, line: int) -> InputError:
     return InputError(display, f"row does not line up with the {columns} table columns "
                                "(garbled or truncated)", line)
@@ -290,7 +303,7 @@ def _misaligned(display: str, columns: int, line: int) -> InputError:
 def _width_models(line: str) -> list[str]:
     """Ways to map the line to columns: if it has wide characters, a copy where each takes
     two positions (tabulate pads by display width when wcwidth is installed), then as-is."""
-    if not any(unicodedata.east_asian_width(ch) in "WF" for ch in line):
+    if line.isascii() or not any(unicodedata.east_asian_width(ch) in "WF" for ch in line):
         return [line]
     wide = "".join(ch + _PAD if unicodedata.east_asian_width(ch) in "WF" else ch for ch in line)
     # Display width first: in a simple table the character model can also look aligned

@@ -62,8 +62,9 @@ SPLIT_RUN_KEYWORDS = frozenset({"run_baseline_model", "run_analysis_model"})
 # Marches of the hbdk4 compiler: a convert(...) call given one of them is hbdk4's convert.
 MARCH_PREFIXES = ("nash", "bayes", "bernoulli")
 
-# A script is source code: anything this large is not a user script.
-MAX_SCRIPT_BYTES = 16 * 1024 * 1024
+# A script is source code (training scripts are tens of kilobytes); its syntax tree costs
+# over 100 times the file size, so anything past 2 MiB is refused as not a user script.
+MAX_SCRIPT_BYTES = 2 * 1024 * 1024
 EXPECTED = "a Python script (UTF-8 text)"
 
 # Fake-quant states of set_fake_quantize(model, state).
