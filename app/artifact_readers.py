@@ -87,13 +87,14 @@ MAX_NON_FINITE_NOTES = 20
 def _non_finite_cells(found: FoundFile, facts, table: CompareTable) -> None:
     """A nan / inf metric cell is no number a reading can use (the summary, origin and charts
     skip it): each such row is named, whether or not a fact would have carried the cell."""
-    rows = [(row, [name for field, name in _METRIC_COLUMNS
-                   if isinstance(getattr(row, field), float) and not math.isfinite(getattr(row, field))])
-            for row in table.rows]
-    rows = [(row, names) for row, names in rows if names]
-    for row, names in rows[:MAX_NON_FINITE_NOTES]:
+    rows = []
+    for row in table.rows:
+        cells = [(name, getattr(row, field)) for field, name in _METRIC_COLUMNS]
+        cells = [f"{name} 是 {value}" for name, value in cells if isinstance(value, float) and not math.isfinite(value)]
+        if cells:
+            rows.append((row, "，".join(cells)))
+    for row, cells in rows[:MAX_NON_FINITE_NOTES]:
         where = f"{found.display}:{row.line}（row {row.index}，{row.mod_name}）"
-        cells = "，".join(f"{name} 是 {getattr(row, field)}" for field, name in _METRIC_COLUMNS if name in names)
         facts.add("intake_note", {"key": where, "text": f"{where}：{cells}，不作为数值使用"},
                   _source(found, line=row.line, key=f"row {row.index}"))
     if len(rows) > MAX_NON_FINITE_NOTES:

@@ -401,9 +401,10 @@ def _size_limit(err: jsonschema.ValidationError) -> tuple[str, str] | None:
 
 
 def _schema_hint(err: jsonschema.ValidationError) -> str | None:
-    if err.validator == "anyOf" and _size_limit(err) is not None:
-        return _size_limit(err)[1]
     if err.validator == "anyOf":
+        limit = _size_limit(err)
+        if limit is not None:
+            return limit[1]
         return ("a test is a value, {ref: alias.field}, or one of {eq|ne|lt|le|gt|ge: value}, "
                 "{in|not_in: [values]}, {contains: word}")
     if err.validator in ("maxProperties", "minProperties") and err.schema.get("maxProperties") == 2:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,8 +154,6 @@ def _suspects(compiled) -> str:
     literal equality narrows, so the engine joins every fact of the type with every other
     (a 3-way self-join over 100 facts is a million matches). The pack folder alone does not
     say which of its rules to simplify."""
-    from collections import Counter
-
     found = []
     for rule in compiled.rules:
         if rule.text is not None:

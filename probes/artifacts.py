@@ -183,12 +183,15 @@ def _head(path: Path) -> bytes:
         return handle.read(HEAD_BYTES)
 
 
-def _broken_link(exc: BaseException) -> str:
-    """Why a symlink cannot be resolved: a loop (RuntimeError up to Python 3.12, ELOOP after)
-    or a missing target."""
-    if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
-        return "symlink loop (following the link leads back to it); skipped"
-    return "symlink to a file that does not exist; skipped"
+def _follow_link(path: Path) -> Path | str:
+    """The target of a symlink, or why it cannot be resolved: a loop (RuntimeError up to
+    Python 3.12, ELOOP after) or a missing target."""
+    try:
+        return path.resolve(strict=True)
+    except (RuntimeError, OSError) as exc:
+        if isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP:
+            return "symlink loop (following the link leads back to it); skipped"
+        return "symlink to a file that does not exist; skipped"
 
 
 def _regular(path: Path, display: str, problems: list[tuple[str, str]],
@@ -196,10 +199,9 @@ def _regular(path: Path, display: str, problems: list[tuple[str, str]],
     """The regular file behind `path` (a symlink followed and noted), or None with the
     reason recorded: a dangling link, a link loop, a pipe or a device."""
     if path.is_symlink():
-        try:
-            target = path.resolve(strict=True)
-        except (RuntimeError, OSError) as exc:
-            problems.append((display, _broken_link(exc)))
+        target = _follow_link(path)
+        if isinstance(target, str):
+            problems.append((display, target))
             return None
         notes.append((display, f"是符号链接，读取的是它指向的 {target}"))
     else:
@@ -236,15 +238,9 @@ def find_artifacts(paths: list[Path], base: Path, display_of: dict[Path, str] | 
             problems.append((shown, f"cannot read: {exc.strerror}"))
             continue
         if not exists:
-            if given.is_symlink():  # a listed link: say which of loop / missing target it is
-                try:
-                    given.resolve(strict=True)
-                    message = "cannot read"
-                except (RuntimeError, OSError) as exc:
-                    message = _broken_link(exc)
-            else:
-                message = "no such file or folder"
-            problems.append((shown, message))
+            # a listed link: say which of loop / missing target it is
+            target = _follow_link(given) if given.is_symlink() else "no such file or folder"
+            problems.append((shown, target if isinstance(target, str) else "cannot read"))
             continue
         summary = ScanSummary(shown)
         summaries.append(summary)

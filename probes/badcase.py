@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .input_error import InputError
+from .input_error import InputError, quoted
 from .text_tables import Table, load_text, parse_number, parse_simple, skip_blank, split_lines
 
 # A few short tables (a row per model output); the limit guards memory against a wrong file:
@@ -127,7 +127,7 @@ def _per_output(table: Table, metrics: list[str], display: str,
 def _parse_index(cell: str, metric: str, line: int, display: str) -> int:
     if not cell.isdigit():
         raise InputError(display, f"expected a data index (integer) for {metric}, "
-                                  f"found {_shown(cell)} (file truncated?)", line)
+                                  f"found {quoted(cell)} (file truncated?)", line)
     return int(cell)
 
 
@@ -135,12 +135,8 @@ def _parse_value(cell: str, metric: str, line: int, display: str) -> float:
     value = parse_number(cell)
     if value is None:
         raise InputError(display, f"expected a number for {metric}, "
-                                  f"found {_shown(cell)} (file truncated?)", line)
+                                  f"found {quoted(cell)} (file truncated?)", line)
     return value
-
-
-def _shown(cell: str) -> str:
-    return repr(cell[:80] + ("..." if len(cell) > 80 else "")) if cell else "nothing"
 
 
 def _worst(table: Table, display: str) -> dict[str, int]:

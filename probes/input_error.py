@@ -14,6 +14,11 @@ def bounded(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return f"{message[:limit]}... ({len(message) - limit} more characters)"
 
 
+def quoted(text: str, limit: int = 80) -> str:
+    """The start of a refused line or cell, for a message: its repr, cut at `limit`."""
+    return repr(text[:limit] + ("..." if len(text) > limit else "")) if text else "nothing"
+
+
 class InputError(Exception):
     def __init__(self, file: str, message: str, line: int | None = None,
                  more: list[tuple[int | None, str]] | None = None):

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .input_error import InputError
+from .input_error import InputError, quoted
 from .text_tables import is_psql_start, is_simple_start, load_text, parse_psql, parse_simple, split_lines
 
 WHAT = "a horizon_plugin_pytorch run log (.horizon_plugin_pytorch_logs/*.log)"
@@ -269,7 +269,7 @@ def _messages(text: str, display: str) -> tuple[LogMessage, ...]:
         elif match is None:
             if line:
                 raise InputError(display, f"expected a message line {EXAMPLE}, "
-                                          f"found {_shown(line)}", i + 1)
+                                          f"found {quoted(line)}", i + 1)
         else:
             body.append(line)
     # A non-blank line exists and the first one either started a message or raised.
@@ -301,7 +301,7 @@ def _what_is_wrong(line: str) -> str:
     """Which part of a line that starts with a date breaks the message prefix."""
     stamp = _TIMESTAMP_ONLY.match(line)
     if not stamp:
-        return f"incomplete timestamp in {_shown(line)}"
+        return f"incomplete timestamp in {quoted(line)}"
     level = _LEVEL_WORD.match(line, stamp.end())
     if not level:
         return "no level after the timestamp"
@@ -309,12 +309,9 @@ def _what_is_wrong(line: str) -> str:
         return f"unknown level {level.group(1)!r} (expected one of {', '.join(LEVELS)})"
     rest = line[level.end():].lstrip(" ")
     if not re.match(r"\[[^\]]*\.pyx?:\d+\]", rest):
-        return f"no complete [<source>.py:<line>] after the level, found {_shown(rest)}"
-    return f"no space between the [<source>.py:<line>] and the message in {_shown(line)}"
+        return f"no complete [<source>.py:<line>] after the level, found {quoted(rest)}"
+    return f"no space between the [<source>.py:<line>] and the message in {quoted(line)}"
 
-
-def _shown(text: str) -> str:
-    return repr(text[:80] + ("..." if len(text) > 80 else "")) if text else "nothing"
 
 
 def _split_source(path: str) -> tuple[str, str | None]:
