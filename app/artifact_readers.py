@@ -280,14 +280,20 @@ def _model_info(found: FoundFile, facts, limit: int) -> None:
         "path": found.display, "tool": info.tool, "march": info.march.text.lower() if info.march else "",
         "hbrt_older": info.hbrt_older_than_model, "hbrt_warning": info.hbrt_warning.text if info.hbrt_warning else "",
         "removed_nodes": "、".join(v.text for v in info.removed_nodes),
-    }, _source(found, line=info.hbrt_warning.line if info.hbrt_warning else None, key=info.tool))
+    }, _source(found, line=info.hbrt_warning.line if info.hbrt_warning else info.line, key=info.tool))
     if info.march:
         source = _source(found, line=info.march.line, key="march")
         facts.add("artifact_march", {"path": found.display, "march": info.march.text.lower(),
                                      "what": "模型（hbm / bin）编译的 march"}, source)
         facts.add_platform(info.march.text, source, f"{found.display}:{info.march.line} 记录的模型 march", note=False)
-    for name, value in (("hbdk", info.hbdk_version), ("UCP", info.ucp_version), ("DNN", info.dnn_version),
-                        ("HBRT", info.hbrt_version)):
+    # the conversion tools' own versions (hb_mapper / horizon_nn on X3 / X5 / J5; a J6 hbm's
+    # "builder version"): they answer the versions question for PTQ users
+    tools = [(given, info.fields[key]) for key, given in (("hb_mapper_version", "hb_mapper"),
+                                                          ("builder_version", "builder"),
+                                                          ("horizon_nn_version", "horizon_nn"))
+             if key in info.fields]
+    for name, value in [("hbdk", info.hbdk_version), *tools, ("UCP", info.ucp_version), ("DNN", info.dnn_version),
+                        ("HBRT", info.hbrt_version)]:
         if value is not None:
             facts.add_version(name, value.text, _source(found, line=value.line, key=name),
                               f"{found.display}:{value.line} 记录")

@@ -9,7 +9,15 @@ only as a Python literal: every `{{ ... }}` must end in `| pyrepr`, which turns 
 into a literal that evaluates back to it, and the environment's `finalize` refuses any other
 output (including a literal that was concatenated, sliced or filtered afterwards). No value
 is ever written into a docstring or a comment: the script names the case through the CASE /
-STAGE constants (_case.py.j2), and its docstring is fixed text."""
+STAGE constants (_case.py.j2), and its docstring is fixed text.
+
+Platform families (the `series` the vocabulary gives each platform, carried by the platform
+fact): the procedure scripts (hbdk4 convert / export, QuantAnalysis, ConsistencyStrategy) are
+the J6 toolchain's and are written for J6 or an unknown platform only. The other Horizon
+families (X3 / X5 / J5: hbdk 3.x, hb_mapper, QAT through convert_fx / compile) get the
+deployment-side checks for compile / board (deployment_hbdk3.py.j2) and, for the other
+stages, a file that says plainly that no script is generated and lists the report's next
+steps (manual.py.j2); a non-Horizon platform gets that file for every stage."""
 
 from __future__ import annotations
 
@@ -24,14 +32,24 @@ from .diagnose import Diagnosis
 from .facts import attr, enum_values, label
 from .templates import TEMPLATES_DIR
 
-TEMPLATE_OF_STAGE = {
+DEPLOYMENT_TEMPLATE = "deployment.py.j2"
+TEMPLATE_OF_STAGE = {  # the J6 (hbdk4) procedure of each stage
     "pre_export": "pre_export.py.j2",
     "export": "export.py.j2",
     "convert": "convert.py.j2",
     "qat_training": "qat_training.py.j2",
-    "compile": "deployment.py.j2",
-    "board": "deployment.py.j2",
+    "compile": DEPLOYMENT_TEMPLATE,
+    "board": DEPLOYMENT_TEMPLATE,
 }
+HBDK3_DEPLOYMENT_TEMPLATE = "deployment_hbdk3.py.j2"  # compile / board on X3 / X5 / J5
+MANUAL_TEMPLATE = "manual.py.j2"  # no script for this family and stage: the steps, by hand
+
+# Values of the vocabulary's platform_series enum the toolchain choice rests on (checked
+# against facts/vocabulary.yaml below): which platform is in which series is the vocabulary's.
+J6_SERIES = "J6"  # horizon_plugin_pytorch 3.x + hbdk4: the procedure scripts
+NON_HORIZON_SERIES = "other"  # no Horizon toolchain at all
+if not {J6_SERIES, NON_HORIZON_SERIES} <= set(enum_values("platform_series")):
+    raise RuntimeError("facts/vocabulary.yaml: platform_series must keep the values J6 and other")
 
 
 class PyLiteral(str):
@@ -80,31 +98,59 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def script_stage(diagnosis: Diagnosis) -> str | None:
-    """The chain stage whose procedure the script runs (a user-side verdict keeps the chain's).
-    The scripts write the QAT (horizon_plugin_pytorch) procedure; a PTQ case gets the
-    deployment one only, and a failure to build, load or run gets none (it is not an
-    accuracy comparison)."""
+def toolchain(diagnosis: Diagnosis) -> str:
+    """Which toolchain the case's platform uses, from the series of its platform facts:
+    "hbdk4" (J6, or no platform known: j6doctor's default), "other" (a non-Horizon
+    platform), else "hbdk3" (the other Horizon series: X3 / X5 / J5)."""
+    series = {p["series"] for p in diagnosis.run.by_type("platform")}
+    if series <= {J6_SERIES}:
+        return "hbdk4"
+    return "other" if NON_HORIZON_SERIES in series else "hbdk3"
+
+
+def _plan(diagnosis: Diagnosis) -> tuple[str, str] | None:
+    """(chain stage, template) of the next step, or None when there is none to write."""
     stages = sorted({f["stage"] for f in diagnosis.run.by_type("chain_stage")})
     if len(stages) != 1 or stages[0] not in TEMPLATE_OF_STAGE or diagnosis.run.by_type("first_failure"):
         return None
+    stage = stages[0]
+    deployment = TEMPLATE_OF_STAGE[stage] == DEPLOYMENT_TEMPLATE
+    chain = toolchain(diagnosis)
+    if chain == "hbdk3" and deployment:
+        return stage, HBDK3_DEPLOYMENT_TEMPLATE
+    if chain != "hbdk4":
+        return stage, MANUAL_TEMPLATE
     flows = {f["flow"] for f in diagnosis.run.by_type("flow")}
-    if "ptq" in flows and TEMPLATE_OF_STAGE[stages[0]] != "deployment.py.j2":
+    if "ptq" in flows and not deployment:
         return None
-    return stages[0]
+    return stage, TEMPLATE_OF_STAGE[stage]
+
+
+def script_stage(diagnosis: Diagnosis) -> str | None:
+    """The chain stage whose procedure the script runs (a user-side verdict keeps the chain's).
+    The scripts write the J6 QAT (horizon_plugin_pytorch + hbdk4) procedure; a PTQ case gets
+    the deployment one only, an X3 / X5 / J5 case the deployment-side checks only, a
+    non-Horizon platform none, and a failure to build, load or run gets none (it is not an
+    accuracy comparison). None also when `j6doctor next-step` writes only the manual steps."""
+    plan = _plan(diagnosis)
+    return plan[0] if plan is not None and plan[1] != MANUAL_TEMPLATE else None
 
 
 def render_next_step(diagnosis: Diagnosis) -> str | None:
-    """The script's text, or None when the stage has no runnable next step (暂不能判断, 基线确认)."""
-    stage = script_stage(diagnosis)
-    if stage is None:
+    """The script's text, or None when the stage has no next step to write (暂不能判断,
+    基线确认, a failure). On a platform family whose procedure j6doctor does not script, the
+    text is a file that says so and lists the report's next steps to carry out by hand."""
+    plan = _plan(diagnosis)
+    if plan is None:
         return None
+    stage, template = plan
     facts = diagnosis.run
     paths: dict[str, str] = {}
     for fact in facts.by_type("artifact_file"):
         paths.setdefault(fact["kind"], fact["path"])
     platforms = facts.by_type("platform")
-    march = platforms[0]["march"] if platforms else None
+    # the first march that names a variant (a generic "J6" has none; a file may name it)
+    march = next((p["march"] for p in platforms if p["march"]), None)
     families = {p["family"] for p in platforms}
     checklist = diagnosis.verdict["checklist"] or [
         {"id": item, "label": label("check_item", item), "look_at": attr("check_item", item, "look_at", ""),
@@ -116,11 +162,14 @@ def render_next_step(diagnosis: Diagnosis) -> str | None:
         "stage": stage,
         "stage_label": label("stage", stage),
         "version": __version__,
+        "toolchain": toolchain(diagnosis),
+        "family": platforms[0]["family"] if platforms else None,
         "paths": {kind: paths.get(kind) for kind in enum_values("file_kind")},
         "march": march,
         "march_known": march is not None,
         "split_run": any(f["differ"] for f in facts.by_type("input_formats")),
         "consistency_strategy": bool(families & {"J6E", "J6M"}),
         "checklist": checklist,
+        "manual_steps": [step["text"] for step in diagnosis.verdict["next_steps"]],
     }
-    return _environment().get_template(TEMPLATE_OF_STAGE[stage]).render(**context)
+    return _environment().get_template(template).render(**context)

@@ -363,6 +363,10 @@ def _parse(text: str, suffix: str, display: str) -> LocatedDocument:
             raise InputError(display, "JSON nesting is too deep") from None
         except ValueError as exc:  # e.g. an integer of more than 4300 digits
             raise InputError(display, f"not valid JSON: {exc}") from None
+        # Python 3.13's JSON decoder reads far deeper nesting than the recursion limit lets
+        # the checks below walk: the depth is bounded here, on every Python the same.
+        if _nesting(data) > MAX_NESTING:
+            raise InputError(display, f"JSON nesting is too deep (more than {MAX_NESTING} levels)")
         try:  # line numbers only; JSON is (almost always) valid YAML
             lines = load_yaml(text).lines
         except YamlInputError:
@@ -443,6 +447,18 @@ class _Normalizer:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+MAX_NESTING = 100  # a case is a few levels deep; the walks below recurse once per level
+
+
+def _nesting(value: Any) -> int:
+    """How deeply lists and mappings nest in `value` (iterative)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def _valid_text(value: Any, where: tuple, notes: list[tuple[tuple, str]]) -> Any:
@@ -676,6 +692,52 @@ def _producer(text: str) -> str:
     return "other"
 
 
+def _mentions(enum_name: str, text: str) -> list[str]:
+    """The values of an enum that a free text names, in the order they are first named: a
+    spelling (the value or an alias) found inside the text, the longest spellings first so
+    that a longer one hides the shorter ones it contains; spaces, '-', '_' and '.' inside a
+    spelling match any of them or nothing; a spelling that starts or ends with a Latin letter
+    or digit matches only as a whole word there."""
+    enum = vocabulary().enums[enum_name]
+    spellings = sorted(((s, v) for v in enum.values for s in enum.spellings(v)),
+                       key=lambda sv: -len(alias_key(sv[0])))
+    taken = [False] * len(text)
+    found: list[tuple[int, str]] = []
+    for spelling, value in spellings:
+        parts = [re.escape(p) for p in re.split(r"[\s_\-.]+", spelling.strip()) if p]
+        if not parts:
+            continue
+        pattern = r"[\s_\-.]*".join(parts)
+        if spelling.strip()[0].isascii() and spelling.strip()[0].isalnum():
+            pattern = r"(?<![a-z0-9])" + pattern
+        if spelling.strip()[-1].isascii() and spelling.strip()[-1].isalnum():
+            pattern += r"(?![a-z0-9])"
+        for match in re.finditer(pattern, text, re.IGNORECASE):
+            if match.end() > match.start() and not any(taken[match.start():match.end()]):
+                taken[match.start():match.end()] = [True] * (match.end() - match.start())
+                found.append((match.start(), value))
+    ordered: list[str] = []
+    for _, value in sorted(found):
+        if value not in ordered:
+            ordered.append(value)
+    return ordered
+
+
+def _suspect_stage(text: str) -> str:
+    """The stage a `suspect:` entry names: a stage id or alias (`compile`, `hbdk`), or free
+    text naming one ("怀疑 hbdk 编译器"). Several stages named count as one when they all
+    refine one of them (`parent`: "编译或板端" → compile); otherwise, or when none is
+    named, "" (the text is still kept and read by text rules)."""
+    exact = vocabulary().enums["stage"].resolve(text)
+    if exact:
+        return exact[0]
+    named = _mentions("stage", text)
+    for candidate in named:
+        if all(s == candidate or attr("stage", s, "parent") == candidate for s in named):
+            return candidate
+    return ""
+
+
 def _naming(case: Case, artifact: str) -> str:
     """Which flow's name the user gave the artifact (ptq for `calibrated_model`)."""
     written = case.written(("results", artifact))[-1]
@@ -770,8 +832,7 @@ def case_facts(case: Case, start: int = 1) -> list[Fact]:
     suspects = data.get("suspect")
     for index, text in enumerate([suspects] if isinstance(suspects, str) else suspects or []):
         if text.strip():
-            stages = vocab.enums["stage"].resolve(text)
-            add("suspect", {"stage": stages[0] if stages else "", "text": text.strip()},
+            add("suspect", {"stage": _suspect_stage(text.strip()), "text": text.strip()},
                 case.source("suspect") if isinstance(suspects, str) else case.source("suspect", index))
     for name, value, input_name in _input_params(data.get("input_parameters") or {}):
         add("input_param", {"name": name, "value": value, "input": input_name},

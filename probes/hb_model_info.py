@@ -1,14 +1,39 @@
-"""`hb_model_info` output (REAL_FORMATS.md R6): what a compiled model (.bin / .hbm) expects,
-as the host tool prints it.
+"""`hb_model_info` output (REAL_FORMATS.md R6): what a compiled model (.bin / .hbm / .bc)
+expects, as the host tool prints it.
 
 Layout: `key : value` lines under `############# ... info #############` banners (model deps,
-model_parameters, input_parameters, calibration_parameters, compiler_parameters), one
-`---------input info : <name>  ---------` subsection per model input (its conversion
-parameters: input_type_rt / _train, layouts, norm_type, mean / scale), and at the end the
-banner `Model input/output info` with a whitespace table `NAME TYPE SHAPE DATA_TYPE` over a
-dash rule. Cells contain spaces (`[1, 224, 224, 1]`), so the table is cut by the column
-spans of its dash rule. A line may carry the logging prefix of the tool's log file
-(`2026-03-01 14:02:11,204 INFO `); it is removed before anything else.
+model_parameters, input_parameters, calibration_parameters, custom_op, compiler_parameters),
+one `---------input info : <name>  ---------` subsection per model input (its conversion
+parameters: input_type_rt / _train, layouts, norm_type, mean / scale; closed by
+`---------input info : <name> end -------` in the vendor's own output). Then, depending on the
+toolchain version, one or more of:
+
+* `--------- input/output types -------------------` with `model input types   : [...]` and
+  `model output types  : [...]` (the .bin tool of the X3 / J5 / X5 toolchains; the lists hold
+  enum reprs such as `<InputDataType.NV12: 7>` or `<DataType.TENSOR_FLOAT: 1>`);
+* `--------- deleted nodes -------------------` with one `deleted nodes: <name>` line per node
+  removed from the compiled model afterwards (hb_model_modifier), after a warning that the
+  description is the one of compile time;
+* `############# Removable node info #############` with a table `Node Name  Node Type` (or the
+  message that the model has no nodes to delete) for a .bc model;
+* the banner `Model input/output info` with a whitespace table `NAME TYPE SHAPE DATA_TYPE`
+  over a dash rule (the .hbm / .bc / .onnx tool). Cells contain spaces (`[1, 224, 224, 1]`), so
+  the table is cut by the column spans of its dash rule.
+
+Some versions print neither table nor types, a packed model prints no table, an .onnx or a
+.bc without a description prints only the table: a description may end after any whole
+section, and what was read is kept. What the tool always prints whole must be whole, though
+(the input/output types line and its two lists, a table, an `input info` subsection).
+Before the first banner come the tool's start lines (`Start hb_model_info....`, `hb_model_info
+version ...`) and a model name line `******** <name> *********` (older versions: `<name> info`);
+a packed model repeats the whole description once per model, after a warning that it is
+packed, and prints no table: the result describes the first model and names all of them.
+
+A line may carry the logging prefix of the tool's log file (`2026-03-01 14:02:11,204 INFO `);
+it is removed before anything else. Lines the log file holds at DEBUG level (with their
+continuation lines) and WARNING / ERROR lines are the tool's messages, not the description:
+they are skipped, as are the few messages the tool prints between the sections without a
+prefix. Any other line that fits none of these shapes is refused as garbled, with its line.
 
 This module also defines the result shape that hrt_model_info (R7, the board side) fills
 in too, so that later code can compare either with the user's platform and deployment:
@@ -31,20 +56,47 @@ from .text_tables import Table, load_text, parse_number, parse_simple, skip_blan
 MAX_TEXT_BYTES = 4 * 1024 * 1024
 
 WHAT = ("hb_model_info output ('key : value' lines under '############# ... info #############' "
-        "banners, ending with the 'Model input/output info' table NAME TYPE SHAPE DATA_TYPE)")
+        "banners, then the '--------- input/output types' lines or the 'Model input/output info' "
+        "table NAME TYPE SHAPE DATA_TYPE)")
 TOOL = "hb_model_info"
 
 IO_TITLE = "model input/output info"
+REMOVABLE_TITLE = "removable node info"
+IO_TYPES_TITLE = "input/output types"
+DELETED_TITLE = "deleted nodes"
 TABLE_COLUMNS = ("NAME", "TYPE", "SHAPE", "DATA_TYPE")
+REMOVABLE_COLUMNS = ("Node Name", "Node Type")
 
 # Prefix of a line of the tool's log file; the message after it is the stdout line.
 _LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)? "
-                         r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) ")
+                         r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?: |$)")
+# Levels of the log file that are messages of the tool, never part of the description.
+_MESSAGE_LEVELS = ("WARNING", "WARN", "ERROR", "CRITICAL")
 _BANNER = re.compile(r"^#{3,}\s*(?P<title>[^#]*?)\s*#{3,}$")
 _SUBSECTION = re.compile(r"^-{3,}\s*input info\s*:\s*(?P<name>.*?)\s*-{3,}$", re.IGNORECASE)
 _SUBSECTION_END = re.compile(r"^(?P<name>.*\S)\s+end$", re.IGNORECASE)
+# `--------- input/output types -------------------`, `--------- deleted nodes -`: a titled dash
+# line (the manuals shorten the dashes after the title to one).
+_DASH_SECTION = re.compile(r"^-{3,}\s*(?P<title>[A-Za-z][^:]*?)\s*-+$")
 _DASHES = re.compile(r"^-+$")
-_KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z_][^:]*?)\s*:\s*(?P<value>.*?)$")
+# `******** yolo_x5 *********`, older versions `******** yolo_x5 info *********`
+_MODEL_NAME = re.compile(r"^\*{3,}\s*(?P<name>[^*\s][^*]*?)\s*\*{3,}$")
+_STARS = re.compile(r"^\*+$")
+_NAME_INFO_SUFFIX = re.compile(r"\s+info$", re.IGNORECASE)
+# Keys may start with a digit (`16 bit quantize`, `16bit_quantize`); brackets and quotes belong
+# to values only (a `model input types [<InputDataType.NV12: 7>]` without its colon is garbled).
+_KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z0-9_][^:\[\](){}<>'\"]*?)\s*:\s*(?P<value>.*?)$")
+# The messages the tool prints between the sections, as they appear in a pasted terminal
+# (without the log prefix, possibly with the level word alone).
+_MESSAGE = re.compile(r"^(?:(?:WARNING|WARN|INFO|ERROR)\s*:?\s+)?(?:"
+                      r"Please note that the model information shown now is\b.*"
+                      r"|This model is a packaged model\b.*"
+                      r"|The model \S.* has no nodes to delete\.?)$", re.IGNORECASE)
+_START = re.compile(r"^(?:Start hb_model_info\b|hb_model_info version\b)", re.IGNORECASE)
+# One entry of `model input types` / `model output types`: `<InputDataType.NV12: 7>`.
+_TYPE_ENTRY = re.compile(r"<(?P<body>[^<>]*)>")
+_TYPE_NAME = re.compile(r"^\w+$")
+_X_DIMS = re.compile(r"^\d+(?:\s*x\s*\d+)*$", re.IGNORECASE)
 _DIMS = re.compile(r"^[\[(](?P<body>[^\[\]()]*)[\])]$")
 _NODE_SEPARATORS = re.compile(r"[;,\s]+")
 _FLOAT_SEPARATORS = re.compile(r"[,;\s]+")
@@ -56,6 +108,9 @@ MODEL_KEYS = {
     "hbdk_version": ("hbdk_version",),
 }
 REMOVED_NODES_KEY = "remove_node_name"
+DELETED_NODES_KEY = "deleted_nodes"
+INPUT_TYPES_KEY = "model_input_types"
+OUTPUT_TYPES_KEY = "model_output_types"
 SCALE_QUANTI_TYPE = "SCALE"
 
 
@@ -225,6 +280,14 @@ class ModelInfo:
     hbrt_older_than_model: bool = False
     hbrt_warning: Value | None = None          # the warning line verbatim
     fields: dict[str, Value] = field(default_factory=dict)   # model-level keys, canonical
+    # R6 only (empty / None for R7): the line where the description starts (its model name
+    # line or first banner), the `model input types` / `model output types` entries as the
+    # type names (`NV12`, `F32`, `TENSOR_FLOAT` ...), and the names of the models a packed
+    # file describes (the result is the first of them).
+    line: int | None = None
+    input_types: list[Value] = field(default_factory=list)
+    output_types: list[Value] = field(default_factory=list)
+    models: list[Value] = field(default_factory=list)
 
     def input(self, name: str) -> ModelInput | None:
         return next((t for t in self.inputs if t.name == name), None)
@@ -318,61 +381,177 @@ def read_hb_model_info(path: Path | str, display: str | None = None) -> ModelInf
 
 
 def parse_hb_model_info(text: str, display: str) -> ModelInfo:
-    lines = [_LOG_PREFIX.sub("", line, count=1).rstrip()
-             for line in split_lines(text.removeprefix("\ufeff"))]
-    return _HbParser(lines, display).run()
+    return _HbParser(_description_lines(text), display).run()
+
+
+def _description_lines(text: str) -> list[str]:
+    """The lines as the tool printed them on the terminal, one per file line (so that line
+    numbers stay the file's): the log prefix removed; a DEBUG line of the log file, the lines
+    without prefix that continue it (a dumped protobuf message) and a WARNING / ERROR line
+    other than the messages the parser knows become blank, since none of them is part of
+    the description."""
+    lines: list[str] = []
+    in_debug = False
+    for line in split_lines(text.removeprefix("\ufeff")):
+        prefix = _LOG_PREFIX.match(line)
+        if prefix:
+            level = prefix["level"]
+            in_debug = level == "DEBUG"
+            body = "" if in_debug else line[prefix.end():]
+            if level in _MESSAGE_LEVELS and not _MESSAGE.match(body.strip()):
+                body = ""
+        else:
+            body = "" if in_debug else line
+        lines.append(body.rstrip())
+    return lines
+
+
+@dataclass
+class _Model:
+    """One model's description; a packed model's output holds several."""
+    start: int                                  # 1-based line of its name line or first banner
+    name: Value | None = None
+    specs: list[InputSpec] = field(default_factory=list)
+    fields: dict[str, Value] = field(default_factory=dict)
+    deleted: list[Value] = field(default_factory=list)
+    input_types: list[Value] | None = None
+    output_types: list[Value] | None = None
+    types_line: int | None = None               # the `input/output types` line
+    has_sections: bool = False
 
 
 class _HbParser:
     def __init__(self, lines: list[str], display: str):
         self.lines = lines
         self.display = display
-        self.section: str | None = None      # title of the current banner
+        self.section: str | None = None      # title of the current banner or dash section
         self.spec: InputSpec | None = None   # the open `input info` subsection
-        self.specs: list[InputSpec] = []
-        self.fields: dict[str, Value] = {}
+        self.models: list[_Model] = []
         self.table: Table | None = None
+        self.started = False                 # the tool's start lines were seen
+
+    @property
+    def model(self) -> _Model:
+        return self.models[-1]
 
     def run(self) -> ModelInfo:
         i = 0
         while i < len(self.lines):
-            body = self.lines[i]
-            if not body.strip():
+            body = self.lines[i].strip()
+            if not body:
                 i += 1
                 continue
             banner = _BANNER.match(body)
             if banner:
-                self._close_spec()
-                self.section = banner["title"]
-                i = self._read_table(i) if self.section.lower() == IO_TITLE else i + 1
+                i = self._banner(i, banner["title"])
                 continue
+            name = _MODEL_NAME.match(body)
+            if name:
+                self._model_name(i, name["name"])
+            elif _MESSAGE.match(body):
+                pass    # the packed-model and compile-time warnings, the no-removable-node note
+            elif _STARS.match(body):
+                pass    # a rule of stars (the log file's separator)
+            elif self.section is None:
+                self.started |= bool(_START.match(body))
             # Before the first banner: the tool's start messages. After the table: its end.
-            if self.section is not None and self.section.lower() != IO_TITLE:
+            elif self.section is not None and self.section.lower() != IO_TITLE:
                 self._section_line(i, body)
             i += 1
         self._close_spec()
-        if self.table is None:
-            if self.section is None and not self.specs:
-                raise InputError(self.display, f"nothing recognisable; expected {WHAT}")
-            raise InputError(self.display, "the file ends before the '############# Model "
-                                           "input/output info #############' table (truncated?)",
-                             len(self.lines))
-        return self._result(self.table)
+        return self._result()
+
+    # -------------------------------------------------------- structure
+
+    def _new_model(self, i: int) -> None:
+        if self.table is not None:
+            raise InputError(self.display, "a model description after the 'Model input/output "
+                                           "info' table (two outputs in one file?)", i + 1)
+        self._close_spec()
+        self.models.append(_Model(start=i + 1))
+        self.section = None
+
+    def _model_name(self, i: int, text: str) -> None:
+        name = _NAME_INFO_SUFFIX.sub("", text).strip()
+        if not self.models or self.model.has_sections or self.model.name is not None:
+            self._new_model(i)
+        self.model.name = Value(name, i + 1)
+
+    def _banner(self, i: int, title: str) -> int:
+        self._close_spec()
+        if not self.models:
+            self.models.append(_Model(start=i + 1))
+        self.model.has_sections = True
+        self.section = title
+        if title.lower() == IO_TITLE:
+            return self._read_table(i)
+        if title.lower() == REMOVABLE_TITLE:
+            return self._read_removable(i)
+        return i + 1
 
     def _section_line(self, i: int, body: str) -> None:
         sub = _SUBSECTION.match(body)
         if sub:
             self._subsection(i, sub["name"])
             return
-        if _DASHES.match(body.strip()):
+        if _DASHES.match(body):
             return
-        kv = _KEY_VALUE.match(body.strip())
+        dash = _DASH_SECTION.match(body)
+        if dash:
+            self._close_spec()
+            self.section = dash["title"]
+            if self.section.lower() == IO_TYPES_TITLE:
+                self.model.types_line = i + 1
+            return
+        kv = _KEY_VALUE.match(body)
         if not kv:
             raise InputError(self.display, f"expected 'key : value' in the '{self.section}' "
-                                           f"section, found {shown(body.strip())} (garbled line?)",
+                                           f"section, found {shown(body)} (garbled line?)",
                              i + 1)
-        target = self.spec.fields if self.spec else self.fields
-        target.setdefault(canonical_key(kv["key"]), Value(kv["value"], i + 1))
+        key, value = canonical_key(kv["key"]), Value(kv["value"], i + 1)
+        section = self.section.lower() if self.section else ""
+        if section == DELETED_TITLE:
+            self._deleted_node(key, value)
+            return
+        if section == IO_TYPES_TITLE and key in (INPUT_TYPES_KEY, OUTPUT_TYPES_KEY):
+            types = self._types(kv["key"], value)
+            if key == INPUT_TYPES_KEY and self.model.input_types is None:
+                self.model.input_types = types
+            elif key == OUTPUT_TYPES_KEY and self.model.output_types is None:
+                self.model.output_types = types
+        target = self.spec.fields if self.spec else self.model.fields
+        target.setdefault(key, value)
+
+    def _deleted_node(self, key: str, value: Value) -> None:
+        if key != DELETED_NODES_KEY or not value.text:
+            line = self.lines[value.line - 1].strip()
+            raise InputError(self.display, "expected 'deleted nodes: <node name>' in the 'deleted "
+                                           f"nodes' section, found {shown(line)} (garbled line?)",
+                             value.line)
+        self.model.deleted.append(value)
+
+    def _types(self, key: str, value: Value) -> list[Value]:
+        """`[<InputDataType.NV12: 7>, <DataType.TENSOR_FLOAT: 1>]` (or `[NV12, F32]`) → the type
+        names, each with the line; InputError for anything else (a cut or garbled list)."""
+        body = value.text.strip()
+        if not (body.startswith("[") and body.endswith("]")):
+            raise InputError(self.display, f"expected a list like [<InputDataType.NV12: 7>] after "
+                                           f"'{key.strip()} :', found {shown(body)} (truncated "
+                                           "line?)", value.line)
+        inner = body[1:-1].strip()
+        if not inner:
+            return []
+        if "<" in inner or ">" in inner:
+            entries = [m["body"] for m in _TYPE_ENTRY.finditer(inner)]
+            rest = _TYPE_ENTRY.sub("", inner)
+        else:
+            entries, rest = inner.split(","), ""
+        names = [entry.split(":")[0].strip().strip("'\"").rsplit(".", 1)[-1] for entry in entries]
+        if rest.replace(",", "").strip() or not all(_TYPE_NAME.match(name) for name in names):
+            raise InputError(self.display, f"expected a list like [<InputDataType.NV12: 7>] after "
+                                           f"'{key.strip()} :', found {shown(body)} (garbled "
+                                           "line?)", value.line)
+        return [Value(name, value.line) for name in names]
 
     def _subsection(self, i: int, name: str) -> None:
         end = _SUBSECTION_END.match(name)
@@ -385,16 +564,30 @@ class _HbParser:
         self._close_spec()
         if not name:
             raise InputError(self.display, "expected an input name after 'input info :'", i + 1)
-        if any(spec.name == name for spec in self.specs):
+        if any(spec.name == name for spec in self.model.specs):
             raise InputError(self.display, f"input {name!r} is described twice", i + 1)
         self.spec = InputSpec(name, i + 1)
-        self.specs.append(self.spec)
+        self.model.specs.append(self.spec)
 
     def _close_spec(self) -> None:
         spec, self.spec = self.spec, None
         if spec is not None and not spec.fields:
             raise InputError(self.display, f"the 'input info : {spec.name}' subsection has no "
                                            "'key : value' lines (file truncated?)", spec.line)
+
+    # -------------------------------------------------------- tables
+
+    def _table_lines(self, start: int) -> list[str]:
+        """The lines up to the next banner, dash section or model name line: a table ends
+        there even without the blank line after it (the tool logs the next banner right
+        below a table)."""
+        end = start
+        while end < len(self.lines):
+            body = self.lines[end].strip()
+            if _BANNER.match(body) or _MODEL_NAME.match(body) or _DASH_SECTION.match(body):
+                break
+            end += 1
+        return self.lines[:end]
 
     def _read_table(self, i: int) -> int:
         if self.table is not None:
@@ -404,18 +597,106 @@ class _HbParser:
             raise InputError(self.display, "the file ends after the 'Model input/output info' "
                                            "banner; expected the table NAME TYPE SHAPE DATA_TYPE "
                                            "(truncated?)", i + 1)
-        self.table = parse_simple(self.lines, start, 1, self.display,
+        self.table = parse_simple(self._table_lines(start), start, 1, self.display,
                                   "the table NAME TYPE SHAPE DATA_TYPE")
         return self.table.end
 
-    def _result(self, table: Table) -> ModelInfo:
-        inputs, outputs = self._tensors(table)
-        attach_specs(inputs, self.specs)
-        removed = self.fields.get(REMOVED_NODES_KEY)
-        nodes = [Value(name, removed.line) for name in split_names(removed.text)] if removed else []
+    def _read_removable(self, i: int) -> int:
+        """The nodes a .bc model could have removed (a table Node Name / Node Type): read so
+        that a garbled or cut table is refused; they are no fact about the compiled model."""
+        start = skip_blank(self.lines, i + 1)
+        if start >= len(self.lines):
+            raise InputError(self.display, "the file ends after the 'Removable node info' banner; "
+                                           "expected the table Node Name / Node Type (truncated?)",
+                             i + 1)
+        table = parse_simple(self._table_lines(start), start, 1, self.display,
+                             "the table Node Name / Node Type")
+        if any(table.column(name) is None for name in REMOVABLE_COLUMNS):
+            raise InputError(self.display, "expected the columns Node Name, Node Type, found "
+                                           f"{'  '.join(table.headers)!r}", table.header_line)
+        if not table.rows:
+            raise InputError(self.display, "the table Node Name / Node Type has no rows (file "
+                                           "truncated?)", table.header_line)
+        return table.end
+
+    # -------------------------------------------------------- result
+
+    def _result(self) -> ModelInfo:
+        if not self.models and self.started:
+            raise InputError(self.display, "hb_model_info printed its start lines but no model "
+                                           "description (the model carries none, or the output "
+                                           "was cut)", len(self.lines))
+        if not self.models:
+            raise InputError(self.display, f"nothing recognisable; expected {WHAT}")
+        for index, model in enumerate(self.models):
+            if not model.has_sections:
+                raise InputError(self.display, f"the model name line {model.name.text!r} is "
+                                               "followed by no description; expected the "
+                                               "'############# model deps info #############' "
+                                               "section (truncated?)", model.start)
+            if not (model.fields or model.specs or (index == 0 and self.table is not None)):
+                raise InputError(self.display, "the description has no 'key : value' line under "
+                                               "its banners (file truncated?)", model.start)
+        self._require_whole_types()
+        model = self.models[0]
+        if self.table is not None:
+            inputs, outputs = self._tensors(self.table)
+            attach_specs(inputs, model.specs)
+        else:
+            inputs, outputs = self._spec_inputs(model), []
         return ModelInfo(display=self.display, tool=TOOL, inputs=inputs, outputs=outputs,
-                         input_specs=self.specs, fields=self.fields, removed_nodes=nodes,
-                         **model_values(self.fields))
+                         input_specs=model.specs, fields=model.fields, model_name=model.name,
+                         removed_nodes=self._removed_nodes(model), line=model.start,
+                         input_types=model.input_types or [], output_types=model.output_types or [],
+                         models=[m.name for m in self.models if m.name is not None],
+                         **model_values(model.fields))
+
+    def _require_whole_types(self) -> None:
+        """A description may end after any whole section: some versions print neither the
+        table nor the type lists, a packed .hbm prints no table, and what was read is true
+        either way. The tool prints the type lists whole, though: the input/output types
+        line is always followed by both lists, so one missing means a file cut there."""
+        packed = len(self.models) > 1
+        for model in self.models:
+            if model.types_line is None:
+                continue
+            for key, types in ((INPUT_TYPES_KEY, model.input_types),
+                               (OUTPUT_TYPES_KEY, model.output_types)):
+                if types is None:
+                    what = key.replace("_", " ")
+                    where = f" of model {model.name.text!r}" if packed and model.name else ""
+                    raise InputError(self.display, f"the input/output types{where} have no "
+                                                   f"'{what}' line (file truncated?)",
+                                     model.types_line)
+
+    @staticmethod
+    def _removed_nodes(model: _Model) -> list[Value]:
+        """Nodes removed at conversion (`remove node name`) and afterwards (`deleted nodes`),
+        each once, in file order."""
+        removed = model.fields.get(REMOVED_NODES_KEY)
+        nodes = [Value(name, removed.line) for name in split_names(removed.text)] if removed else []
+        nodes += model.deleted
+        first: dict[str, Value] = {}
+        for node in nodes:
+            first.setdefault(node.text, node)
+        return list(first.values())
+
+    @staticmethod
+    def _spec_inputs(model: _Model) -> list[ModelInput]:
+        """Without the table, the model inputs are the `input info` subsections; each takes its
+        type from `model input types` when that lists one type per subsection, and its shape
+        from `input_shape` (`1x3x640x640`)."""
+        types = model.input_types or []
+        inputs: list[ModelInput] = []
+        for index, spec in enumerate(model.specs):
+            shape = spec.get("input_shape")
+            dims = (tuple(int(d) for d in re.split(r"\s*x\s*", shape.text.strip(), flags=re.I))
+                    if shape and _X_DIMS.match(shape.text.strip()) else None)
+            data_type = types[index] if len(types) == len(model.specs) else None
+            fields = {k: v for k, v in (("input_shape", shape), ("data_type", data_type)) if v}
+            inputs.append(ModelInput(name=spec.name or "", index=index, line=spec.line, shape=shape,
+                                     dims=dims, data_type=data_type, fields=fields, spec=spec))
+        return inputs
 
     def _tensors(self, table: Table) -> tuple[list[ModelInput], list[ModelOutput]]:
         columns = [table.column(name) for name in TABLE_COLUMNS]

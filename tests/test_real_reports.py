@@ -469,7 +469,7 @@ def test_the_broken_reference_example_blames_no_toolchain_stage(rulebase):
     ({"qat_export_pt": ok("abnormal")}, ["qat_training", "pre_export"]),
     ({"quantized_bc": ok("normal"), "board": ok("abnormal", "single_frame")}, ["board", "compile"]),
     ({"qat_bc": ok("normal"), "quantized_bc": ok("abnormal")}, ["convert"]),
-    ({}, []),
+    ({}, ["qat_training", "pre_export", "export", "convert", "compile", "board", "user_side"]),
 ])
 def test_every_verdict_lists_the_stages_still_possible(diagnose, results, expected):
     d = diagnose({**FULL_INFO, "results": results})
