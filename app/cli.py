@@ -53,6 +53,12 @@ def cli() -> None:
     qat.pt, qat.export.pt, qat.bc, quantized.bc, hbm and the board, with the evidence chain."""
 
 
+_ENGINE_OPTION = click.option(
+    "--engine", type=click.Choice(["durable", "clips"], case_sensitive=False), default=None,
+    help="Rule engine: durable (durable-rules) or clips (CLIPS via clipspy). Default: `engine` in "
+         "j6doctor.toml, else J6DOCTOR_ENGINE, else durable-rules where it is installed, else CLIPS.")
+
+
 def _input_options(command):
     """The options every command that diagnoses shares: what to read, and how to judge it."""
     options = [
@@ -69,29 +75,33 @@ def _input_options(command):
                           "what the case leaves out (default: on, or `environment` in j6doctor.toml)."),
         click.option("--rules", "rule_packs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
                      help="Extra rule pack folder (repeatable); its rules add to or override bundled ones by id."),
+        _ENGINE_OPTION,
     ]
     for option in reversed(options):
         command = option(command)
     return command
 
 
-def _rulebase(rule_packs: tuple[Path, ...]):
+def _rulebase(rule_packs: tuple[Path, ...], engine: str | None = None):
     """The bundled rule base plus packs; a broken pack is the user's input error (exit 2)."""
     from .diagnose import load_rulebase
-    from .engine import RuleBaseErrors
+    from .engine import EngineUnavailableError, RuleBaseErrors
 
     for pack in rule_packs:
         if not pack.is_dir():
             _fail(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml files"
                                  if pack.exists() else "no such rule pack folder"), EXIT_INPUT)
     try:
-        return load_rulebase(rule_packs)
+        return load_rulebase(rule_packs, engine)
+    except EngineUnavailableError as exc:
+        _fail(str(exc), EXIT_INPUT)
     except RuleBaseErrors as exc:
         _fail(f"the rule base is invalid:\n{exc}", EXIT_INPUT if rule_packs else EXIT_INTERNAL)
 
 
 def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, tolerance: float | None,
-         absolute: bool, lower_is_better: bool, env: bool | None, rule_packs: tuple[Path, ...] = ()):
+         absolute: bool, lower_is_better: bool, env: bool | None, rule_packs: tuple[Path, ...] = (),
+         engine: str | None = None):
     """Read the inputs and diagnose; every input problem exits 2 with its message."""
     from .config import load_config
     from .diagnose import diagnose as run_diagnosis
@@ -122,7 +132,7 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
         if custom else None,
         use_environment=env,
     )
-    rulebase = _rulebase(rule_packs)
+    rulebase = _rulebase(rule_packs, (engine or config.engine or "").lower() or None)
     progress = Progress()
     options.progress = progress.step
     try:
@@ -310,12 +320,13 @@ def rules_lint(dirs: tuple[Path, ...], strict: bool) -> None:
 @rules.command("test")
 @click.argument("dirs", nargs=-1, type=click.Path(path_type=Path, file_okay=False))
 @click.option("-v", "--verbose", is_flag=True, help="List every example, not only failures.")
-def rules_test(dirs: tuple[Path, ...], verbose: bool) -> None:
+@_ENGINE_OPTION
+def rules_test(dirs: tuple[Path, ...], verbose: bool, engine: str | None) -> None:
     """Run every rule's example cases (bundled rules plus the packs DIRS) and report
     per-rule coverage. Fails when an example fails, or a rule has no example that fires it."""
     from .rule_tests import coverage_failures, run_rule_tests
 
-    rulebase = _rulebase(tuple(dirs))
+    rulebase = _rulebase(tuple(dirs), engine.lower() if engine else None)
     results, coverage = run_rule_tests(rulebase)
     for r in results:
         if verbose or not r.passed:

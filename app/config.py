@@ -22,13 +22,15 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 PROJECT_FILE = "j6doctor.toml"
-KEYS = {"environment": bool}  # key -> type; more keys come with their features
+KEYS = {"environment": bool, "engine": str}  # key -> type; more keys come with their features
+CHOICES = {"engine": ("durable", "clips")}  # keys whose value is one of a few words
 MAX_LEVELS = 32  # folders walked upward looking for a project file
 
 
 @dataclass(frozen=True)
 class Config:
     environment: bool = True
+    engine: str | None = None  # the rule engine (None: durable-rules where it loads, else CLIPS)
     sources: tuple[str, ...] = ()  # the files the values came from
 
 
@@ -99,6 +101,8 @@ def load_config(start: Path | None, environ: dict[str, str] | None = None) -> Co
                 raise InputError(str(path), f"unknown setting {key!r}; known: {', '.join(KEYS)}")
             if not isinstance(value, expected):
                 raise InputError(str(path), f"{key}: expected {expected.__name__}, got {value!r}")
-            values[key] = value
+            if key in CHOICES and value.strip().lower() not in CHOICES[key]:
+                raise InputError(str(path), f"{key}: expected one of {', '.join(CHOICES[key])}, got {value!r}")
+            values[key] = value.strip().lower() if key in CHOICES else value
         sources.append(str(path))
     return Config(**values, sources=tuple(sources))

@@ -7,6 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .engine import Fact, RuleBase, RunResult
+from .engine.backends import resolve as resolve_engine
 from .evidence import EvidenceOptions, collect
 from .facts import vocabulary
 from .probes.case_file import Case, case_from_data, read_case
@@ -28,16 +29,18 @@ class Diagnosis:
 
 
 @lru_cache(maxsize=8)
-def _rulebase(extra: tuple[tuple[Path, str], ...]) -> RuleBase:
+def _rulebase(extra: tuple[tuple[Path, str], ...], engine: str) -> RuleBase:
     directories = [BUNDLED_RULES_DIR, *(path for path, _ in extra)]
     display = {BUNDLED_RULES_DIR: "rules", **{path: shown for path, shown in extra}}
-    return RuleBase.load(directories, vocabulary(), display)
+    return RuleBase.load(directories, vocabulary(), display, engine)
 
 
-def load_rulebase(extra_rule_dirs: list[Path] | tuple[Path, ...] = ()) -> RuleBase:
-    """The bundled rule base plus rule packs (a later pack overrides rules by id). Pack
-    files are shown by the folder name the user gave, so reports do not depend on cwd."""
-    return _rulebase(tuple((Path(p).resolve(), Path(p).as_posix().rstrip("/")) for p in extra_rule_dirs))
+def load_rulebase(extra_rule_dirs: list[Path] | tuple[Path, ...] = (), engine: str | None = None) -> RuleBase:
+    """The bundled rule base plus rule packs (a later pack overrides rules by id), compiled
+    for `engine` (None: the default, see engine/backends.py). Pack files are shown by the
+    folder name the user gave, so reports do not depend on cwd."""
+    return _rulebase(tuple((Path(p).resolve(), Path(p).as_posix().rstrip("/")) for p in extra_rule_dirs),
+                     resolve_engine(engine))
 
 
 def diagnose(case: Case | None, rulebase: RuleBase | None = None,

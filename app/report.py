@@ -9,7 +9,7 @@ import jinja2
 
 from .describe import describe as describe_fact
 from .diagnose import Diagnosis
-from .engine import Fact
+from .engine import Fact, describe_engine
 from .facts import attr, enum_values, label
 from .next_step_script import script_stage
 from .templates import TEMPLATES_DIR
@@ -98,6 +98,7 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
                   f"{'（只算前 ' + str(a['hashed'] // (1024 * 1024)) + ' MiB）' if a['hashed'] >= 0 else ''}）"
                   for a in verdict["artifacts"]],
         "checks": _checks(diagnosis),
+        "engine": describe_engine(diagnosis.rulebase.engine),
     }
 
 

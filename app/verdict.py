@@ -158,7 +158,8 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> dict[str, Any]:
         "retain": retain,
         "artifacts": artifacts,
         "trace": [trace_entry(f) for f in result.facts],
-        "rulebase": {"fingerprint": rulebase.compiled.fingerprint, "rules": len(rulebase.rules)},
+        "rulebase": {"fingerprint": rulebase.compiled.fingerprint, "rules": len(rulebase.rules),
+                     "engine": rulebase.engine},
     }
 
 

@@ -1,4 +1,4 @@
-"""The rule engine: YAML rules compiled onto durable-rules, with provenance.
+"""The rule engine: YAML rules compiled onto durable-rules or CLIPS, with provenance.
 
 It knows nothing about the diagnostic domain: fact types come from a Vocabulary, rules
 from YAML files, facts from whoever calls `RuleBase.run`.
@@ -11,16 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .compiler import CompiledRuleBase, compile_rules
+from .backends import ENGINES, EngineUnavailableError, available, resolve
+from .backends import describe as describe_engine
+from .differential import cross_check_enabled, first_difference
 from .errors import EngineError, EngineRunError, RuleBaseError, RuleBaseErrors, VocabularyError
 from .facts import Derivation, Fact, Source
-from .rule_loader import load_rule_dirs, rule_file_schema
+from .rule_loader import load_rule_dirs, rule_file_bytes, rule_file_schema
+from .rulebase_cache import cache_dir, cache_key, load_or_build
 from .rule_model import Rule
 from .runtime import RunResult, run
 from .worker import EngineLimitError, shared_worker
 from .vocabulary import Vocabulary
 
 __all__ = [
-    "Derivation", "EngineError", "EngineLimitError", "EngineRunError", "Fact", "RuleBase", "RuleBaseError",
+    "ENGINES", "Derivation", "EngineError", "EngineUnavailableError", "describe_engine", "EngineLimitError", "EngineRunError", "Fact", "RuleBase", "RuleBaseError",
     "RuleBaseErrors", "RunResult", "Source", "Vocabulary", "VocabularyError", "rule_file_schema",
 ]
 
@@ -34,17 +38,43 @@ class RuleBase:
 
     @classmethod
     def load(cls, directories: list[Path], vocab: Vocabulary,
-             display: dict[Path, str] | None = None) -> "RuleBase":
-        """Load, check and compile rule folders; raise RuleBaseErrors with every problem."""
-        rules, errors = load_rule_dirs(directories, vocab, display)
-        if errors:
-            raise RuleBaseErrors(errors)
+             display: dict[Path, str] | None = None, engine: str | None = None) -> "RuleBase":
+        """Load, check and compile rule folders for an engine (None: the default one, see
+        backends.resolve); raise RuleBaseErrors with every problem. A rule base loaded before,
+        from the same files, is taken from the user's cache (rulebase_cache.py)."""
+        engine = resolve(engine)
         shown = tuple((display or {}).get(d, str(d)) for d in directories)
-        return cls(vocab, rules, compile_rules(rules, vocab), shown)
+
+        def build() -> tuple[list[Rule], CompiledRuleBase]:
+            rules, errors = load_rule_dirs(directories, vocab, display)
+            if errors:
+                raise RuleBaseErrors(errors)
+            return rules, compile_rules(rules, vocab, engine)
+
+        try:
+            files = rule_file_bytes(directories, display)
+        except (OSError, RuleBaseErrors):  # unreadable or refused files: the uncached load says why
+            files = None
+        if files is None or cache_dir() is None:
+            rules, compiled = build()
+        else:
+            rules, compiled = load_or_build(cache_key(files, vocab, engine, describe_engine(engine)), build)
+        return cls(vocab, rules, compiled, shown)
 
     @classmethod
-    def from_rules(cls, rules: list[Rule], vocab: Vocabulary) -> "RuleBase":
-        return cls(vocab, rules, compile_rules(rules, vocab))
+    def from_rules(cls, rules: list[Rule], vocab: Vocabulary, engine: str | None = None) -> "RuleBase":
+        return cls(vocab, rules, compile_rules(rules, vocab, engine))
+
+    @property
+    def engine(self) -> str:
+        """The backend this rule base runs on: `durable` or `clips`."""
+        return self.compiled.engine
+
+    def for_engine(self, engine: str) -> "RuleBase":
+        """The same rules compiled for another engine."""
+        if engine == self.engine:
+            return self
+        return RuleBase(self.vocab, self.rules, compile_rules(self.rules, self.vocab, engine), self.sources)
 
     def rule(self, rule_id: str) -> Rule:
         for rule in self.rules:
@@ -54,8 +84,33 @@ class RuleBase:
 
     def run(self, facts: list[Fact], **limits) -> RunResult:
         """Forward-chain the facts, in the engine's worker process (engine/worker.py) unless
-        J6DOCTOR_ENGINE_PROCESS=inline asks for this process (debugging)."""
+        J6DOCTOR_ENGINE_PROCESS=inline asks for this process (debugging). With
+        J6DOCTOR_CROSS_CHECK=1 the run is repeated on the other installed engine and any
+        difference is an EngineRunError (engine/differential.py)."""
+        result = self._run_on(self.compiled, facts, **limits)
+        if cross_check_enabled():
+            other = self._other_engine()
+            if other is not None:
+                difference = first_difference(result, self._run_on(other, facts, **limits))
+                if difference:
+                    raise EngineRunError(f"the engines disagree on the rule base {self.compiled.fingerprint}: "
+                                         f"{difference}")
+        return result
+
+    def _run_on(self, compiled: CompiledRuleBase, facts: list[Fact], **limits) -> RunResult:
         if os.environ.get("J6DOCTOR_ENGINE_PROCESS") == "inline":
-            return run(self.compiled, self.vocab, facts, **limits)
-        what = "the rule base " + (", ".join(self.sources) if self.sources else f"{self.compiled.fingerprint}")
-        return shared_worker().run(self.compiled, self.vocab, facts, what=what, **limits)
+            return run(compiled, self.vocab, facts, **limits)
+        what = "the rule base " + (", ".join(self.sources) if self.sources else f"{compiled.fingerprint}")
+        return shared_worker().run(compiled, self.vocab, facts, what=what, **limits)
+
+    def _other_engine(self) -> CompiledRuleBase | None:
+        """This rule base compiled for the other installed engine (None if there is none)."""
+        cached = self.__dict__.get("_other")
+        if cached is None:
+            others = [e for e in ENGINES if e != self.engine and available(e)]
+            try:
+                cached = (compile_rules(self.rules, self.vocab, others[0]),) if others else (None,)
+            except RuleBaseErrors:  # beyond the other engine's bounds: nothing to compare with
+                cached = (None,)
+            self.__dict__["_other"] = cached
+        return cached[0]

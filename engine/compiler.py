@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import RuleBaseError, RuleBaseErrors
-from .limits import check_partition
 from .rule_model import Condition, Ref, Rule, Test
 from .text_rules import CompiledTextRule
 from .vocabulary import Vocabulary
@@ -68,6 +67,9 @@ class CompiledRuleBase:
     strata: list[list[Partition]]
     stratum_of: dict[str, int]
     text_rules: list[CompiledTextRule] = field(default_factory=list)  # run before the strata
+    engine: str = "durable"  # the backend that runs it (backends.py)
+    # rules whose `in` alternatives make too many durable-rules rules (not expanded)
+    expansion_errors: list[RuleBaseError] = field(default_factory=list)
 
     def partitions(self) -> list[Partition]:
         return [p for stratum in self.strata for p in stratum]
@@ -239,19 +241,9 @@ def _nullable(vocab: Vocabulary, type_name: str) -> set[str]:
     return {name for name, spec in ftype.fields.items() if not spec.required and spec.default is None}
 
 
-def _referenced(rule: Rule) -> dict[str, set[str]]:
-    """alias -> its fields that other conditions of the rule compare with."""
-    out: dict[str, set[str]] = {}
-    for cond in rule.when:
-        for test in cond.tests:
-            if test.is_join:
-                out.setdefault(test.value.alias, set()).add(test.value.field)
-    return out
-
-
 def compile_rule(rule: Rule, base_key: str, vocab: Vocabulary) -> list[CompiledRule]:
     out = []
-    referenced = _referenced(rule)
+    referenced = rule.referenced()
     for n, choice in enumerate(_expansions(rule, vocab)):
         alias_of: dict[str, str] = {}
         patterns: list[dict] = []
@@ -285,10 +277,17 @@ def compile_rule(rule: Rule, base_key: str, vocab: Vocabulary) -> list[CompiledR
     return out
 
 
-def compile_rules(rules: list[Rule], vocab: Vocabulary) -> CompiledRuleBase:
-    """Compile and check a whole rule base. Raises RuleBaseErrors, never hangs.
+def compile_rules(rules: list[Rule], vocab: Vocabulary, engine: str | None = None) -> CompiledRuleBase:
+    """Compile and check a whole rule base for an engine (backends.resolve: the default one
+    when None). Raises RuleBaseErrors, never hangs.
 
-    Text rules are not compiled onto the engine: they run first, in Python (text_rules.py)."""
+    Text rules are not compiled onto the engine: they run first, in Python (text_rules.py).
+    The strata, and the durable-rules partitions within them, are built for every engine:
+    they are the rule base's structure; each backend checks the rule base against its own
+    bounds."""
+    from .backends import load_backend, resolve
+
+    engine = resolve(engine)
     text_rules = [r for r in rules if r.text is not None]
     fact_rules = [r for r in rules if r.text is None]
     level = stratify(fact_rules)
@@ -298,22 +297,28 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary) -> CompiledRuleBase:
         file=r.file, line=r.line, rule_id=r.id, field="when",
         hint="move the `in` test to a condition without refs, or split the rule")
         for r in fact_rules if expansion_count(r, vocab) > MAX_EXPANSIONS]
-    if too_many:
-        raise RuleBaseErrors(too_many)
+    unexpanded = {e.rule_id for e in too_many}
     by_stratum: dict[int, list[CompiledRule]] = {}
     for number, rule in enumerate(rules):
         if rule.text is None:
-            by_stratum.setdefault(level[rule.id], []).extend(compile_rule(rule, f"r{number}", vocab))
+            if rule.id in unexpanded:  # kept in the structure without its durable-rules patterns
+                compiled_rules = [CompiledRule(f"r{number}", rule, [], {"all": []})]
+            else:
+                compiled_rules = compile_rule(rule, f"r{number}", vocab)
+            by_stratum.setdefault(level[rule.id], []).extend(compiled_rules)
+    # Everything a run's output depends on: the conditions, and what each rule concludes and
+    # where it is written (derived facts carry the rule's file and line).
     definition_text = json.dumps(
-        {"strata": {k: [(c.key, c.rule.id, c.definition) for c in v] for k, v in sorted(by_stratum.items())},
-         "text": [(r.id, r.text.reads, r.text.match, r.text.unless,  # type: ignore[union-attr]
+        {"strata": {k: [(c.key, c.rule.id, c.definition, c.rule.file, c.rule.line, c.rule.overrides,
+                         [(t.type, sorted((f, str(v)) for f, v in t.fields.items())) for t in c.rule.then])
+                        for c in v] for k, v in sorted(by_stratum.items())},
+         "text": [(r.id, r.file, r.line, r.text.reads, r.text.match, r.text.unless,  # type: ignore[union-attr]
                    [(c.type, sorted((k, str(v)) for k, v in c.fields.items())) for c in r.then])
                   for r in text_rules]},
         sort_keys=True, ensure_ascii=False,
     )
     fingerprint = hashlib.sha256(definition_text.encode()).hexdigest()[:12]
     strata: list[list[Partition]] = []
-    errors: list[RuleBaseError] = []
     for stratum_index, key in enumerate(sorted(by_stratum)):
         compiled = by_stratum[key]
         parts = []
@@ -324,11 +329,12 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary) -> CompiledRuleBase:
             for crule in chunk:
                 part.consumes |= crule.rule.consumes()
                 part.negates |= crule.rule.negates()
-            errors.extend(check_partition(part, vocab))
             parts.append(part)
         strata.append(parts)
+    stratum_of = {rule.id: sorted(by_stratum).index(level[rule.id]) for rule in fact_rules}
+    result = CompiledRuleBase(fingerprint, rules, strata, stratum_of,
+                              [CompiledTextRule.of(r) for r in text_rules], engine, too_many)
+    errors = load_backend(engine).check(result, vocab)
     if errors:
         raise RuleBaseErrors(errors)
-    stratum_of = {rule.id: sorted(by_stratum).index(level[rule.id]) for rule in fact_rules}
-    return CompiledRuleBase(fingerprint, rules, strata, stratum_of,
-                            [CompiledTextRule.of(r) for r in text_rules])
+    return result

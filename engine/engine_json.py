@@ -36,7 +36,7 @@ def number(value: float) -> str:
     return positional if "." in positional else positional + ".0"
 
 
-def _engine_text(text: str) -> str:
+def engine_text(text: str) -> str:
     """Text the C engine can take: at most MAX_ENGINE_TEXT characters, no lone surrogates
     (which cannot be UTF-8 and make the engine refuse the whole fact)."""
     text = text[:MAX_ENGINE_TEXT]
@@ -62,7 +62,7 @@ def _encode(value: Any, parts: list[str], ensure_ascii: bool) -> None:
     elif isinstance(value, float):
         parts.append(number(value))
     elif isinstance(value, str):
-        parts.append(json.dumps(_engine_text(value), ensure_ascii=ensure_ascii))
+        parts.append(json.dumps(engine_text(value), ensure_ascii=ensure_ascii))
     elif isinstance(value, dict):
         parts.append("{")
         for index, (key, item) in enumerate(value.items()):

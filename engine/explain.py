@@ -2,9 +2,10 @@
 was NOT reached (which rules could reach it, which of their conditions failed, and what
 input would change that).
 
-The run's conclusions come from durable-rules; this module only re-reads its facts. The
-small condition matcher here mirrors the compiled semantics (equality, ne/lt/le/gt/ge,
-in/not_in, contains, joins to earlier aliases) for the purpose of explaining.
+The run's conclusions come from the engine (durable-rules or CLIPS); this module only
+re-reads its facts. The small condition matcher here mirrors the compiled semantics
+(equality, ne/lt/le/gt/ge, in/not_in, contains, joins to earlier aliases) for the purpose
+of explaining.
 """
 
 from __future__ import annotations

@@ -194,3 +194,13 @@ def _owners(node: _Node) -> set[str]:
     for child in node.children.values():
         found |= _owners(child)
     return found
+
+
+def check_rulebase(compiled: Any, vocab: "Vocabulary") -> list[RuleBaseError]:
+    """The whole compiled rule base against durable-rules' fixed tables. Pure Python: `rules
+    lint` checks a pack against them even where durable-rules is not installed (the pack
+    may run on it elsewhere)."""
+    errors = list(compiled.expansion_errors)
+    for part in compiled.partitions():
+        errors.extend(check_partition(part, vocab))
+    return errors

@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .backends import ENGINES, available
 from .compiler import compile_rules
+from .limits import check_rulebase
 from .errors import RuleBaseError, RuleBaseErrors
 from .explain import producers_of
 from .rule_loader import load_rule_dirs
@@ -136,10 +138,25 @@ def lint(directories: list[Path], vocab: Vocabulary, display: dict[Path, str] | 
     issues = [_from_error(e) for e in errors]
     if errors:
         return issues
-    try:
-        compile_rules(rules, vocab)
-    except RuleBaseErrors as exc:
-        issues.extend(_from_error(e) for e in exc.errors)
+    # Each backend has its own bounds (durable-rules' fixed tables; what CLIPS refuses to
+    # build): a pack is checked on every engine installed here.
+    # durable-rules' fixed tables are checked even where it is not installed: a pack written
+    # on a machine that runs CLIPS may run on durable-rules elsewhere.
+    seen: set[tuple] = set()
+    found: list[RuleBaseError] = []
+    for engine in [e for e in ENGINES if available(e)]:
+        try:
+            compiled = compile_rules(rules, vocab, engine)
+        except RuleBaseErrors as exc:
+            found += exc.errors
+        else:
+            if engine != "durable":
+                found += check_rulebase(compiled, vocab)
+    for error in found:
+        key = (error.file, error.line, error.rule_id, str(error))
+        if key not in seen:
+            seen.add(key)
+            issues.append(_from_error(error))
     issues += _never_fires(rules, vocab)
     issues += _disagreements(rules, vocab)
     issues += _cycles(rules)

@@ -454,6 +454,19 @@ def _read_regular(path: Path, name: str) -> bytes:
         return handle.read(MAX_RULE_FILE_BYTES + 1)
 
 
+def rule_file_bytes(directories: list[Path], display_root: dict[Path, str] | None = None
+                    ) -> list[tuple[str, str, bytes]]:
+    """(path, shown name, bytes) of every rule file load_rule_dirs would read, in its order:
+    what a cached rule base is keyed by. Raises like load_rule_file on a file it refuses."""
+    out = []
+    for directory in directories:
+        for path in rule_files_in(directory) if directory.is_dir() else [directory]:
+            shown = (display_root or {}).get(directory)
+            display = f"{shown}/{path.name}" if shown else str(path)
+            out.append((str(path.resolve()), display, _read_regular(path, display)))
+    return out
+
+
 def rule_files_in(directory: Path) -> list[Path]:
     """The rule files of a folder, in a stable order. Every `*.yaml` entry is listed, not only
     regular files: a pipe, a device (or a link to one) or a folder named like a rule file is

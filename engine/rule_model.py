@@ -136,6 +136,15 @@ class Rule:
     def produces(self) -> set[str]:
         return {c.type for c in self.then}
 
+    def referenced(self) -> dict[str, set[str]]:
+        """alias -> its fields that other conditions of the rule compare with."""
+        out: dict[str, set[str]] = {}
+        for cond in self.when:
+            for test in cond.tests:
+                if test.is_join:
+                    out.setdefault(test.value.alias, set()).add(test.value.field)
+        return out
+
 
 @dataclass
 class RuleFile:

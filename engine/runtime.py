@@ -1,127 +1,31 @@
-"""Run a compiled rule base on durable-rules and record the provenance of every fact.
+"""Forward chaining with provenance, on either engine backend.
 
-Runtime pattern (shared/engine/NOTES.md §6): one host per process without background
-threads, rulesets registered once per compiled rule base, one sid per diagnosis deleted
-at the end; actions never assert directly - they append derived facts to a queue that
-the driver asserts breadth-first; a firing budget and a depth cap make every run end.
+The driver is the same for every backend (durable_backend.py, clips_backend.py): text
+rules first, then stratum by stratum, shadows of the negated types, a ready marker, the
+facts of the store one at a time and what they derive breadth-first. A backend only says
+which rules each assertion matched (rule number, premise fact ids); the driver fires
+them in a canonical order, keeps the provenance of every derived fact, and stops at a
+firing budget and a depth cap, so every run ends and both engines give the same trace.
 """
 
 from __future__ import annotations
 
 import itertools
-import threading
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import durable.engine
-import durable_rules_engine
-from durable.engine import Host, MessageNotHandledException, MessageObservedException
-
-from . import engine_json
-
-from .compiler import READY_TYPE, SHADOW_PREFIX, START_TYPE, CompiledRule, CompiledRuleBase, Partition
+from .backends import load_backend
+from .compiler import CompiledRuleBase
 from .errors import EngineRunError, VocabularyError
 from .facts import Derivation, Fact
 from .rule_loader import PLACEHOLDER
-from .rule_model import Ref
+from .rule_model import Ref, Rule
 from .text_rules import conclusion_fields, find_matches
 from .vocabulary import Vocabulary
 
 DEFAULT_MAX_FIRINGS = 10_000
 DEFAULT_MAX_DEPTH = 64
-
-# durable-rules error codes (rules.h) in words, for messages a rule author can act on.
-_ERROR_CODES = {
-    101: "too many diagnoses alive at once (sid table full)",
-    102: "a rule attribute has the wrong type",
-    105: "unknown key in a compiled rule",
-    106: "too many rules in one ruleset",
-    107: "too many inequality / or tests under one condition",
-    108: "too many identical conditions",
-    113: "too many comparisons in one condition",
-    302: "a fact has too many fields",
-    303: "too many range / join tests match one fact at once",
-    304: "a rule matches more than 16 facts",
-    311: "a rule compares with a field that a fact does not have",
-}
-
-
-# durable-rules writes the JSON its C engine parses with the json module, whose `1e-05`
-# that parser cannot read (error 204): it gets the same text with positional numbers.
-durable.engine.json = engine_json
-
-
-class _SyncHost(Host):
-    """A Host without the two background threads the stock one starts (NOTES §0.4)."""
-
-    def __init__(self) -> None:
-        self._handlers: dict[str, Any] = {}
-        super().__init__()
-
-    def _run(self) -> None:  # no dispatch / timer threads: everything runs synchronously
-        pass
-
-    def get_action(self, action_name: str):
-        handler = self._handlers[action_name]
-        return handler
-
-
-_HOST_LOCK = threading.Lock()
-_HOST: _SyncHost | None = None
-_REGISTERED: set[str] = set()
-_SIDS = itertools.count(1)
-_ACTIVE = threading.local()
-
-
-def _host() -> _SyncHost:
-    global _HOST
-    if _HOST is None:
-        _HOST = _SyncHost()
-    return _HOST
-
-
-def _translate(exc: Exception) -> str:
-    text = str(exc)
-    code = None
-    if "error code:" in text:
-        try:
-            code = int(text.rsplit(":", 1)[1].strip())
-        except ValueError:
-            code = None
-    if code in _ERROR_CODES:
-        return f"{_ERROR_CODES[code]} (durable-rules error {code})"
-    return text
-
-
-def _register(compiled: CompiledRuleBase) -> None:
-    with _HOST_LOCK:
-        if compiled.fingerprint in _REGISTERED:
-            return
-        host = _host()
-        for part in compiled.partitions():
-            host._handlers[f"{part.name}:__start"] = _noop
-            for crule in part.rules:
-                host._handlers[f"{part.name}:{crule.key}"] = _make_action(part, crule)
-            try:
-                host.register_rulesets({part.name: part.definition()})
-            except Exception as exc:  # durable raises its own error type with a code
-                raise EngineRunError(
-                    f"durable-rules refused ruleset {part.name}: {_translate(exc)}"
-                ) from None
-        _REGISTERED.add(compiled.fingerprint)
-
-
-def _noop(c) -> None:
-    return None
-
-
-def _make_action(part: Partition, crule: CompiledRule):
-    def action(c) -> None:
-        run = getattr(_ACTIVE, "run", None)
-        if run is not None:
-            run.fire(crule, c)
-    return action
 
 
 @dataclass
@@ -142,6 +46,7 @@ class RunResult:
     firings: list[Firing]
     truncated: bool = False
     problems: list[str] = field(default_factory=list)
+    engine: str = ""  # the backend that ran the rules
 
     def by_type(self, type_name: str) -> list[Fact]:
         return [f for f in self.facts if f.type == type_name]
@@ -177,19 +82,37 @@ class _Run:
         self.out_of_memory = False
         self.stratum = 0
         self.counter = itertools.count(1)
+        self.ordinal: dict[str, int] = {f.id: n for n, f in enumerate(facts)}
 
-    # called from inside durable-rules, synchronously
-    def fire(self, crule: CompiledRule, c) -> None:
-        if self.out_of_memory:
+    def stopped(self) -> bool:
+        """Nothing more can fire: a problem, the memory cap, or the firing budget used up and a
+        firing already dropped (asserting more facts would only make the engine build matches
+        that are dropped too; a self-join over many facts makes millions)."""
+        return (bool(self.problems) or self.out_of_memory
+                or (self.truncated and len(self.firings) >= self.max_firings))
+
+    def fire_batch(self, matches: list[tuple[int, tuple[str, ...]]]) -> None:
+        """Fire the matches one assertion made, in a canonical order: rule priority, the
+        rule's place in the rule base, then its premises' places in the store. Both engines
+        report the same set of matches per assertion, so the trace is the same on both."""
+        if not matches:
             return
-        try:
-            self._fire(crule, c)
-        except MemoryError:
-            # the worker's memory cap hit inside an action: re-raised by run() so the worker
-            # reports an engine limit (exit 2), not "a rule action failed" (exit 1)
-            self.out_of_memory = True
-        except Exception as exc:  # durable swallows action exceptions; keep them
-            self.problems.append(f"rule {crule.rule.id}: {type(exc).__name__}: {exc}")
+        rules = self.compiled.rules
+        ordinal = self.ordinal
+        matches = sorted(set(matches), key=lambda m: (rules[m[0]].priority, m[0],
+                                                      tuple(ordinal[i] for i in m[1])))
+        for rule_number, premise_ids in matches:
+            if self.out_of_memory or self.problems:
+                return
+            rule = rules[rule_number]
+            try:
+                self._fire(rule, premise_ids)
+            except MemoryError:
+                # the worker's memory cap hit inside an action: re-raised by run() so the worker
+                # reports an engine limit (exit 2), not "a rule action failed" (exit 1)
+                self.out_of_memory = True
+            except Exception as exc:  # a conclusion that cannot be built: reported, never raised here
+                self.problems.append(f"rule {rule.id}: {type(exc).__name__}: {exc}")
 
     def run_text_rules(self) -> None:
         """Text rules first: their facts are in place before any fact rule runs."""
@@ -218,45 +141,44 @@ class _Run:
         if existing is not None:
             return existing
         candidate.id = f"d{next(self.counter)}"
+        self.ordinal[candidate.id] = len(self.store)
         self.store.append(candidate)
         self.index[candidate.id] = candidate
         self.by_content[candidate.content_key()] = candidate.id
         self.queue.append(candidate)
         return candidate.id
 
-    def _fire(self, crule: CompiledRule, c) -> None:
+    def _fire(self, rule: Rule, premise_ids: tuple[str, ...]) -> None:
         if len(self.firings) >= self.max_firings:
             self.truncated = True
             return
-        matched = c._m
         premises: list[Fact] = []
         bound: dict[str, Fact] = {}
-        for alias, index in crule.positive_aliases:
-            fact = self.index[matched[alias]["id"]]
+        for fact_id, cond in zip(premise_ids, rule.positive):
+            fact = self.index[fact_id]
             premises.append(fact)
-            cond = crule.rule.when[index]
             if cond.alias:
                 bound[cond.alias] = fact
         depth = 1 + max((f.depth for f in premises), default=0)
-        absent = tuple(cond.describe() for cond in crule.rule.negative)
+        absent = tuple(cond.describe() for cond in rule.negative)
         derived_ids: list[str] = []
-        for concl in crule.rule.then:
+        for concl in rule.then:
             fields = {name: _resolve(value, bound, self.vocab) for name, value in concl.fields.items()}
             try:
                 fields = self.vocab.complete(concl.type, fields)
             except VocabularyError as exc:
-                self.problems.append(f"rule {crule.rule.id} ({crule.rule.file}:{concl.line}): {exc}")
+                self.problems.append(f"rule {rule.id} ({rule.file}:{concl.line}): {exc}")
                 continue
             candidate = Fact(
                 id="", type=concl.type, fields=fields, depth=depth, stratum=self.stratum,
-                derivation=Derivation(crule.rule.id, crule.rule.file, crule.rule.line,
-                                      tuple(f.id for f in premises), absent, crule.rule.overrides),
+                derivation=Derivation(rule.id, rule.file, rule.line,
+                                      tuple(f.id for f in premises), absent, rule.overrides),
             )
             if candidate.content_key() not in self.by_content and depth > self.max_depth:
                 self.truncated = True
                 continue
             derived_ids.append(self._store(candidate))
-        self.firings.append(Firing(crule.rule.id, tuple(f.id for f in premises),
+        self.firings.append(Firing(rule.id, tuple(f.id for f in premises),
                                    tuple(derived_ids), self.stratum))
 
 
@@ -289,74 +211,46 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _assert(host: _SyncHost, part: Partition, payload: dict[str, Any]) -> None:
-    try:
-        host.assert_fact(part.name, payload)
-    except (MessageNotHandledException, MessageObservedException):
-        pass  # a fact no rule of this ruleset matches, or already stored: both fine
-    except durable_rules_engine.error as exc:
-        raise EngineRunError(
-            f"durable-rules failed on fact {payload.get('id')} ({payload.get('type')}): {_translate(exc)}"
-        ) from None
+_PROGRAMS: dict[tuple[str, str], Any] = {}  # (engine, fingerprint) -> the backend's program
 
 
 def run(compiled: CompiledRuleBase, vocab: Vocabulary, facts: list[Fact], *,
         max_firings: int = DEFAULT_MAX_FIRINGS, max_depth: int = DEFAULT_MAX_DEPTH) -> RunResult:
-    """Forward-chain `facts` through the rule base, stratum by stratum."""
-    _register(compiled)
-    host = _host()
+    """Forward-chain `facts` through the rule base, stratum by stratum, on the engine the
+    rule base was compiled for."""
+    backend = load_backend(compiled.engine)
+    key = (compiled.engine, compiled.fingerprint)
+    program = _PROGRAMS.get(key)
+    if program is None:
+        program = _PROGRAMS[key] = backend.Program(compiled, vocab)
     state = _Run(compiled, vocab, facts, max_firings, max_depth)
     state.run_text_rules()
     state.queue.clear()  # text facts are in the store: every stratum asserts the store first
-    with _HOST_LOCK:
-        _ACTIVE.run = state
-        try:
-            for stratum_index, partitions in enumerate(compiled.strata):
-                state.stratum = stratum_index
-                _run_stratum(host, state, partitions)
-                if state.problems or state.out_of_memory:
-                    break
-        finally:
-            _ACTIVE.run = None
+    for stratum_index, partitions in enumerate(compiled.strata):
+        state.stratum = stratum_index
+        consumes = set().union(*(p.consumes for p in partitions))
+        negates = set().union(*(p.negates for p in partitions))
+        with program.session(stratum_index) as session:
+            snapshot = list(state.store)
+            # Shadows of every negated type first: a negated pattern sees the whole stratum input.
+            for fact in snapshot:
+                if fact.type in negates:
+                    state.fire_batch(session.assert_shadow(fact))
+            state.fire_batch(session.ready())
+            for fact in snapshot:
+                if fact.type in consumes:
+                    state.fire_batch(session.assert_fact(fact))
+                    if state.stopped():
+                        break
+            while state.queue and not state.stopped():
+                fact = state.queue.popleft()
+                if fact.type in consumes:
+                    state.fire_batch(session.assert_fact(fact))
+        state.queue.clear()
+        if state.stopped():
+            break
     if state.out_of_memory:
         raise MemoryError("a rule action ran out of memory")
     if state.problems:
         raise EngineRunError("a rule action failed: " + "; ".join(state.problems))
-    return RunResult(state.store, state.firings, state.truncated, state.problems)
-
-
-def _run_stratum(host: _SyncHost, state: _Run, partitions: list[Partition]) -> None:
-    sid = str(next(_SIDS))
-    opened: list[Partition] = []
-    try:
-        for part in partitions:
-            _assert(host, part, {"id": START_TYPE, "type": START_TYPE, "sid": sid})
-            opened.append(part)
-        snapshot = list(state.store)
-        # Shadows of every negated type first: `$not` is decided when an activation is made.
-        for part in partitions:
-            for fact in snapshot:
-                if fact.type in part.negates:
-                    payload = fact.engine_payload(SHADOW_PREFIX + fact.type)
-                    payload["sid"] = sid
-                    _assert(host, part, payload)
-            _assert(host, part, {"id": READY_TYPE, "type": READY_TYPE, "_k": 1, "sid": sid})
-        for part in partitions:
-            for fact in snapshot:
-                if fact.type in part.consumes:
-                    payload = fact.engine_payload()
-                    payload["sid"] = sid
-                    _assert(host, part, payload)
-        while state.queue:
-            fact = state.queue.popleft()
-            for part in partitions:
-                if fact.type in part.consumes:
-                    payload = fact.engine_payload()
-                    payload["sid"] = sid
-                    _assert(host, part, payload)
-    finally:
-        for part in opened:
-            try:
-                host.delete_state(part.name, sid)
-            except Exception:  # nothing left to clean if the engine already dropped it
-                pass
+    return RunResult(state.store, state.firings, state.truncated, state.problems, compiled.engine)

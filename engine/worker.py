@@ -1,4 +1,4 @@
-"""The rule engine behind a wall: durable-rules runs in a worker process.
+"""The rule engine behind a wall: durable-rules (or CLIPS) runs in a worker process.
 
 durable-rules' C code can loop forever holding the GIL (no Python timeout can stop it),
 read out of bounds or crash the process. A diagnosis therefore runs in a long-lived child
@@ -67,7 +67,7 @@ def _serve(conn, memory_mb: int) -> None:
             request = conn.recv()
         except (EOFError, OSError):
             return
-        fingerprint, compiled, vocab, facts, limits = request
+        fingerprint, compiled, vocab, facts, limits = request  # fingerprint: (engine, rule base)
         try:
             if compiled is not None:
                 known[fingerprint] = (compiled, vocab)
@@ -118,14 +118,14 @@ class EngineWorker:
             if self._process is None or not self._process.is_alive():
                 self.stop()
                 self._start()
-            fresh = compiled.fingerprint not in self._sent
+            key = f"{compiled.engine}:{compiled.fingerprint}"
+            fresh = key not in self._sent
             try:
-                self._conn.send((compiled.fingerprint, compiled if fresh else None, vocab if fresh else None,
-                                 facts, limits))
+                self._conn.send((key, compiled if fresh else None, vocab if fresh else None, facts, limits))
             except (OSError, ValueError):
                 self.stop()
-                raise EngineLimitError(_crashed(what)) from None
-            self._sent.add(compiled.fingerprint)
+                raise EngineLimitError(_crashed(what, compiled.engine)) from None
+            self._sent.add(key)
             if not self._conn.poll(self.limits.timeout):
                 self.stop()
                 raise EngineLimitError(
@@ -137,7 +137,7 @@ class EngineWorker:
                 status, payload = self._conn.recv()
             except (EOFError, OSError):
                 self.stop()
-                raise EngineLimitError(_crashed(what)) from None
+                raise EngineLimitError(_crashed(what, compiled.engine)) from None
         if status == "ok":
             return payload
         if status == "memory":
@@ -167,9 +167,12 @@ def _suspects(compiled) -> str:
     return "; most likely " + ", ".join(text for *_, text in sorted(found)[:3]) if found else ""
 
 
-def _crashed(what: str) -> str:
-    return (f"the rule engine (durable-rules, C code) crashed on {what}: a rule probably exceeds one of its "
-            "fixed tables; run `j6doctor rules lint` on the packs and simplify the rules it names")
+def _crashed(what: str, engine: str) -> str:
+    if engine == "durable":
+        return (f"the rule engine (durable-rules, C code) crashed on {what}: a rule probably exceeds one of "
+                "its fixed tables; run `j6doctor rules lint` on the packs and simplify the rules it names")
+    return (f"the rule engine ({engine}, C code) crashed on {what}; run `j6doctor rules lint` on the packs "
+            "and simplify the rules it names")
 
 
 _WORKER: EngineWorker | None = None

@@ -22,17 +22,21 @@ from .input_error import InputError
 from .text_tables import check_table_width, decode_text, is_psql_start, read_bytes, skip_blank
 
 
-class _LazyPandas:
-    """pandas costs ~0.25 s to import: load it when a compare table is read, not when
-    j6doctor starts (most diagnoses read no table)."""
+class _LazyModule:
+    """pandas costs ~0.25 s to import: load it (and numpy) when a compare table is read, not
+    when j6doctor starts (most diagnoses read no table)."""
 
-    def __getattr__(self, name: str):
-        import pandas
+    def __init__(self, name: str):
+        self._name = name
 
-        return getattr(pandas, name)
+    def __getattr__(self, attr: str):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)
 
 
-pd = _LazyPandas()
+pd = _LazyModule("pandas")
+np = _LazyModule("numpy")
 
 __all__ = [
     "metric_row_for",
@@ -428,14 +432,30 @@ def _optional_text_column(series: pd.Series) -> list[str | None]:
 def _number_column(series: pd.Series, name: str, line_numbers: list[int],
                    display: str) -> list[float | None]:
     missing = series.isin(_MISSING).to_numpy()
-    numbers = pd.to_numeric(series.where(~missing, "nan"), errors="coerce").astype(float)
+    numbers = _exact_floats(series.where(~missing, "nan").to_numpy(dtype=object))
     out: list[float | None] = numbers.tolist()
     # Only the cells the vectorised parse could not read are looked at one by one.
-    for i in (numbers.isna().to_numpy() & ~missing).nonzero()[0].tolist():
+    for i in (np.isnan(numbers) & ~missing).nonzero()[0].tolist():
         out[i] = _number_cell(str(series.iat[i]), name, line_numbers[i], display)
     for i in missing.nonzero()[0].tolist():
         out[i] = None
     return out
+
+
+def _exact_floats(cells):
+    """Text cells as floats, each the correctly rounded value of its decimal text (Python's
+    float(); pandas' fast parsers may differ by one ulp, and differ between pandas versions);
+    a cell that is no number is nan."""
+    try:
+        return cells.astype(np.float64)
+    except (ValueError, TypeError):
+        out = np.empty(len(cells), dtype=np.float64)
+        for i, cell in enumerate(cells.tolist()):
+            try:
+                out[i] = float(cell)
+            except (ValueError, TypeError):
+                out[i] = np.nan
+        return out
 
 
 def _number_cell(text: str, name: str, line: int, display: str) -> float | None:

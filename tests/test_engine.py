@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from conftest import durable_only
 from j6doctor.engine import Fact, RuleBase, RuleBaseErrors, Source, Vocabulary, EngineRunError, VocabularyError
 
 VOCAB = Vocabulary.from_data({
@@ -168,24 +169,26 @@ def _many_values_rule_file(rules, patterns, op="eq"):
     return "\n".join(lines) + "\n"
 
 
+@durable_only
 def test_fan_out_over_engine_limit_is_refused_quickly(tmp_path):
     folder = tmp_path / "big"
     folder.mkdir()
     (folder / "fan.yaml").write_text(_many_values_rule_file(40, 16), encoding="utf-8")
     started = time.monotonic()
     with pytest.raises(RuleBaseErrors) as info:
-        RuleBase.load([folder], VOCAB)
+        RuleBase.load([folder], VOCAB, engine="durable")
     assert time.monotonic() - started < 5
     text = str(info.value)
     assert "fan.yaml" in text and "hangs at 512" in text and "hint:" in text
 
 
+@durable_only
 def test_threshold_ladder_over_engine_limit_is_refused(tmp_path):
     folder = tmp_path / "ladder"
     folder.mkdir()
     (folder / "ladder.yaml").write_text(_many_values_rule_file(70, 1, op="gt"), encoding="utf-8")
     with pytest.raises(RuleBaseErrors) as info:
-        RuleBase.load([folder], VOCAB)
+        RuleBase.load([folder], VOCAB, engine="durable")
     assert "above 64" in str(info.value) and "ladder.yaml" in str(info.value)
 
 
@@ -251,6 +254,7 @@ def _join_rules(count: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+@durable_only
 def test_many_join_patterns_on_one_condition_are_refused_at_load(tmp_path):
     """65 conditions with the same tests that each compare with another fact make durable-rules
     fail with error 303 when a fact arrives; the checker refuses them before any run."""
@@ -258,11 +262,29 @@ def test_many_join_patterns_on_one_condition_are_refused_at_load(tmp_path):
     folder.mkdir()
     (folder / "joins.yaml").write_text(_join_rules(65), encoding="utf-8")
     with pytest.raises(RuleBaseErrors) as info:
-        RuleBase.load([folder], VOCAB)
+        RuleBase.load([folder], VOCAB, engine="durable")
     assert "above 64" in str(info.value) and "joins.yaml" in str(info.value)
     (folder / "joins.yaml").write_text(_join_rules(40), encoding="utf-8")
     rb = RuleBase.load([folder], VOCAB)
     assert len(rb.run(items(("x", 1, {}))).by_type("note")) == 40
+
+
+@pytest.mark.parametrize("pack", ["fan-out", "ladder", "joins"])
+def test_packs_over_durable_tables_load_and_run_on_clips(tmp_path, pack):
+    """Limits are per engine: CLIPS has none of durable-rules' fixed tables, so the packs the
+    tests above refuse on durable-rules load and run on CLIPS, with the expected firings."""
+    folder = tmp_path / pack
+    folder.mkdir()
+    text = {"fan-out": _many_values_rule_file(40, 16), "ladder": _many_values_rule_file(70, 1, op="gt"),
+            "joins": _join_rules(65)}[pack]
+    (folder / "p.yaml").write_text(text, encoding="utf-8")
+    started = time.monotonic()
+    rb = RuleBase.load([folder], VOCAB, engine="clips")
+    result = rb.run(items(("v5", 10, {}), ("x", 1, {})))
+    assert time.monotonic() - started < 30
+    fired = result.fired_rules()
+    expected = {"fan-out": set(), "ladder": {f"r{k}" for k in range(10)}, "joins": {f"j{k}" for k in range(65)}}[pack]
+    assert fired == expected, sorted(fired)[:10]
 
 
 # ---- empty (null) fields -----------------------------------------------------------------

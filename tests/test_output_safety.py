@@ -27,14 +27,14 @@ TIMEOUT = 90  # seconds; a run takes ~1 s, the margin is for a loaded machine
 BOARD_VARIABLES = ("BOARD_TYPE", "HORIZON_BOARD_TYPE", "J6_BOARD_TYPE", "BOARD", "MARCH", "HORIZON_MARCH")
 HASH_BYTES = 64 * 1024 * 1024  # what the report must say was hashed of a huge file
 WORKERS = max(2, min(6, (os.cpu_count() or 2) * 2))
-_PYCACHE: list[Path] = []  # a bytecode cache folder for the children, outside every project
+_PYCACHE: list[Path] = []  # bytecode and rule base cache folders for the children, outside every project
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _bytecode_cache(tmp_path_factory):
     """The children compile j6doctor once into a cache of their own (PYTHONDONTWRITEBYTECODE
     would make each of the ~100 runs of this file compile every module again)."""
-    _PYCACHE[:] = [tmp_path_factory.mktemp("pycache")]
+    _PYCACHE[:] = [tmp_path_factory.mktemp("pycache"), tmp_path_factory.mktemp("rulebase-cache")]
     yield
     _PYCACHE.clear()
 
@@ -54,6 +54,8 @@ def _environ(home: Path) -> dict[str, str]:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(_PYCACHE[0])
     env["XDG_CONFIG_HOME"] = str(home / "xdg")
+    if _PYCACHE:  # the compiled rule base cache lives in the user's cache folder, not a project's
+        env["XDG_CACHE_HOME"] = str(_PYCACHE[1])
     return env
 
 

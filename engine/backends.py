@@ -1,0 +1,70 @@
+"""Which rule engine runs a rule base.
+
+Two backends run the same compiled rule model: durable-rules (the design's engine, a C
+extension that needs a compiler to install and does not build on Python 3.13) and CLIPS
+through clipspy (wheels for every platform). durable-rules is the default wherever it
+imports; CLIPS is used where it does not, or when asked (`--engine`, the config's `engine`,
+or J6DOCTOR_ENGINE).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+from .errors import EngineError
+
+ENGINES = ("durable", "clips")
+_MODULES = {"durable": ".durable_backend", "clips": ".clips_backend"}
+_IMPORT_ERRORS: dict[str, str] = {}
+
+
+class EngineUnavailableError(EngineError):
+    """The engine asked for cannot be imported here."""
+
+
+def load_backend(name: str) -> ModuleType:
+    """The backend module of `name`; EngineUnavailableError says why it cannot load."""
+    if name not in _MODULES:
+        raise EngineUnavailableError(f"unknown engine {name!r}; expected one of: {', '.join(ENGINES)}")
+    try:
+        return importlib.import_module(_MODULES[name], __package__)
+    except ImportError as exc:  # a missing wheel, or a build for another Python (undefined symbol)
+        _IMPORT_ERRORS[name] = f"{type(exc).__name__}: {exc}"
+        raise EngineUnavailableError(_unavailable(name)) from None
+
+
+def _unavailable(name: str) -> str:
+    reason = _IMPORT_ERRORS.get(name, "not installed")
+    if name == "durable":
+        return (f"the durable-rules engine cannot be loaded here ({reason}); it is installed only on "
+                "Python 3.10-3.12 with a C compiler; use --engine clips")
+    return f"the CLIPS engine cannot be loaded here ({reason}); install clipspy"
+
+
+def available(name: str) -> bool:
+    try:
+        load_backend(name)
+    except EngineUnavailableError:
+        return False
+    return True
+
+
+def resolve(requested: str | None = None) -> str:
+    """The engine to use: the one requested (argument, then J6DOCTOR_ENGINE), else
+    durable-rules where it loads, else CLIPS."""
+    name = (requested or os.environ.get("J6DOCTOR_ENGINE") or "").strip().lower()
+    if name:
+        load_backend(name)  # raises with the reason when it cannot run here
+        return name
+    for candidate in ENGINES:
+        if available(candidate):
+            return candidate
+    raise EngineUnavailableError("no rule engine can be loaded: " + "; ".join(
+        _unavailable(n) for n in ENGINES))
+
+
+def describe(name: str) -> str:
+    """`durable-rules 2.0.28` / `CLIPS 6.4 (clipspy 1.0.6)`: what reports name."""
+    return load_backend(name).describe()

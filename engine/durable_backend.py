@@ -1,0 +1,203 @@
+"""The durable-rules backend: compiled partitions registered on one synchronous host.
+
+Runtime pattern (shared/engine/NOTES.md §6): one host per process without background
+threads, rulesets registered once per compiled rule base, one sid per stratum run deleted
+at the end. Actions never assert: they report the match (rule, premise fact ids) to the
+session, and the driver (runtime.py) decides what it derives.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any
+
+import durable.engine
+import durable_rules_engine
+from durable.engine import Host, MessageNotHandledException, MessageObservedException
+
+from . import engine_json
+from .compiler import READY_TYPE, SHADOW_PREFIX, START_TYPE, CompiledRule, CompiledRuleBase, Partition
+from .errors import EngineRunError
+from .facts import Fact
+from .limits import check_rulebase
+
+NAME = "durable"
+
+# durable-rules error codes (rules.h) in words, for messages a rule author can act on.
+_ERROR_CODES = {
+    101: "too many diagnoses alive at once (sid table full)",
+    102: "a rule attribute has the wrong type",
+    105: "unknown key in a compiled rule",
+    106: "too many rules in one ruleset",
+    107: "too many inequality / or tests under one condition",
+    108: "too many identical conditions",
+    113: "too many comparisons in one condition",
+    302: "a fact has too many fields",
+    303: "too many range / join tests match one fact at once",
+    304: "a rule matches more than 16 facts",
+    311: "a rule compares with a field that a fact does not have",
+}
+
+# durable-rules writes the JSON its C engine parses with the json module, whose `1e-05`
+# that parser cannot read (error 204): it gets the same text with positional numbers.
+durable.engine.json = engine_json
+
+
+def describe() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"durable-rules {version('durable-rules')}"
+    except PackageNotFoundError:  # pragma: no cover - imported from a source tree
+        return "durable-rules"
+
+
+def check(compiled: CompiledRuleBase, vocab) -> list:
+    """The rule base against durable-rules' fixed tables (limits.py)."""
+    return check_rulebase(compiled, vocab)
+
+
+class _SyncHost(Host):
+    """A Host without the two background threads the stock one starts (NOTES §0.4)."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, Any] = {}
+        super().__init__()
+
+    def _run(self) -> None:  # no dispatch / timer threads: everything runs synchronously
+        pass
+
+    def get_action(self, action_name: str):
+        return self._handlers[action_name]
+
+
+_HOST_LOCK = threading.RLock()
+_HOST: _SyncHost | None = None
+_REGISTERED: set[str] = set()
+_SIDS = itertools.count(1)
+_ACTIVE = threading.local()
+
+
+def _host() -> _SyncHost:
+    global _HOST
+    if _HOST is None:
+        _HOST = _SyncHost()
+    return _HOST
+
+
+def _translate(exc: Exception) -> str:
+    text = str(exc)
+    code = None
+    if "error code:" in text:
+        try:
+            code = int(text.rsplit(":", 1)[1].strip())
+        except ValueError:
+            code = None
+    if code in _ERROR_CODES:
+        return f"{_ERROR_CODES[code]} (durable-rules error {code})"
+    return text
+
+
+def _noop(c) -> None:
+    return None
+
+
+def _make_action(crule: CompiledRule, rule_number: int):
+    def action(c) -> None:
+        session = getattr(_ACTIVE, "session", None)
+        if session is not None:
+            matched = c._m
+            session.pending.append((rule_number, tuple(matched[alias]["id"] for alias, _ in crule.positive_aliases)))
+    return action
+
+
+class Program:
+    """A compiled rule base registered on the host (once per process)."""
+
+    def __init__(self, compiled: CompiledRuleBase, vocab=None):
+        self.compiled = compiled
+        number_of = {id(rule): n for n, rule in enumerate(compiled.rules)}
+        with _HOST_LOCK:
+            if compiled.fingerprint in _REGISTERED:
+                return
+            host = _host()
+            for part in compiled.partitions():
+                host._handlers[f"{part.name}:__start"] = _noop
+                for crule in part.rules:
+                    host._handlers[f"{part.name}:{crule.key}"] = _make_action(crule, number_of[id(crule.rule)])
+                try:
+                    host.register_rulesets({part.name: part.definition()})
+                except Exception as exc:  # durable raises its own error type with a code
+                    raise EngineRunError(
+                        f"durable-rules refused ruleset {part.name}: {_translate(exc)}"
+                    ) from None
+            _REGISTERED.add(compiled.fingerprint)
+
+    def session(self, stratum: int) -> "Session":
+        return Session(self.compiled.strata[stratum])
+
+
+class Session:
+    """One stratum's run: a fresh sid on each of its partitions."""
+
+    def __init__(self, partitions: list[Partition]):
+        self.partitions = partitions
+        self.pending: list[tuple[int, tuple[str, ...]]] = []
+        self.sid = str(next(_SIDS))
+        self.opened: list[Partition] = []
+
+    def __enter__(self) -> "Session":
+        _HOST_LOCK.acquire()
+        _ACTIVE.session = self
+        try:
+            for part in self.partitions:
+                self._assert(part, {"id": START_TYPE, "type": START_TYPE, "sid": self.sid})
+                self.opened.append(part)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            for part in self.opened:
+                try:
+                    _host().delete_state(part.name, self.sid)
+                except Exception:  # nothing left to clean if the engine already dropped it
+                    pass
+        finally:
+            _ACTIVE.session = None
+            _HOST_LOCK.release()
+
+    def _assert(self, part: Partition, payload: dict[str, Any]) -> None:
+        payload["sid"] = self.sid
+        try:
+            _host().assert_fact(part.name, payload)
+        except (MessageNotHandledException, MessageObservedException):
+            pass  # a fact no rule of this ruleset matches, or already stored: both fine
+        except durable_rules_engine.error as exc:
+            raise EngineRunError(
+                f"durable-rules failed on fact {payload.get('id')} ({payload.get('type')}): {_translate(exc)}"
+            ) from None
+
+    def _take(self) -> list[tuple[int, tuple[str, ...]]]:
+        out, self.pending = self.pending, []
+        return out
+
+    def assert_shadow(self, fact: Fact) -> list[tuple[int, tuple[str, ...]]]:
+        for part in self.partitions:
+            if fact.type in part.negates:
+                self._assert(part, fact.engine_payload(SHADOW_PREFIX + fact.type))
+        return self._take()
+
+    def ready(self) -> list[tuple[int, tuple[str, ...]]]:
+        for part in self.partitions:
+            self._assert(part, {"id": READY_TYPE, "type": READY_TYPE, "_k": 1})
+        return self._take()
+
+    def assert_fact(self, fact: Fact) -> list[tuple[int, tuple[str, ...]]]:
+        for part in self.partitions:
+            if fact.type in part.consumes:
+                self._assert(part, fact.engine_payload())
+        return self._take()

@@ -1,0 +1,109 @@
+"""A compiled rule base kept between runs, so a fresh process does not parse, validate and
+compile every rule file again.
+
+The key is a hash of everything the compiled rule base depends on: every rule file's path
+and bytes (bundled rules and packs alike), the vocabulary, the engine's own source files and
+rule schema, the engine backend and its version, and the Python version. Any change gives
+another key; old entries are pruned.
+
+The cache is a pickle, so it is only ever read from a folder that belongs to the user and
+that nobody else can write to (`$XDG_CACHE_HOME/j6doctor` or `~/.cache/j6doctor`, mode
+0700, each file 0600 and owned by the user); anything else is ignored and rebuilt, never
+trusted. J6DOCTOR_CACHE=0 turns the cache off. Only rule bases that loaded without error
+are stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+FORMAT = 1
+KEEP = 16  # entries kept; older ones are removed when a new one is written
+_ENGINE_DIR = Path(__file__).resolve().parent
+
+
+def cache_dir(environ: dict[str, str] | None = None) -> Path | None:
+    environ = os.environ if environ is None else environ
+    if environ.get("J6DOCTOR_CACHE", "1") == "0" or not hasattr(os, "getuid"):
+        return None  # off, or no owner to check (Windows): never trust a file we cannot vouch for
+    base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".cache")
+    return Path(base) / "j6doctor"
+
+
+def _private(path: Path, kind: int) -> bool:
+    """`path` is ours alone: owned by this user, of the expected kind, no access for others."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return (info.st_uid == os.getuid() and stat.S_IFMT(info.st_mode) == kind
+            and not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO))
+
+
+def _engine_sources() -> bytes:
+    digest = hashlib.sha256()
+    for path in sorted(_ENGINE_DIR.iterdir()):
+        if path.suffix in (".py", ".json"):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.digest()
+
+
+def cache_key(files: list[tuple[str, str, bytes]], vocab: Any, engine: str, engine_version: str) -> str:
+    """files: (path, shown name, bytes) of every rule file, in load order."""
+    digest = hashlib.sha256()
+    digest.update(f"{FORMAT}|{sys.version_info[:3]}|{engine}|{engine_version}|".encode())
+    digest.update(_engine_sources())
+    digest.update(hashlib.sha256(pickle.dumps(vocab, protocol=4)).digest())
+    for path, shown, data in files:
+        digest.update(f"{path}\0{shown}\0{len(data)}\0".encode())
+        digest.update(hashlib.sha256(data).digest())
+    return digest.hexdigest()[:32]
+
+
+def load_or_build(key: str, build: Callable[[], Any], folder: Path | None = None) -> Any:
+    """The cached value of `key`, or `build()` (stored for next time). Any problem with the
+    cache itself is silent: the value is built as if there were no cache."""
+    folder = folder if folder is not None else cache_dir()
+    if folder is None:
+        return build()
+    entry = folder / f"rulebase-{key}.pickle"
+    if _private(folder, stat.S_IFDIR) and _private(entry, stat.S_IFREG):
+        try:
+            return pickle.loads(entry.read_bytes())
+        except Exception:  # a truncated or stale entry: rebuilt below
+            pass
+    value = build()
+    _store(folder, entry, value)
+    return value
+
+
+def _store(folder: Path, entry: Path, value: Any) -> None:
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private(folder, stat.S_IFDIR):
+            return  # someone else's (or shared) folder: do not write there either
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".pickle")
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+            os.replace(temporary, entry)  # 0600 from mkstemp; atomic for concurrent writers
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        _prune(folder)
+    except (OSError, pickle.PicklingError, RecursionError):
+        pass  # a cache that cannot be written only costs time
+
+
+def _prune(folder: Path) -> None:
+    entries = sorted(folder.glob("rulebase-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in entries[KEEP:]:
+        old.unlink(missing_ok=True)
