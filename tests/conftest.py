@@ -18,6 +18,7 @@ import pytest
 from j6doctor.diagnose import diagnose_data, load_rulebase
 from j6doctor.engine.backends import available as engine_available
 
+CROSS_CHECK_GIVEN = os.environ.get("J6DOCTOR_CROSS_CHECK")  # "0": turned off for this run
 os.environ.setdefault("J6DOCTOR_CROSS_CHECK", "1")
 
 REPO = Path(__file__).resolve().parents[1]
