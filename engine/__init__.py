@@ -70,18 +70,6 @@ class RuleBase:
         """The backend this rule base runs on: `durable` or `clips`."""
         return self.compiled.engine
 
-    def for_engine(self, engine: str) -> "RuleBase":
-        """The same rules compiled for another engine."""
-        if engine == self.engine:
-            return self
-        return RuleBase(self.vocab, self.rules, compile_rules(self.rules, self.vocab, engine), self.sources)
-
-    def rule(self, rule_id: str) -> Rule:
-        for rule in self.rules:
-            if rule.id == rule_id:
-                return rule
-        raise KeyError(rule_id)
-
     def run(self, facts: list[Fact], **limits) -> RunResult:
         """Forward-chain the facts, in the engine's worker process (engine/worker.py) unless
         J6DOCTOR_ENGINE_PROCESS=inline asks for this process (debugging). With

@@ -93,7 +93,7 @@ def literal(value: Any) -> str:
     if isinstance(value, float):
         if math.isinf(value):  # a huge integer threshold: beyond every finite number
             return "(float 1e308)" if value > 0 else "(float -1e308)"
-        return repr(value) if "e" in repr(value) or "." in repr(value) else repr(value) + ".0"
+        return repr(value)  # a finite float's repr always has a "." or an exponent: CLIPS reads a FLOAT
     text = str(value).replace("\\", "\\\\").replace('"', '\\"')
     return f'"{text}"'
 
