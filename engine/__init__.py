@@ -70,6 +70,13 @@ class RuleBase:
         """The backend this rule base runs on: `durable` or `clips`."""
         return self.compiled.engine
 
+    def rule(self, rule_id: str) -> Rule:
+        """The rule with this id (after packs have overridden bundled rules)."""
+        for rule in self.rules:
+            if rule.id == rule_id:
+                return rule
+        raise KeyError(rule_id)
+
     def run(self, facts: list[Fact], **limits) -> RunResult:
         """Forward-chain the facts, in the engine's worker process (engine/worker.py) unless
         J6DOCTOR_ENGINE_PROCESS=inline asks for this process (debugging). With
