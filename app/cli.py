@@ -1,26 +1,37 @@
-"""Command line: `j6doctor diagnose CASE [--format md|json] [-o FILE]`.
+"""Command line: `j6doctor diagnose CASE [--format md|json|html] [-o FILE]` and friends.
 
 Exit codes (public contract): 0 a verdict was produced (暂不能判断 included), 2 a usage
 error or invalid input (message on stderr), 1 an internal error.
+
+Built on argparse (standard library): `j6doctor --help` costs little more than starting
+Python, and each command imports only what it uses.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import stat
 import sys
 import traceback
 from pathlib import Path
 
-import click
+import argparse
 
 from . import __version__
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
 
 
+def _echo(text: str = "", nl: bool = True, err: bool = False) -> None:
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text + ("\n" if nl else ""))
+    if err:
+        stream.flush()
+
+
 def _fail(message: str, code: int) -> None:
-    click.echo(f"j6doctor: error: {message}", err=True)
+    _echo(f"j6doctor: error: {message}", err=True)
     sys.exit(code)
 
 
@@ -29,7 +40,7 @@ def _write(text: str, output: Path | None, protected: list[Path]) -> None:
 
     if output is None:
         try:
-            click.echo(text, nl=False)
+            _echo(text, nl=False)
             sys.stdout.flush()
         except OSError as exc:  # a closed pipe, a full disk behind a redirection
             _fail(f"cannot write the report to standard output: {exc.strerror or exc}", EXIT_INPUT)
@@ -44,42 +55,6 @@ def _write(text: str, output: Path | None, protected: list[Path]) -> None:
         write_atomic(output, text)
     except OSError as exc:
         _fail(f"{output}: cannot write: {exc.strerror or exc}", EXIT_INPUT)
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="j6doctor")
-def cli() -> None:
-    """j6doctor — locate where a horizon_plugin_pytorch J6 model loses accuracy between
-    qat.pt, qat.export.pt, qat.bc, quantized.bc, hbm and the board, with the evidence chain."""
-
-
-_ENGINE_OPTION = click.option(
-    "--engine", type=click.Choice(["durable", "clips"], case_sensitive=False), default=None,
-    help="Rule engine: durable (durable-rules) or clips (CLIPS via clipspy). Default: `engine` in "
-         "j6doctor.toml, else J6DOCTOR_ENGINE, else durable-rules where it is installed, else CLIPS.")
-
-
-def _input_options(command):
-    """The options every command that diagnoses shares: what to read, and how to judge it."""
-    options = [
-        click.argument("case", required=False, type=click.Path(path_type=Path, dir_okay=False)),
-        click.option("--workdir", "workdirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
-                     help="Folder of artifacts to scan (repeatable); CASE may then be omitted."),
-        click.option("--metrics", type=click.Path(path_type=Path, dir_okay=False),
-                     help="Evaluation results (CSV / YAML / JSON rows: artifact, metric, value[, dataset, frames])."),
-        click.option("--tolerance", type=float, help="Allowed drop from the qat.pt baseline (default 0.01)."),
-        click.option("--absolute", is_flag=True, help="The tolerance is in metric units, not relative to the baseline."),
-        click.option("--lower-is-better", is_flag=True, help="The metric is an error: larger values are worse."),
-        click.option("--env/--no-env", "env", default=None,
-                     help="Read (or not) the installed package versions and board type of this machine to fill "
-                          "what the case leaves out (default: on, or `environment` in j6doctor.toml)."),
-        click.option("--rules", "rule_packs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
-                     help="Extra rule pack folder (repeatable); its rules add to or override bundled ones by id."),
-        _ENGINE_OPTION,
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
 
 
 def _rulebase(rule_packs: tuple[Path, ...], engine: str | None = None):
@@ -154,15 +129,7 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
     return diagnosis, inputs
 
 
-@cli.command()
-@_input_options
-@click.option("--format", "fmt", type=click.Choice(["md", "json", "html"]), default="md", show_default=True,
-              help="Chinese Markdown report, the JSON verdict of the public contract, or a self-contained HTML page.")
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write the report to this file instead of standard output.")
 def diagnose(fmt: str, output: Path | None, **inputs) -> None:
-    """Diagnose CASE (case.yaml / case.json) and/or the artifacts under --workdir:
-    which stage, and why."""
     from .report import render_html, render_json, render_markdown
 
     diagnosis, protected = _run(**inputs)
@@ -170,34 +137,19 @@ def diagnose(fmt: str, output: Path | None, **inputs) -> None:
     _write(text, output, protected)
 
 
-@cli.command("next-step")
-@_input_options
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write the script to this file instead of standard output.")
 def next_step(output: Path | None, **inputs) -> None:
-    """Write the concluded stage's next step as a runnable Python script (imports and call
-    order of the documented APIs; your paths filled in, FILL IN where the case lacks them)."""
     from .next_step_script import render_next_step
 
     diagnosis, protected = _run(**inputs)
     script = render_next_step(diagnosis)
     if script is None:
-        click.echo(f"j6doctor: {diagnosis.verdict['stage_label']}：没有可运行的下一步脚本；"
-                   "先补充报告中列出的信息再诊断", err=True)
+        _echo(f"j6doctor: {diagnosis.verdict['stage_label']}：没有可运行的下一步脚本；"
+              "先补充报告中列出的信息再诊断", err=True)
         return
     _write(script, output, protected)
 
 
-@cli.command()
-@_input_options
-@click.option("--why-not", "why_not_stage", metavar="STAGE",
-              help="Also explain why the verdict is not STAGE: the rules that would conclude it, "
-                   "their failed conditions, and the evidence that would change the answer.")
-@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False))
 def explain(why_not_stage: str | None, fmt: str, output: Path | None, **inputs) -> None:
-    """The evidence chain of the verdict: every derived fact with its rule, rule file and
-    line, down to the input facts and their sources (case key, file, line, sha256)."""
     from .explain_report import explain_data, render_explain_json, render_explain_markdown, stage_choices
 
     if why_not_stage is not None and why_not_stage not in stage_choices():
@@ -208,14 +160,7 @@ def explain(why_not_stage: str | None, fmt: str, output: Path | None, **inputs) 
     _write(text, output, protected)
 
 
-@cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write to this file instead of standard output.")
-def inspect(paths: tuple[Path, ...], fmt: str, output: Path | None) -> None:
-    """What each probe reads from FILE / DIR (recursively): the kind each file is recognised
-    as — by its content, or only by its name — and the data extracted, without a diagnosis."""
+def inspect(paths: list[Path], fmt: str, output: Path | None) -> None:
     from .inspect_files import inspect_paths, render_inspect_json, render_inspect_markdown
 
     missing = [p for p in paths if not p.exists()]
@@ -226,18 +171,7 @@ def inspect(paths: tuple[Path, ...], fmt: str, output: Path | None) -> None:
     _write(text, output, list(paths) + [Path.cwd() / f["path"] for f in data["files"]])
 
 
-@cli.command()
-@click.argument("case", required=False, default="case.yaml", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--workdir", "workdirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Folder of artifacts to scan (repeatable).")
-@click.option("--env/--no-env", "env", default=None,
-              help="Read (or not) this machine's package versions and board type (default: config, else on).")
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write the final report to this file instead of standard output.")
-def ask(case: Path, workdirs: tuple[Path, ...], env: bool | None, output: Path | None) -> None:
-    """Ask for the missing information that would change the judgement (info gate order,
-    with the reason), write the answers into CASE (created if absent; existing content and
-    comments are kept), then diagnose. An empty answer skips; end of input stops asking."""
+def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None) -> None:
     from .ask import EndOfAnswers, ask_missing, read_answer, write_case
     from .report import render_markdown
 
@@ -249,46 +183,46 @@ def ask(case: Path, workdirs: tuple[Path, ...], env: bool | None, output: Path |
     if encoding.lower().replace("_", "-") in ("ascii", "ansi-x3.4-1968", "us-ascii"):
         encoding = "utf-8"  # a C / POSIX locale: answers are still typed in UTF-8
 
+    def say(text: str) -> None:
+        _echo(text)
+
     def answer(question: str) -> str:
-        click.echo(question, nl=False)
+        _echo(question, nl=False)
+        sys.stdout.flush()
         if stdin is None:  # a text-only stream (embedding): nothing to decode
             line = sys.stdin.readline()
             if not line:
                 raise EndOfAnswers()
             return line.rstrip("\r\n")
-        return read_answer(stdin, encoding, click.echo, lambda: click.echo(question, nl=False))
+        return read_answer(stdin, encoding, say, lambda: (_echo(question, nl=False), sys.stdout.flush()))
 
     asked: set[str] = set()
     diagnosis = None
+    workdirs_t = tuple(workdirs)
     for _ in range(3):  # answers can reveal new gaps (e.g. deploy_adaptation once the stage is known)
-        if not case.exists() and not workdirs:
+        if not case.exists() and not workdirs_t:
             write_case(case, {})
         # _run reads and validates the case: a bad case file exits 2 before anything is written
-        diagnosis, protected = _run(case if case.exists() else None, workdirs, None, None, False, False, env)
+        diagnosis, protected = _run(case if case.exists() else None, workdirs_t, None, None, False, False, env)
         verdict = dict(diagnosis.verdict)
         verdict["missing_detail"] = [m for m in verdict["missing_detail"] if m["id"] not in asked]
         if not verdict["missing_detail"]:
             break
         asked.update(m["id"] for m in verdict["missing_detail"])
         data = diagnosis.case.data if diagnosis.case is not None else {}
-        updates = ask_missing(data, verdict, answer, click.echo)
+        updates = ask_missing(data, verdict, answer, say)
         if not updates:
             break
         write_case(case, updates)
-        click.echo(f"\n已写入 {case}")
+        _echo(f"\n已写入 {case}")
         diagnosis = None  # the case changed: diagnose again
     if diagnosis is None:
-        diagnosis, protected = _run(case, workdirs, None, None, False, False, env)
-    click.echo("")
+        diagnosis, protected = _run(case, workdirs_t, None, None, False, False, env)
+    _echo("")
     _write(render_markdown(diagnosis), output, protected)
 
 
-@cli.group()
-def rules() -> None:
-    """Work on the rule base: lint it, run each rule's example cases, print the rule-file schema."""
-
-
-def _rule_dirs(dirs: tuple[Path, ...]):
+def _rule_dirs(dirs: list[Path]):
     from .rules import BUNDLED_RULES_DIR
 
     for folder in dirs:
@@ -297,60 +231,46 @@ def _rule_dirs(dirs: tuple[Path, ...]):
     return [BUNDLED_RULES_DIR, *dirs], {BUNDLED_RULES_DIR: "rules"}
 
 
-@rules.command("lint")
-@click.argument("dirs", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--strict", is_flag=True, help="Warnings fail too.")
-def rules_lint(dirs: tuple[Path, ...], strict: bool) -> None:
-    """Check the bundled rules plus the rule packs DIRS: schema, vocabulary, rules that can
-    never fire, rules that disagree on the same conditions, endless cycles, engine limits."""
+def rules_lint(dirs: list[Path], strict: bool) -> None:
     from .engine.lint import lint
     from .facts import vocabulary
 
     folders, display = _rule_dirs(dirs)
     issues = lint(folders, vocabulary(), display)
     for issue in issues:
-        click.echo(issue.render())
+        _echo(issue.render())
     errors = sum(1 for i in issues if i.level == "error")
     warnings = sum(1 for i in issues if i.level == "warning")
-    click.echo(f"{errors} error(s), {warnings} warning(s)")
+    _echo(f"{errors} error(s), {warnings} warning(s)")
     if errors or (strict and warnings):
         sys.exit(EXIT_INTERNAL)
 
 
-@rules.command("test")
-@click.argument("dirs", nargs=-1, type=click.Path(path_type=Path, file_okay=False))
-@click.option("-v", "--verbose", is_flag=True, help="List every example, not only failures.")
-@_ENGINE_OPTION
-def rules_test(dirs: tuple[Path, ...], verbose: bool, engine: str | None) -> None:
-    """Run every rule's example cases (bundled rules plus the packs DIRS) and report
-    per-rule coverage. Fails when an example fails, or a rule has no example that fires it."""
+def rules_test(dirs: list[Path], verbose: bool, engine: str | None) -> None:
     from .rule_tests import coverage_failures, run_rule_tests
 
-    rulebase = _rulebase(tuple(dirs), engine.lower() if engine else None)
+    rulebase = _rulebase(tuple(dirs), engine)
     results, coverage = run_rule_tests(rulebase)
     for r in results:
         if verbose or not r.passed:
-            click.echo(f"{'PASS' if r.passed else 'FAIL'} {r.file}:{r.line} {r.rule}: {r.name}")
+            _echo(f"{'PASS' if r.passed else 'FAIL'} {r.file}:{r.line} {r.rule}: {r.name}")
             for problem in r.problems:
-                click.echo(f"    {problem}")
-    click.echo("")
-    click.echo(f"{'rule':44} {'examples':>8} {'fired':>6} {'fired by any':>12}")
+                _echo(f"    {problem}")
+    _echo("")
+    _echo(f"{'rule':44} {'examples':>8} {'fired':>6} {'fired by any':>12}")
     for c in coverage:
-        click.echo(f"{c.rule:44} {c.examples:>8} {c.fired_by_own:>6} {c.fired_by_any:>12}")
+        _echo(f"{c.rule:44} {c.examples:>8} {c.fired_by_own:>6} {c.fired_by_any:>12}")
     uncovered = coverage_failures(coverage)
     for line in uncovered:
-        click.echo(line)
+        _echo(line)
     failed = sum(1 for r in results if not r.passed)
     covered = sum(1 for c in coverage if c.fired_by_own)
-    click.echo(f"{len(results) - failed} passed, {failed} failed; {covered}/{len(coverage)} rules fired by their examples")
+    _echo(f"{len(results) - failed} passed, {failed} failed; {covered}/{len(coverage)} rules fired by their examples")
     if failed or uncovered:
         sys.exit(EXIT_INTERNAL)
 
 
-@rules.command("schema")
-@click.option("--plain", is_flag=True, help="The generic schema, without the fact vocabulary.")
 def rules_schema(plain: bool) -> None:
-    """Print the JSON Schema of a rule file (for editors), with fact types, fields and values."""
     import json
 
     from .engine import rule_file_schema
@@ -358,20 +278,225 @@ def rules_schema(plain: bool) -> None:
     from .facts import vocabulary
 
     schema = rule_file_schema() if plain else vocabulary_schema(vocabulary())
-    click.echo(json.dumps(schema, ensure_ascii=False, indent=2))
+    _echo(json.dumps(schema, ensure_ascii=False, indent=2))
 
 
-def main() -> None:
+# ---------------------------------------------------------------------------- the parser
+def _path_type(kind: str):
+    """A path argument that, when it exists, must be a `kind` ("file" or "folder"); a
+    missing path is left to the command (which says what it expected)."""
+    def check(text: str) -> Path:
+        path = Path(text)
+        try:
+            mode = os.stat(path).st_mode
+        except (OSError, ValueError):  # missing, a name too long, a NUL byte: the command says why
+            return path
+        if kind == "file" and stat.S_ISDIR(mode):
+            raise argparse.ArgumentTypeError(f"{text!r} is a directory; a file path is expected")
+        if kind == "folder" and not stat.S_ISDIR(mode):
+            raise argparse.ArgumentTypeError(f"{text!r} is a file; a folder is expected")
+        return path
+    check.__name__ = f"{kind} path"  # argparse names the type in its messages
+    return check
+
+
+def _finite_float(text: str) -> float:
     try:
-        cli.main(standalone_mode=True)
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions keep their paragraphs; option help shows its default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default not in (None, False, argparse.SUPPRESS) and "%(default)" not in text \
+                and action.option_strings and not isinstance(action.default, (list, tuple)):
+            text += "  [default: %(default)s]"
+        return text
+
+
+_ENGINE_HELP = ("Rule engine: durable (durable-rules) or clips (CLIPS via clipspy). Default: `engine` in "
+                "j6doctor.toml, else J6DOCTOR_ENGINE, else durable-rules where it is installed, else CLIPS.")
+
+
+def _add_engine(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--engine", type=str.lower, choices=["durable", "clips"], default=None, help=_ENGINE_HELP)
+
+
+def _add_inputs(parser: argparse.ArgumentParser) -> None:
+    """The options every command that diagnoses shares: what to read, and how to judge it."""
+    parser.add_argument("case", nargs="?", metavar="CASE", type=_path_type("file"),
+                        help="The case file (case.yaml / case.json).")
+    parser.add_argument("--workdir", dest="workdirs", action="append", default=[], metavar="DIR",
+                        type=_path_type("folder"),
+                        help="Folder of artifacts to scan (repeatable); CASE may then be omitted.")
+    parser.add_argument("--metrics", type=_path_type("file"), metavar="FILE",
+                        help="Evaluation results (CSV / YAML / JSON rows: artifact, metric, value[, dataset, frames]).")
+    parser.add_argument("--tolerance", type=_finite_float, metavar="X",
+                        help="Allowed drop from the qat.pt baseline (default 0.01).")
+    parser.add_argument("--absolute", action="store_true",
+                        help="The tolerance is in metric units, not relative to the baseline.")
+    parser.add_argument("--lower-is-better", action="store_true",
+                        help="The metric is an error: larger values are worse.")
+    parser.add_argument("--env", action=argparse.BooleanOptionalAction, default=None,
+                        help="Read (or not) the installed package versions and board type of this machine to fill "
+                             "what the case leaves out (default: on, or `environment` in j6doctor.toml).")
+    parser.add_argument("--rules", dest="rule_packs", action="append", default=[], metavar="PACK",
+                        type=_path_type("folder"),
+                        help="Extra rule pack folder (repeatable); its rules add to or override bundled ones by id.")
+    _add_engine(parser)
+
+
+def _add_output(parser: argparse.ArgumentParser, what: str = "the report") -> None:
+    parser.add_argument("-o", "--output", type=_path_type("file"), metavar="FILE",
+                        help=f"Write {what} to this file instead of standard output.")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="j6doctor", formatter_class=_Formatter,
+        description="j6doctor — locate where a horizon_plugin_pytorch J6 model loses accuracy between\n"
+                    "qat.pt, qat.export.pt, qat.bc, quantized.bc, hbm and the board, with the evidence chain.")
+    parser.add_argument("--version", action="version", version=f"j6doctor, version {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+
+    def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
+        return commands.add_parser(name, help=summary, description=description, formatter_class=_Formatter)
+
+    p = command("diagnose", "Diagnose a case and/or work folders: which stage, and why.",
+                "Diagnose CASE (case.yaml / case.json) and/or the artifacts under --workdir:\n"
+                "which stage, and why.")
+    _add_inputs(p)
+    p.add_argument("--format", dest="fmt", choices=["md", "json", "html"], default="md",
+                   help="Chinese Markdown report, the JSON verdict of the public contract, or a "
+                        "self-contained HTML page.")
+    _add_output(p)
+    p.set_defaults(run=diagnose)
+
+    p = command("next-step", "Write the concluded stage's next step as a runnable Python script.",
+                "Write the concluded stage's next step as a runnable Python script (imports and call\n"
+                "order of the documented APIs; your paths filled in, FILL IN where the case lacks them).")
+    _add_inputs(p)
+    _add_output(p, "the script")
+    p.set_defaults(run=next_step)
+
+    p = command("explain", "The evidence chain of the verdict, rule by rule.",
+                "The evidence chain of the verdict: every derived fact with its rule, rule file and\n"
+                "line, down to the input facts and their sources (case key, file, line, sha256).")
+    _add_inputs(p)
+    p.add_argument("--why-not", dest="why_not_stage", metavar="STAGE",
+                   help="Also explain why the verdict is not STAGE: the rules that would conclude it, "
+                        "their failed conditions, and the evidence that would change the answer.")
+    p.add_argument("--format", dest="fmt", choices=["md", "json"], default="md")
+    _add_output(p)
+    p.set_defaults(run=explain)
+
+    p = command("inspect", "What each probe reads from files and folders, without a diagnosis.",
+                "What each probe reads from FILE / DIR (recursively): the kind each file is recognised\n"
+                "as — by its content, or only by its name — and the data extracted, without a diagnosis.")
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    p.add_argument("--format", dest="fmt", choices=["md", "json"], default="md")
+    _add_output(p, "the result")
+    p.set_defaults(run=inspect)
+
+    p = command("ask", "Ask for the missing information, write it into the case, then diagnose.",
+                "Ask for the missing information that would change the judgement (info gate order,\n"
+                "with the reason), write the answers into CASE (created if absent; existing content and\n"
+                "comments are kept), then diagnose. An empty answer skips; end of input stops asking.")
+    p.add_argument("case", nargs="?", default=Path("case.yaml"), type=_path_type("file"), metavar="CASE")
+    p.add_argument("--workdir", dest="workdirs", action="append", default=[], metavar="DIR",
+                   type=_path_type("folder"), help="Folder of artifacts to scan (repeatable).")
+    p.add_argument("--env", action=argparse.BooleanOptionalAction, default=None,
+                   help="Read (or not) this machine's package versions and board type (default: config, else on).")
+    _add_output(p, "the final report")
+    p.set_defaults(run=ask)
+
+    p = command("triage", "Diagnose many cases and work folders at once, with a summary table.",
+                "Diagnose many cases and/or work folders in a process pool and summarise them: one row\n"
+                "per case (stage, candidates, missing, first finding), on the terminal and, with --out,\n"
+                "as summary.csv, summary.json and index.html linking one report per case.\n\n"
+                "A PATH that is a file is a case; a folder is searched for case files (each one a case)\n"
+                "and for folders of artifacts without a case file (each one a work-folder diagnosis).\n"
+                "Exit 0 when every case was diagnosed, 2 when any could not be read (its row says why).")
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    p.add_argument("--out", type=_path_type("folder"), metavar="DIR",
+                   help="Write summary.csv, summary.json, index.html and one report per case here.")
+    p.add_argument("-j", "--jobs", type=int, metavar="N", help="Worker processes (default: all cores).")
+    p.add_argument("--env", action=argparse.BooleanOptionalAction, default=None,
+                   help="Read (or not) this machine's package versions and board type (default: config, else off "
+                        "for triage: the cases are other people's).")
+    p.add_argument("--rules", dest="rule_packs", action="append", default=[], metavar="PACK",
+                   type=_path_type("folder"), help="Extra rule pack folder (repeatable).")
+    _add_engine(p)
+    p.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="No progress bar (it is shown only on a terminal anyway).")
+    p.set_defaults(run=triage)
+
+    p = command("rules", "Work on the rule base: lint, test, schema.",
+                "Work on the rule base: lint it, run each rule's example cases, print the rule-file schema.")
+    sub = p.add_subparsers(dest="rules_command", metavar="COMMAND", title="commands")
+    p.set_defaults(run=None, parser=p)
+    q = sub.add_parser("lint", formatter_class=_Formatter, help="Check rule files; exit 1 on errors.",
+                       description="Check the bundled rules plus the rule packs DIRS: schema, vocabulary, rules that\n"
+                                   "can never fire, rules that disagree on the same conditions, endless cycles,\n"
+                                   "engine limits.")
+    q.add_argument("dirs", nargs="*", type=Path, metavar="DIR")
+    q.add_argument("--strict", action="store_true", help="Warnings fail too.")
+    q.set_defaults(run=rules_lint)
+    q = sub.add_parser("test", formatter_class=_Formatter, help="Run every rule's examples; show coverage.",
+                       description="Run every rule's example cases (bundled rules plus the packs DIRS) and report\n"
+                                   "per-rule coverage. Fails when an example fails, or a rule has no example that\n"
+                                   "fires it.")
+    q.add_argument("dirs", nargs="*", type=_path_type("folder"), metavar="DIR")
+    q.add_argument("-v", "--verbose", action="store_true", help="List every example, not only failures.")
+    _add_engine(q)
+    q.set_defaults(run=rules_test)
+    q = sub.add_parser("schema", formatter_class=_Formatter, help="Print the JSON Schema of a rule file.",
+                       description="Print the JSON Schema of a rule file (for editors), with fact types, fields and values.")
+    q.add_argument("--plain", action="store_true", help="The generic schema, without the fact vocabulary.")
+    q.set_defaults(run=rules_schema)
+    return parser
+
+
+def triage(paths: list[Path], out: Path | None, jobs: int | None, env: bool | None,
+           rule_packs: list[Path], engine: str | None, progress: bool) -> None:
+    from .triage import triage_main
+
+    if jobs is not None and jobs < 1:
+        _fail("--jobs must be 1 or more", EXIT_INPUT)
+    sys.exit(triage_main(paths, out, jobs, tuple(rule_packs), engine, env, progress))
+
+
+def _dispatch(argv: list[str] | None) -> None:
+    parser = build_parser()
+    args = vars(parser.parse_args(argv))
+    run = args.pop("run", None)
+    if run is None:  # `j6doctor` or `j6doctor rules` alone: its help, as click did
+        (args.get("parser") or parser).print_help()
+        return
+    args.pop("command", None)
+    args.pop("rules_command", None)
+    args.pop("parser", None)
+    for name in ("workdirs", "rule_packs"):
+        if name in args and run is not triage and run is not ask:
+            args[name] = tuple(args[name])
+    run(**args)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        _dispatch(argv)
     except SystemExit:
         raise
     except KeyboardInterrupt:
-        click.echo("j6doctor: interrupted", err=True)
+        _echo("j6doctor: interrupted", err=True)
         sys.exit(130)
     except Exception as exc:  # last line of defence: no traceback unless asked for
         if os.environ.get("J6DOCTOR_DEBUG"):
             traceback.print_exc()
-        click.echo(f"j6doctor: internal error: {type(exc).__name__}: {exc} "
-                   "(set J6DOCTOR_DEBUG=1 for a traceback)", err=True)
+        _echo(f"j6doctor: internal error: {type(exc).__name__}: {exc} "
+              "(set J6DOCTOR_DEBUG=1 for a traceback)", err=True)
         sys.exit(EXIT_INTERNAL)

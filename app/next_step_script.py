@@ -25,12 +25,10 @@ import ast
 import math
 from typing import Any
 
-import jinja2
-
 from . import __version__
 from .diagnose import Diagnosis
 from .facts import attr, enum_values, label
-from .templates import TEMPLATES_DIR
+from .templates import script_environment
 
 DEPLOYMENT_TEMPLATE = "deployment.py.j2"
 TEMPLATE_OF_STAGE = {  # the J6 (hbdk4) procedure of each stage
@@ -84,18 +82,8 @@ def _only_literals(value: Any) -> PyLiteral:
     return value
 
 
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "next_step")),
-        autoescape=False,  # Python source, not HTML: values go through the pyrepr filter
-        finalize=_only_literals,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    env.filters["pyrepr"] = pyrepr
-    return env
+def _environment():
+    return script_environment(_only_literals, {"pyrepr": pyrepr})
 
 
 def toolchain(diagnosis: Diagnosis) -> str:

@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jinja2
-
 from .describe import describe as describe_fact
 from .diagnose import Diagnosis
 from .engine import Fact, describe_engine
 from .facts import attr, enum_values, label
 from .next_step_script import script_stage
-from .templates import TEMPLATES_DIR
+from .templates import report_environment
 
 # What 关键发现 says for a slot no rule filled.
 _EMPTY_SLOT = {
@@ -22,17 +20,6 @@ _EMPTY_SLOT = {
     "fixes": ("未提供", "未提供"),
     "qa_summary": ("未提供 QuantAnalysis 产出物", "未提供 QuantAnalysis 产出物"),
 }
-
-
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
-        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "htm"), default=False),
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-    )
 
 
 def _checks(diagnosis: Diagnosis) -> list[dict[str, Any]]:
@@ -128,7 +115,7 @@ def _appendix(diagnosis: Diagnosis) -> list[str]:
 def render_markdown(diagnosis: Diagnosis) -> str:
     context = report_context(diagnosis)
     context["appendix"] = _appendix(diagnosis)  # the HTML page draws the same trees itself
-    return _environment().get_template("report.md.j2").render(**context)
+    return report_environment().get_template("report.md.j2").render(**context)
 
 
 def render_html(diagnosis: Diagnosis) -> str:
@@ -138,14 +125,6 @@ def render_html(diagnosis: Diagnosis) -> str:
     from .charts import layout_compare, layout_sensitivity
     from .explain_report import explain_data
 
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-    )
     data = explain_data(diagnosis)
     context = report_context(diagnosis)
     context.update({
@@ -154,7 +133,7 @@ def render_html(diagnosis: Diagnosis) -> str:
         "compare_charts": [layout_compare(c) for c in diagnosis.charts if c["kind"] == "compare"],
         "sensitivity_charts": [layout_sensitivity(c) for c in diagnosis.charts if c["kind"] == "sensitivity"],
     })
-    return env.get_template("report.html.j2").render(**context)
+    return report_environment().get_template("report.html.j2").render(**context)
 
 
 def render_json(diagnosis: Diagnosis) -> str:

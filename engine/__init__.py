@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .compiler import CompiledRuleBase, compile_rules
 from .backends import ENGINES, EngineUnavailableError, available, resolve
+from .backends import build_id
 from .backends import describe as describe_engine
 from .differential import cross_check_enabled, first_difference
 from .errors import EngineError, EngineRunError, RuleBaseError, RuleBaseErrors, VocabularyError
@@ -58,7 +59,7 @@ class RuleBase:
         if files is None or cache_dir() is None:
             rules, compiled = build()
         else:
-            rules, compiled = load_or_build(cache_key(files, vocab, engine, describe_engine(engine)), build)
+            rules, compiled = load_or_build(cache_key(files, vocab, engine, build_id(engine)), build)
         return cls(vocab, rules, compiled, shown)
 
     @classmethod

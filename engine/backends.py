@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from types import ModuleType
 
 from .errors import EngineError
@@ -68,3 +69,18 @@ def resolve(requested: str | None = None) -> str:
 def describe(name: str) -> str:
     """`durable-rules 2.0.28` / `CLIPS 6.4 (clipspy 1.0.6)`: what reports name."""
     return load_backend(name).describe()
+
+
+def build_id(name: str) -> str:
+    """Which installed build of the engine this is, cheaply (the files of its modules: path,
+    size, modification time), for cache keys: reading package metadata costs a start more."""
+    parts = []
+    for module_name in load_backend(name).NATIVE_MODULES:
+        module = sys.modules.get(module_name) or importlib.import_module(module_name)
+        path = getattr(module, "__file__", None) or module_name
+        try:
+            info = os.stat(path)
+            parts.append(f"{path}:{info.st_size}:{info.st_mtime_ns}")
+        except OSError:
+            parts.append(path)
+    return f"{name}|" + "|".join(parts)

@@ -9,7 +9,6 @@ their matches to the session.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import clips
@@ -23,7 +22,17 @@ from .vocabulary import Vocabulary
 NAME = "clips"
 
 
+# Modules whose files identify the installed build (backends.build_id).
+NATIVE_MODULES = ("clips._clips", "clips.environment")
+
+
+def prepare(compiled: CompiledRuleBase) -> None:
+    """Nothing to precompute: CLIPS constructs are built per environment (clips_compiler.py)."""
+
+
 def describe() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return f"CLIPS 6.4 (clipspy {version('clipspy')})"
     except PackageNotFoundError:  # pragma: no cover - imported from a source tree

@@ -39,6 +39,9 @@ class CompiledRule:
     rule: Rule
     positive_aliases: list[tuple[str, int]]  # durable alias -> index of the condition in rule.when
     definition: dict[str, Any]
+    # the definition as the engine's text, made once at compile time by the backend's
+    # prepare() and kept in the rule-base cache (registering then encodes nothing)
+    encoded: str = ""
 
 
 @dataclass
@@ -334,7 +337,9 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary, engine: str | None = Non
     stratum_of = {rule.id: sorted(by_stratum).index(level[rule.id]) for rule in fact_rules}
     result = CompiledRuleBase(fingerprint, rules, strata, stratum_of,
                               [CompiledTextRule.of(r) for r in text_rules], engine, too_many)
-    errors = load_backend(engine).check(result, vocab)
+    backend = load_backend(engine)
+    backend.prepare(result)
+    errors = backend.check(result, vocab)
     if errors:
         raise RuleBaseErrors(errors)
     return result

@@ -44,6 +44,10 @@ _ERROR_CODES = {
 durable.engine.json = engine_json
 
 
+# Modules whose files identify the installed build (backends.build_id).
+NATIVE_MODULES = ("durable_rules_engine", "durable.engine")
+
+
 def describe() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -51,6 +55,13 @@ def describe() -> str:
         return f"durable-rules {version('durable-rules')}"
     except PackageNotFoundError:  # pragma: no cover - imported from a source tree
         return "durable-rules"
+
+
+def prepare(compiled: CompiledRuleBase) -> None:
+    """Encode every rule's definition once (engine_json is slow on thousands of nodes)."""
+    for part in compiled.partitions():
+        for crule in part.rules:
+            crule.encoded = engine_json.dumps(crule.definition)
 
 
 def check(compiled: CompiledRuleBase, vocab) -> list:
@@ -112,6 +123,15 @@ def _make_action(crule: CompiledRule, rule_number: int):
     return action
 
 
+def _encoded_definition(part: Partition) -> dict:
+    """The partition's ruleset with each rule body pre-encoded (CompiledRule.encoded)."""
+    definition = part.definition()
+    for crule in part.rules:
+        if crule.encoded:
+            definition[crule.key] = engine_json.PreEncoded(definition[crule.key], crule.encoded)
+    return definition
+
+
 class Program:
     """A compiled rule base registered on the host (once per process)."""
 
@@ -127,7 +147,7 @@ class Program:
                 for crule in part.rules:
                     host._handlers[f"{part.name}:{crule.key}"] = _make_action(crule, number_of[id(crule.rule)])
                 try:
-                    host.register_rulesets({part.name: part.definition()})
+                    host.register_rulesets({part.name: _encoded_definition(part)})
                 except Exception as exc:  # durable raises its own error type with a code
                     raise EngineRunError(
                         f"durable-rules refused ruleset {part.name}: {_translate(exc)}"

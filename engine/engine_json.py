@@ -47,6 +47,16 @@ def engine_text(text: str) -> str:
     return text
 
 
+class PreEncoded(dict):
+    """A mapping whose text is already known (a ruleset's rule, encoded at compile time).
+    durable-rules removes the rule's `run` key before encoding the ruleset: the text is
+    that of the mapping without it."""
+
+    def __init__(self, mapping: dict, encoded: str):
+        super().__init__(mapping)
+        self.encoded = encoded
+
+
 def dumps(value: Any, ensure_ascii: bool = False) -> str:
     """JSON text of facts and ruleset definitions (dicts, lists, str, int, float, bool, None)."""
     parts: list[str] = []
@@ -55,7 +65,9 @@ def dumps(value: Any, ensure_ascii: bool = False) -> str:
 
 
 def _encode(value: Any, parts: list[str], ensure_ascii: bool) -> None:
-    if isinstance(value, bool) or value is None:
+    if type(value) is PreEncoded and not ensure_ascii:
+        parts.append(value.encoded)
+    elif isinstance(value, bool) or value is None:
         parts.append("true" if value is True else "false" if value is False else "null")
     elif isinstance(value, int):
         parts.append(str(value) if value in _INT64 else f"{value}.0")

@@ -4,21 +4,20 @@ and the fact vocabulary. Every error names the file, the line, the rule id and t
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import stat
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .errors import RuleBaseError, RuleBaseErrors
 from .rule_model import OPERATORS, Condition, Conclusion, Example, Ref, Rule, RuleFile, Test, TextSpec
 from .strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
 from .vocabulary import FieldSpec, Vocabulary
+
+if TYPE_CHECKING:  # jsonschema is imported when rule files are checked, not when a cached rule base is used
+    import jsonschema
 
 # `${alias.field}` in a conclusion's text; `${alias.field|label}` shows an enum value's label,
 # `${alias.field|lower}` the text in lower case.
@@ -32,11 +31,13 @@ TEXT_FILLED_FIELDS = ("quote", "field", "start", "end")
 @lru_cache(maxsize=1)
 def rule_file_schema() -> dict[str, Any]:
     """The JSON Schema of a rule file (shipped with the package)."""
-    text = resources.files(__package__).joinpath("rule_schema.json").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parent / "rule_schema.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 
 def _suggest(word: str, choices: Iterable[str]) -> str:
+    import difflib
+
     close = difflib.get_close_matches(str(word), list(choices), n=1)
     return f"did you mean {close[0]!r}?" if close else ""
 
@@ -60,6 +61,8 @@ class _FileChecker:
 
     # -------------------------------------------------------------- schema pass
     def check_schema(self) -> bool:
+        import jsonschema
+
         validator = jsonschema.Draft202012Validator(rule_file_schema())
         found = False
         for err in sorted(validator.iter_errors(self.doc.data), key=lambda e: list(map(str, e.absolute_path))):
@@ -362,7 +365,7 @@ def _kind(spec: FieldSpec) -> str:
     return "number" if spec.type in ("int", "number") else spec.type
 
 
-def _schema_message(err: jsonschema.ValidationError) -> str:
+def _schema_message(err: "jsonschema.ValidationError") -> str:
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = sorted((err.schema.get("properties") or {}).keys())
         extra = sorted(set(err.instance) - set(allowed), key=str)  # YAML keys may be numbers, dates
@@ -384,7 +387,7 @@ def _schema_message(err: jsonschema.ValidationError) -> str:
     return err.message
 
 
-def _size_limit(err: jsonschema.ValidationError) -> tuple[str, str] | None:
+def _size_limit(err: "jsonschema.ValidationError") -> tuple[str, str] | None:
     """A test over the schema's size limits (`not_in` values, `contains` letters): say which
     limit and by how much, not "not a valid test" with the whole value."""
     for sub in err.context or ():
@@ -400,7 +403,7 @@ def _size_limit(err: jsonschema.ValidationError) -> tuple[str, str] | None:
     return None
 
 
-def _schema_hint(err: jsonschema.ValidationError) -> str | None:
+def _schema_hint(err: "jsonschema.ValidationError") -> str | None:
     if err.validator == "anyOf":
         limit = _size_limit(err)
         if limit is not None:

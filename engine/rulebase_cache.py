@@ -48,11 +48,26 @@ def _private(path: Path, kind: int) -> bool:
 
 
 def _engine_sources() -> bytes:
+    return _ENGINE_SOURCES
+
+
+def _hash_engine_sources() -> bytes:
     digest = hashlib.sha256()
     for path in sorted(_ENGINE_DIR.iterdir()):
         if path.suffix in (".py", ".json"):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.digest()
+
+
+def key_of(*parts: bytes | str) -> str:
+    """A cache key for anything else that depends on this interpreter and the engine's code."""
+    digest = hashlib.sha256()
+    digest.update(f"{FORMAT}|{sys.version}|".encode())
+    digest.update(_engine_sources())
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()[:32]
 
 
 def cache_key(files: list[tuple[str, str, bytes]], vocab: Any, engine: str, engine_version: str) -> str:
@@ -67,24 +82,25 @@ def cache_key(files: list[tuple[str, str, bytes]], vocab: Any, engine: str, engi
     return digest.hexdigest()[:32]
 
 
-def load_or_build(key: str, build: Callable[[], Any], folder: Path | None = None) -> Any:
+def load_or_build(key: str, build: Callable[[], Any], folder: Path | None = None, kind: str = "rulebase") -> Any:
     """The cached value of `key`, or `build()` (stored for next time). Any problem with the
-    cache itself is silent: the value is built as if there were no cache."""
+    cache itself is silent: the value is built as if there were no cache. `kind` names the
+    entry (rulebase, vocabulary, schema_check): each kind keeps its own KEEP entries."""
     folder = folder if folder is not None else cache_dir()
     if folder is None:
         return build()
-    entry = folder / f"rulebase-{key}.pickle"
+    entry = folder / f"{kind}-{key}.pickle"
     if _private(folder, stat.S_IFDIR) and _private(entry, stat.S_IFREG):
         try:
             return pickle.loads(entry.read_bytes())
         except Exception:  # a truncated or stale entry: rebuilt below
             pass
     value = build()
-    _store(folder, entry, value)
+    _store(folder, entry, value, kind)
     return value
 
 
-def _store(folder: Path, entry: Path, value: Any) -> None:
+def _store(folder: Path, entry: Path, value: Any, kind: str = "rulebase") -> None:
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not _private(folder, stat.S_IFDIR):
@@ -98,12 +114,17 @@ def _store(folder: Path, entry: Path, value: Any) -> None:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
-        _prune(folder)
+        _prune(folder, kind)
     except (OSError, pickle.PicklingError, RecursionError):
         pass  # a cache that cannot be written only costs time
 
 
-def _prune(folder: Path) -> None:
-    entries = sorted(folder.glob("rulebase-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+def _prune(folder: Path, kind: str) -> None:
+    entries = sorted(folder.glob(f"{kind}-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
     for old in entries[KEEP:]:
         old.unlink(missing_ok=True)
+
+
+# Hashed when the engine is imported, so that the key describes the code this process runs
+# (a process started before an edit must not store its entries under the edited code's key).
+_ENGINE_SOURCES = _hash_engine_sources()

@@ -12,9 +12,10 @@ Incompatible Platform") does not.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from .compiled_patterns import freeze, thaw
 from .facts import Fact
 from .rule_loader import MATCH_ALIAS, PLACEHOLDER, TEXT_FILLED_FIELDS
 from .rule_model import Rule
@@ -46,6 +47,8 @@ class CompiledTextRule:
     rule: Rule
     match: tuple[re.Pattern, ...]
     unless: tuple[re.Pattern, ...]
+    # the picklable compiled code of match / unless (compiled_patterns.py), made on first pickling
+    frozen: list = field(default_factory=list, compare=False, repr=False)
 
     @classmethod
     def of(cls, rule: Rule) -> "CompiledTextRule":
@@ -53,6 +56,16 @@ class CompiledTextRule:
         assert spec is not None
         return cls(rule, tuple(re.compile(p, re.IGNORECASE) for p in spec.match),
                    tuple(re.compile(p, re.IGNORECASE) for p in spec.unless))
+
+    def __reduce__(self):
+        # The rule-base cache stores the compiled code, not only the source (compiled_patterns.py).
+        if not self.frozen:
+            self.frozen[:] = [tuple(map(freeze, self.match)), tuple(map(freeze, self.unless))]
+        return (_restore, (self.rule, *self.frozen))
+
+
+def _restore(rule: Rule, match: tuple, unless: tuple) -> CompiledTextRule:
+    return CompiledTextRule(rule, tuple(map(thaw, match)), tuple(map(thaw, unless)), [match, unless])
 
 
 def clauses(text: str) -> Iterator[tuple[int, int]]:

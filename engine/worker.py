@@ -61,7 +61,7 @@ def _serve(conn, memory_mb: int) -> None:
         pass
     from .runtime import run
 
-    known: dict[str, tuple[Any, Any]] = {}
+    known: dict[str, tuple[Any, Any]] = dict(_INHERITED)  # a forked child has them already
     while True:
         try:
             request = conn.recv()
@@ -95,13 +95,15 @@ class EngineWorker:
 
     def _start(self) -> None:
         methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        forked = "fork" in methods
+        context = multiprocessing.get_context("fork" if forked else "spawn")
         parent, child = context.Pipe()
         process = context.Process(target=_serve, args=(child, self.limits.memory_mb), daemon=True,
                                   name="j6doctor-engine")
         process.start()
         child.close()
-        self._process, self._conn, self._sent = process, parent, set()
+        # A forked child starts with the rule bases registered so far: nothing to send.
+        self._process, self._conn, self._sent = process, parent, set(_INHERITED) if forked else set()
 
     def stop(self) -> None:
         if self._process is not None:
@@ -115,10 +117,11 @@ class EngineWorker:
 
     def run(self, compiled, vocab, facts, *, what: str = "the rule base", **limits):
         with self._lock:
+            key = f"{compiled.engine}:{compiled.fingerprint}"
             if self._process is None or not self._process.is_alive():
                 self.stop()
+                _INHERITED.setdefault(key, (compiled, vocab))
                 self._start()
-            key = f"{compiled.engine}:{compiled.fingerprint}"
             fresh = key not in self._sent
             try:
                 self._conn.send((key, compiled if fresh else None, vocab if fresh else None, facts, limits))
@@ -176,6 +179,9 @@ def _crashed(what: str, engine: str) -> str:
 
 
 _WORKER: EngineWorker | None = None
+# Rule bases a child started by fork finds in its copy of this process (not pickled through
+# the pipe). Only those known when a child starts; later ones are sent on first use.
+_INHERITED: dict[str, tuple[Any, Any]] = {}
 _WORKER_LOCK = threading.Lock()
 
 

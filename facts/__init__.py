@@ -4,8 +4,9 @@ read domain constants out of it (chain positions, labels, gate order)."""
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
+from ..engine.rulebase_cache import key_of, load_or_build
 from ..engine.strict_yaml import load_yaml
 from ..engine.vocabulary import Vocabulary
 
@@ -14,8 +15,15 @@ VOCABULARY_FILE = "vocabulary.yaml"
 
 @lru_cache(maxsize=1)
 def vocabulary() -> Vocabulary:
-    text = resources.files(__package__).joinpath(VOCABULARY_FILE).read_text(encoding="utf-8")
-    return Vocabulary.from_data(load_yaml(text).data, origin=VOCABULARY_FILE)
+    """The vocabulary, parsed once and kept in the user's private cache, keyed by the
+    file's bytes (parsing the YAML with line numbers costs more than the rest of a start)."""
+    data = (Path(__file__).resolve().parent / VOCABULARY_FILE).read_bytes()
+
+    def build() -> Vocabulary:
+        text = data.decode("utf-8")
+        return Vocabulary.from_data(load_yaml(text).data, origin=VOCABULARY_FILE)
+
+    return load_or_build(key_of("vocabulary", data), build, kind="vocabulary")
 
 
 def enum_values(name: str) -> tuple[str, ...]:

@@ -18,16 +18,19 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
-
-import jsonschema
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ..engine import Fact, Source
+from ..engine.schema_check import fast_check
 from ..engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
 from ..engine.vocabulary import alias_key
 from ..facts import attr, enum_values, vocabulary
 from .input_error import InputError
 from .text_tables import decode_text, read_bytes
+
+if TYPE_CHECKING:  # jsonschema is imported only to explain a case that fails the fast check
+    import jsonschema
 
 MAX_CASE_BYTES = 4 * 1024 * 1024
 CASE_WHAT = "a YAML or JSON case file"
@@ -95,6 +98,7 @@ def _enum(name: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"enum": [*enum_values(name), *extra]}
 
 
+@lru_cache(maxsize=1)
 def _case_schema() -> dict[str, Any]:
     string = {"type": "string"}
     scalar = {"type": ["string", "number", "boolean"]}
@@ -299,7 +303,7 @@ def _suggest(word: str, allowed: list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _format_errors(err: jsonschema.ValidationError) -> Iterator[tuple[tuple, str]]:
+def _format_errors(err: "jsonschema.ValidationError") -> Iterator[tuple[tuple, str]]:
     """One message per problem; an object with three unknown keys gives three."""
     path = tuple(err.absolute_path)
     key = ".".join(str(p) for p in path) or "(top level)"
@@ -543,6 +547,16 @@ def case_from_data(data: dict[str, Any], display: str = "<example>", base: Path 
     return case
 
 
+def _schema_errors(data: dict[str, Any]) -> Iterator["jsonschema.ValidationError"]:
+    """The schema errors of a case: none when the fast check passes it, else jsonschema's."""
+    schema = _case_schema()
+    if fast_check(schema, "case")(data):
+        return
+    import jsonschema
+
+    yield from jsonschema.Draft202012Validator(schema).iter_errors(data)
+
+
 def validate_case(doc: LocatedDocument, display: str, path: Path | None) -> Case:
     data = doc.data
     if data is None:
@@ -553,9 +567,8 @@ def validate_case(doc: LocatedDocument, display: str, path: Path | None) -> Case
     data = normalizer.run(data)
     case = Case(path, display, data, doc, given_keys=normalizer.given_keys)
     errors: list[tuple[tuple, str]] = list(normalizer.errors)
-    validator = jsonschema.Draft202012Validator(_case_schema())
     bad: set[tuple] = set()
-    for err in validator.iter_errors(data):
+    for err in _schema_errors(data):
         for where, message in _format_errors(err):
             errors.append((case.written(where), message))
         bad.add(tuple(err.absolute_path))

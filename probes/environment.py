@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from .input_error import InputError
@@ -36,6 +35,8 @@ class BoardSetting:
 
 
 def installed_versions(packages: tuple[str, ...] = PACKAGES) -> list[InstalledVersion]:
+    from importlib import metadata  # only when the environment is read (--env)
+
     found = []
     for name in packages:
         try:

@@ -1,5 +1,53 @@
-"""Jinja templates of the reports."""
+"""Jinja templates of the reports and the next-step scripts, and the environments that
+render them: built once per process, templates compiled once (Jinja's own cache)."""
 
+from __future__ import annotations
+
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # jinja2 is imported only by a run that renders a template
+    import jinja2
 
 TEMPLATES_DIR = Path(__file__).resolve().parent
+
+
+@lru_cache(maxsize=1)
+def report_environment() -> "jinja2.Environment":
+    """The reports: Markdown as text, `*.html.j2` with every value escaped (autoescape)."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2", "html", "htm"), default=False),
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+        auto_reload=False,  # templates ship with the package: no stat() per render
+    )
+
+
+def script_environment(finalize: Callable[[Any], Any], filters: dict[str, Callable]) -> "jinja2.Environment":
+    """The next-step scripts (Python source, templates/next_step): no HTML escaping; every
+    output goes through `finalize`, which the caller uses to require Python literals."""
+    return _script_environment(finalize, tuple(sorted(filters.items())))
+
+
+@lru_cache(maxsize=2)
+def _script_environment(finalize: Callable[[Any], Any], filters: tuple) -> "jinja2.Environment":
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "next_step")),
+        autoescape=False,
+        finalize=finalize,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+        auto_reload=False,
+    )
+    env.filters.update(dict(filters))
+    return env

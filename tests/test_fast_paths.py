@@ -1,0 +1,143 @@
+"""The shortcuts a cold start takes must give the answers of the slow paths they replace:
+the compiled yes/no case check (engine/schema_check.py) against jsonschema, the text
+rules' patterns restored from the cache (engine/compiled_patterns.py) against `re.compile`,
+pre-encoded durable-rules definitions against encoding them at registration."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import re
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import EXAMPLES, HAS_DURABLE
+from j6doctor.engine import compiled_patterns, engine_json
+from j6doctor.engine.compiler import compile_rules
+from j6doctor.engine.schema_check import fast_check
+from j6doctor.engine.text_rules import CompiledTextRule
+from j6doctor.diagnose import load_rulebase
+from j6doctor.probes.case_file import _case_schema, read_case
+
+SCHEMA = _case_schema()
+SLOW = jsonschema.Draft202012Validator(SCHEMA)
+FAST = fast_check(SCHEMA, "case")
+
+
+def _agree(document) -> None:
+    slow_valid = not any(True for _ in SLOW.iter_errors(document))
+    fast_valid = FAST(copy.deepcopy(document))
+    # the fast check may only say "valid" when jsonschema does; here they agree outright
+    assert fast_valid == slow_valid, (fast_valid, slow_valid, document)
+
+
+def _examples() -> list[dict]:
+    docs = []
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        docs.append(read_case(path).data)  # as validated: after the reader's normalisation
+    return docs
+
+
+def test_bundled_cases_are_valid_by_both():
+    docs = _examples()
+    assert len(docs) >= 10
+    for doc in docs:
+        _agree(doc)
+        assert FAST(doc), doc
+
+
+def test_typical_mistakes_are_invalid_by_both():
+    base = next(d for d in _examples() if "results" in d and "qat_bc" in d["results"])
+    mistakes = []
+    for mutate in (
+        lambda d: d["results"]["qat_bc"].update(status="fine"),          # not an allowed value
+        lambda d: d["results"]["qat_bc"].update(value="41"),            # text where a number goes
+        lambda d: d["results"]["qat_bc"].update(frames=0),               # below the minimum
+        lambda d: d["results"]["qat_bc"].update(unknown_key=1),          # no such key
+        lambda d: d["results"].update(qat_bc={"evidence": "dataset_eval"}),  # status required
+        lambda d: d.update(flow="float"),                                # enum
+        lambda d: d.update(versions={"hbdk4-compiler": [4, 4]}),         # a list as version
+        lambda d: d.update(symptom=3),                                   # number as text
+        lambda d: d["results"]["qat_bc"].update(value=True),             # bool is no number
+    ):
+        doc = copy.deepcopy(base)
+        mutate(doc)
+        mistakes.append(doc)
+    for doc in mistakes:
+        _agree(doc)
+        assert not FAST(doc), doc
+
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**6), st.floats(allow_nan=False, allow_infinity=False),
+                     st.text(max_size=8), st.sampled_from(["normal", "abnormal", "unknown", "dataset_eval", "qat", "ptq",
+                                                          "J6M", "badcase", "compile_error", "mismatch", "match"]))
+
+
+def _value(schema: dict, depth: int):
+    """Documents near the schema: its own keys with values of the right or a wrong kind."""
+    props = schema.get("properties")
+    if props and depth < 4:
+        keys = st.sampled_from(sorted(props) + ["extra_key"])
+        return st.dictionaries(keys, st.deferred(lambda: st.one_of(_SCALARS, *(
+            _value(p, depth + 1) for p in props.values() if isinstance(p, dict) and p.get("properties")))),
+            max_size=6).flatmap(lambda d: st.fixed_dictionaries({
+                k: (_value(props[k], depth + 1) if k in props and props[k].get("properties") else st.just(v))
+                for k, v in d.items()}))
+    return _SCALARS
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_value(SCHEMA, 0))
+def test_generated_documents_get_the_same_answer(document):
+    _agree(document)
+
+
+# ---------------------------------------------------------------------------- patterns
+def _text_rules():
+    rb = load_rulebase()
+    rules = [r for r in rb.rules if r.text is not None]
+    assert rules, "the bundled rules have text rules"
+    return [CompiledTextRule.of(r) for r in rules]
+
+
+def test_patterns_restored_from_a_pickle_are_the_compiled_ones():
+    compiled = _text_rules()
+    restored = pickle.loads(pickle.dumps(compiled))
+    for a, b in zip(compiled, restored):
+        assert a.match == b.match and a.unless == b.unless  # same flags and code
+        sample = "quantized.bc 的 layout 不一致，march 也不同"
+        assert [p.search(sample) and p.search(sample).span() for p in a.match] == \
+               [p.search(sample) and p.search(sample).span() for p in b.match]
+    # pickling again reuses the frozen code: nothing recompiled, same bytes
+    assert pickle.dumps(restored) == pickle.dumps(pickle.loads(pickle.dumps(restored)))
+
+
+def test_code_from_another_interpreter_is_never_used():
+    pattern = re.compile(r"(?P<what>march|layout)\s*不一致", re.IGNORECASE)
+    interpreter, source, flags, args = compiled_patterns.freeze(pattern)
+    assert args is not None and interpreter == compiled_patterns.INTERPRETER
+    # a foreign interpreter's entry (or a broken one) compiles from the source instead
+    for frozen in ((interpreter + "-other", source, flags, args), (interpreter, source, flags, None),
+                   (interpreter, source, flags, (source, flags, [1, 2, 3], 0, {}, ()))):
+        thawed = compiled_patterns.thaw(frozen)
+        assert thawed == pattern and thawed.search("LAYOUT 不一致").group("what") == "LAYOUT"
+
+
+# ---------------------------------------------------------------------------- durable definitions
+@pytest.mark.skipif(not HAS_DURABLE, reason="durable-rules is not installed here")
+def test_pre_encoded_definitions_are_the_definitions():
+    rb = load_rulebase()
+    compiled = compile_rules(rb.rules, rb.vocab, "durable")
+    from j6doctor.engine.durable_backend import _encoded_definition
+
+    for part in compiled.partitions():
+        for crule in part.rules:
+            assert crule.encoded == engine_json.dumps(crule.definition)
+        definition = _encoded_definition(part)
+        plain = part.definition()
+        for body in (*definition.values(), *plain.values()):
+            body.pop("run")
+        assert engine_json.dumps(definition) == engine_json.dumps(plain)
