@@ -13,7 +13,6 @@ import math
 import os
 import stat
 import sys
-import traceback
 from pathlib import Path
 
 import argparse
@@ -496,6 +495,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except Exception as exc:  # last line of defence: no traceback unless asked for
         if os.environ.get("J6DOCTOR_DEBUG"):
+            import traceback
+
             traceback.print_exc()
         _echo(f"j6doctor: internal error: {type(exc).__name__}: {exc} "
               "(set J6DOCTOR_DEBUG=1 for a traceback)", err=True)

@@ -16,10 +16,6 @@ from typing import Any
 
 from .probes import InputError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 PROJECT_FILE = "j6doctor.toml"
 KEYS = {"environment": bool, "engine": str}  # key -> type; more keys come with their features
@@ -46,11 +42,12 @@ def _read(path: Path, table: tuple[str, ...]) -> dict[str, Any] | None:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+    toml = _toml()
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = toml.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(str(path), "not UTF-8 text; expected a TOML file") from None
-    except tomllib.TOMLDecodeError as exc:
+    except toml.TOMLDecodeError as exc:
         raise InputError(str(path), f"not valid TOML: {exc}") from None
     for key in table:
         data = data.get(key) if isinstance(data, dict) else None
@@ -106,3 +103,12 @@ def load_config(start: Path | None, environ: dict[str, str] | None = None) -> Co
             values[key] = value.strip().lower() if key in CHOICES else value
         sources.append(str(path))
     return Config(**values, sources=tuple(sources))
+
+
+def _toml():
+    """The TOML reader, imported only when a config file is found."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib

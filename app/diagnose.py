@@ -47,6 +47,7 @@ def diagnose(case: Case | None, rulebase: RuleBase | None = None,
              options: EvidenceOptions | None = None) -> Diagnosis:
     rulebase = rulebase or load_rulebase()
     options = options or EvidenceOptions()
+    rulebase.warm_up()
     evidence = collect(case, options)
     result = rulebase.run(evidence.facts)
     if case is not None:

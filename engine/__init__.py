@@ -78,6 +78,12 @@ class RuleBase:
                 return rule
         raise KeyError(rule_id)
 
+    def warm_up(self) -> None:
+        """Get the engine ready for a run that follows soon (its worker process started and
+        registering this rule base), so that it works while the caller gathers the facts."""
+        if os.environ.get("J6DOCTOR_ENGINE_PROCESS") != "inline":
+            shared_worker().warm_up(self.compiled, self.vocab)
+
     def run(self, facts: list[Fact], **limits) -> RunResult:
         """Forward-chain the facts, in the engine's worker process (engine/worker.py) unless
         J6DOCTOR_ENGINE_PROCESS=inline asks for this process (debugging). With

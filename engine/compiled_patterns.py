@@ -11,6 +11,7 @@ from the source as usual.
 
 from __future__ import annotations
 
+import array
 import re
 import sys
 from typing import Any
@@ -25,6 +26,8 @@ import _sre
 
 # Code from another interpreter is never used: it could read out of the pattern's bounds.
 INTERPRETER = f"{sys.implementation.name}|{sys.version}|{_sre.MAGIC}|{_sre.CODESIZE}"
+_CODE_TYPE = next(t for t in "IL" if array.array(t).itemsize == _sre.CODESIZE)
+_FROZEN: dict[tuple[str, int], tuple] = {}  # one frozen form per pattern: pickled once, however many rules share it
 
 
 def code_of(source: str, flags: int) -> tuple[Any, ...] | None:
@@ -32,7 +35,8 @@ def code_of(source: str, flags: int) -> tuple[Any, ...] | None:
     (then the pattern is compiled from its source when restored)."""
     try:
         parsed = _sre_parser.parse(source, flags)
-        code = [int(op) for op in _sre_compiler._code(parsed, flags)]  # opcodes are int subclasses that refuse pickling
+        # an unsigned array: compact and fast to unpickle (opcodes are int subclasses that refuse pickling)
+        code = array.array(_CODE_TYPE, _sre_compiler._code(parsed, flags))
         groupindex = parsed.state.groupdict
         indexgroup: list[str | None] = [None] * parsed.state.groups
         for name, index in groupindex.items():
@@ -45,14 +49,19 @@ def code_of(source: str, flags: int) -> tuple[Any, ...] | None:
 
 def freeze(pattern: re.Pattern) -> tuple[str, str, int, tuple[Any, ...] | None]:
     """A picklable form of a compiled pattern that restores without recompiling."""
-    return (INTERPRETER, pattern.pattern, pattern.flags, code_of(pattern.pattern, pattern.flags))
+    key = (pattern.pattern, pattern.flags)
+    frozen = _FROZEN.get(key)
+    if frozen is None:
+        frozen = _FROZEN[key] = (INTERPRETER, pattern.pattern, pattern.flags, code_of(pattern.pattern, pattern.flags))
+    return frozen
 
 
 def thaw(frozen: tuple[str, str, int, tuple[Any, ...] | None]) -> re.Pattern:
     interpreter, source, flags, args = frozen
     if interpreter == INTERPRETER and args is not None:
         try:
-            restored = _sre.compile(*args)
+            source_, flags_, code, *rest = args
+            restored = _sre.compile(source_, flags_, code.tolist(), *rest)
             if restored.pattern == source:
                 return restored
         except Exception:

@@ -20,7 +20,6 @@ import os
 import pickle
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -106,6 +105,8 @@ def _store(folder: Path, entry: Path, value: Any, kind: str = "rulebase") -> Non
         if not _private(folder, stat.S_IFDIR):
             return  # someone else's (or shared) folder: do not write there either
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        import tempfile  # only when an entry is written
+
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".pickle")
         try:
             with os.fdopen(handle, "wb") as stream:

@@ -214,15 +214,20 @@ def _text(value: Any) -> str:
 _PROGRAMS: dict[tuple[str, str], Any] = {}  # (engine, fingerprint) -> the backend's program
 
 
+def program_for(compiled: CompiledRuleBase, vocab: Vocabulary) -> Any:
+    """The rule base registered on its engine (once per process)."""
+    key = (compiled.engine, compiled.fingerprint)
+    program = _PROGRAMS.get(key)
+    if program is None:
+        program = _PROGRAMS[key] = load_backend(compiled.engine).Program(compiled, vocab)
+    return program
+
+
 def run(compiled: CompiledRuleBase, vocab: Vocabulary, facts: list[Fact], *,
         max_firings: int = DEFAULT_MAX_FIRINGS, max_depth: int = DEFAULT_MAX_DEPTH) -> RunResult:
     """Forward-chain `facts` through the rule base, stratum by stratum, on the engine the
     rule base was compiled for."""
-    backend = load_backend(compiled.engine)
-    key = (compiled.engine, compiled.fingerprint)
-    program = _PROGRAMS.get(key)
-    if program is None:
-        program = _PROGRAMS[key] = backend.Program(compiled, vocab)
+    program = program_for(compiled, vocab)
     state = _Run(compiled, vocab, facts, max_firings, max_depth)
     state.run_text_rules()
     state.queue.clear()  # text facts are in the store: every stratum asserts the store first

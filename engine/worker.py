@@ -59,9 +59,14 @@ def _serve(conn, memory_mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     except (ImportError, ValueError, OSError):  # no RLIMIT_AS here (e.g. Windows): the timeout still holds
         pass
-    from .runtime import run
+    from .runtime import program_for, run
 
     known: dict[str, tuple[Any, Any]] = dict(_INHERITED)  # a forked child has them already
+    for compiled, vocab in known.values():  # registered while the parent reads the inputs
+        try:
+            program_for(compiled, vocab)
+        except Exception:  # reported by the first run, which registers again
+            pass
     while True:
         try:
             request = conn.recv()
@@ -114,6 +119,15 @@ class EngineWorker:
             self._conn.close()
         self._process = self._conn = None
         self._sent = set()
+
+    def warm_up(self, compiled, vocab) -> None:
+        """Start the child now, so that it registers the rule base while this process reads
+        the inputs (a forked child registers what it inherits before its first request)."""
+        with self._lock:
+            if self._process is None or not self._process.is_alive():
+                self.stop()
+                _INHERITED.setdefault(f"{compiled.engine}:{compiled.fingerprint}", (compiled, vocab))
+                self._start()
 
     def run(self, compiled, vocab, facts, *, what: str = "the rule base", **limits):
         with self._lock:
