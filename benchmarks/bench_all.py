@@ -1,186 +1,582 @@
 #!/usr/bin/env python3
-"""All of j6doctor's benchmarks, one table per section (plain text, or Markdown with --markdown).
+"""j6doctor's benchmark: every measurement next to its floor, in one run, with the targets.
 
-  1. cold start    `j6doctor --help` as a fresh process against `python -c pass`
-  2. workdir       `j6doctor diagnose --workdir` on generated QuantAnalysis folders of
-                   1,000 / 10,000 / 100,000 compare rows against the pandas read floor
-                   (whole processes; the approach of bench_workdir.py)
-  3. rule engine   synthetic rule bases of 50 / 200 / 500 rules over 100 / 1,000 facts, with a
-                   made-up vocabulary (the engine knows nothing of the domain): load + compile,
-                   registration in durable-rules, run time per diagnosis, firings
-  4. memory        RSS before and after 1,000 in-process diagnoses of a bundled example
+  1. cold start    `j6doctor diagnose CASE --format json --no-env` against a process that only
+                   imports yaml and the rule engine; `j6doctor --help` against `python -c pass`;
+                   then where one cold diagnosis spends its time (real calls, in a fresh process)
+  2. workdir       `j6doctor diagnose --workdir DIR --format json --no-env` on generated
+                   QuantAnalysis folders (compare table as csv only, or as psql txt only) of
+                   1k / 20k / 100k / 1M rows, against `pandas.read_csv` of the same table
+  3. rule engine   synthetic rule bases of 50 / 200 / 500 / 1,000 rules over 100 / 1,000 facts
+                   (made-up vocabulary), on every installed engine: compile, cached load, run
+  4. triage        `j6doctor triage` of 1,000 copies of the bundled example cases, with --out
+  5. memory        RSS over 1,000 in-process diagnoses of a bundled example
+  6. largest input peak RSS of `diagnose --workdir` on a file of each kind just under its size limit
 
-    python benchmarks/bench_all.py                      # everything (a few minutes)
+    python benchmarks/bench_all.py                      # everything (about 10 minutes)
     python benchmarks/bench_all.py --quick --sections 1,3
-    python benchmarks/bench_all.py --markdown           # tables to paste into README.md
+    python benchmarks/bench_all.py --check              # exit 1 when a target fails
+    python benchmarks/bench_all.py --update-readme      # rewrite README.md's benchmark section
 
-Timings are wall-clock seconds on whatever machine runs this; progress goes to stderr, the
-tables to stdout. Generated data lives in a temporary folder that is removed at the end.
+How it measures. Every measured command runs as its own child of a small wrapper process,
+which reports the child's wall time, CPU time (user + sys, resource.getrusage(RUSAGE_CHILDREN),
+the worker processes it waits for included) and peak RSS (ru_maxrss: the largest of the
+process and its descendants, not their sum). A product and its floor are run alternately
+(paired, interleaved), and a ratio is the median of the per-pair ratios, so it holds when
+the machine is busy; targets are checked on the CPU ratio, the wall ratio is shown beside it.
+
+The children run as an installed copy would: PYTHONDONTWRITEBYTECODE is removed from their
+environment, the package is byte-compiled (compileall) and warm-up runs come first, so no
+measured run compiles sources; the compiled rule base is cached in a private temporary
+XDG_CACHE_HOME (filled by the warm-up), and J6DOCTOR_* variables are cleared. Tables go to
+stdout, progress to stderr; generated data lives in a temporary folder removed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import gc
 import json
+import os
 import platform
 import random
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
+TESTS = REPO / "tests"
 sys.path.insert(0, str(BENCH_DIR))
-sys.path.insert(0, str(REPO / "tests"))
-from bench_workdir import best_of, workdir_vs_floor  # noqa: E402
-from synthetic import write_workdir  # noqa: E402  (test data generator, shared with the tests)
+sys.path.insert(0, str(TESTS))
 
-EXAMPLE_CASE = REPO / "examples" / "cases" / "convert_j6m.yaml"
+CASES = REPO / "examples" / "cases"
+EXAMPLE_CASE = CASES / "convert_j6m.yaml"
+README = REPO / "README.md"
+README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
+SECTIONS = (1, 2, 3, 4, 5, 6)
+WORKDIR_SIZES = (1_000, 20_000, 100_000, 1_000_000)
+WORKDIR_TARGETS = {20_000: 1.5, 100_000: 2.0, 1_000_000: 2.0}  # rows -> max CPU ratio to the floor
+WORKDIR_MEMORY_TARGET = (1_000_000, 2.0)  # at this many rows, peak RSS at most this × pandas'
+COLD_TARGETS = {"diagnose": 2.5, "help": 2.0}
+TRIAGE_COPIES, TRIAGE_TARGET_S = 1_000, 10.0
+LARGEST_TARGET_BYTES = 1024 ** 3
 
 
-# ---------------------------------------------------------------------------- output tables
+# ---------------------------------------------------------------------------- output
+_NUMBER = re.compile(r"[-+]?[\d,]*\.?\d+(\+\d+)*( / [\d,]*\.?\d+)?( \((mean [\d.]+|truncated)\))?")
+
+
+def _numeric_column(cells: list[str]) -> bool:
+    """Right-align a column whose cells that start like a number are all numbers (words like
+    "refused" aside)."""
+    numbers = [c for c in cells if c[:1].isdigit() or c[:2].strip("+-")[:1].isdigit()]
+    return bool(numbers) and all(_NUMBER.fullmatch(c) for c in numbers)
+
+
 @dataclass
 class Table:
     title: str
     headers: list[str]
     rows: list[list[str]] = field(default_factory=list)
-    right: list[bool] | None = None  # right-align a column (numbers); default: all but the first
     notes: list[str] = field(default_factory=list)
 
     def add(self, *cells: object) -> None:
         self.rows.append([str(c) for c in cells])
 
-    def _right(self) -> list[bool]:
-        return self.right or [False] + [True] * (len(self.headers) - 1)
-
-    def render(self, markdown: bool) -> str:
-        right = self._right()
+    def render(self, markdown: bool, level: str = "###") -> str:
+        right = [_numeric_column([row[k] for row in self.rows]) for k in range(len(self.headers))]
         if markdown:
-            lines = [f"### {self.title}", "",
+            lines = [f"{level} {self.title}", "",
                      "| " + " | ".join(self.headers) + " |",
                      "|" + "|".join(" ---: " if r else " --- " for r in right) + "|"]
-            lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in self.rows]
             if self.notes:
                 lines.append("")
-                lines += self.notes
+                lines += [note + "  " if k < len(self.notes) - 1 else note for k, note in enumerate(self.notes)]
             return "\n".join(lines)
-        widths = [max(len(h), *(len(row[k]) for row in self.rows)) if self.rows else len(h)
-                  for k, h in enumerate(self.headers)]
+        widths = [max([len(h), *(len(row[k]) for row in self.rows)]) for k, h in enumerate(self.headers)]
 
         def line(cells: list[str]) -> str:
-            return "  ".join(c.rjust(w) if r else c.ljust(w)
-                             for c, w, r in zip(cells, widths, right)).rstrip()
+            return "  ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)).rstrip()
 
-        out = [self.title, "=" * len(self.title), line(self.headers),
-               "  ".join("-" * w for w in widths)]
+        out = [self.title, "=" * len(self.title), line(self.headers), "  ".join("-" * w for w in widths)]
         out += [line(row) for row in self.rows]
         out += self.notes
         return "\n".join(out)
+
+
+@dataclass
+class Target:
+    name: str
+    measured: str
+    limit: str
+    ok: bool | None  # None: could not be measured here (shown as n/a, does not fail --check)
+
+    @property
+    def result(self) -> str:
+        return "n/a" if self.ok is None else "PASS" if self.ok else "FAIL"
 
 
 def progress(text: str) -> None:
     print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.1f}"
-
-
 def secs(seconds: float) -> str:
     return f"{seconds:.3f}"
 
 
-# ---------------------------------------------------------------------------- 1. cold start
-def doctor_executable() -> list[str]:
-    """The installed console script beside this interpreter, else `python -m j6doctor`."""
-    script = Path(sys.executable).with_name("j6doctor")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "j6doctor"]
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f}"
 
 
-def section_cold_start(args: argparse.Namespace) -> Table:
-    repeat = 5 if args.quick else 20
-    doctor = doctor_executable()
-    shown = "j6doctor" if len(doctor) == 1 else "python -m j6doctor"
-    progress(f"cold start: best of {repeat}")
-    floor = best_of([sys.executable, "-c", "pass"], repeat)
-    help_s = best_of([*doctor, "--help"], repeat)
-    table = Table(f"1. Cold start (fresh process, best of {repeat})", ["command", "s", "over floor s"])
-    table.add("python -c pass (floor)", secs(floor), "")
-    table.add(f"{shown} --help", secs(help_s), secs(help_s - floor))
-    if EXAMPLE_CASE.exists():  # what a user actually waits for: one diagnosis, cold
-        diag_repeat = min(repeat, 5)
-        diag = best_of([*doctor, "diagnose", str(EXAMPLE_CASE), "--format", "json"], diag_repeat)
-        table.add(f"{shown} diagnose {EXAMPLE_CASE.name} (best of {diag_repeat})", secs(diag),
-                  secs(diag - floor))
-        stages = cold_diagnosis_stages(min(repeat, 3))
-        for stage, seconds in stages.items():
-            table.add(f"  · {stage}", secs(seconds) if seconds >= 0.0005 else "<0.001", "")
-        table.notes.append("· rows: where a cold `diagnose` spends its time, measured inside a fresh "
-                           "process (fastest of 3 per stage)")
-    return table
+def mb(kib: float) -> str:
+    return f"{kib / 1024:.0f}"
 
 
-# Runs in a fresh interpreter: the stages of one cold `j6doctor diagnose CASE --format json`.
-_STAGES_SCRIPT = '''
-import json, sys, time
-t = [time.perf_counter()]
-import j6doctor.cli
-t.append(time.perf_counter())
-import pandas
-t.append(time.perf_counter())
-from j6doctor.diagnose import diagnose_file, load_rulebase
-from j6doctor.report import render_json
-from j6doctor.engine import runtime
-t.append(time.perf_counter())
-rulebase = load_rulebase()
-t.append(time.perf_counter())
-if hasattr(runtime, "_register"):
-    runtime._register(rulebase.compiled)
-t.append(time.perf_counter())
-diagnosis = diagnose_file(__import__("pathlib").Path(sys.argv[1]), rulebase)
-t.append(time.perf_counter())
-render_json(diagnosis)
-t.append(time.perf_counter())
-print(json.dumps([b - a for a, b in zip(t, t[1:])]))
+def times(x: float) -> str:
+    return f"{x:.2f}"
+
+
+# ---------------------------------------------------------------------------- measuring children
+# Runs one command as its child and prints what the kernel says about that child alone.
+_WRAPPER = r'''
+import json, resource, subprocess, sys, time
+spec = json.loads(sys.argv[1])
+out = open(spec["stdout"], "wb") if spec.get("stdout") else subprocess.DEVNULL
+err = open(spec["stderr"], "wb") if spec.get("stderr") else subprocess.PIPE
+started = time.perf_counter()
+proc = subprocess.run(spec["argv"], stdout=out, stderr=err, cwd=spec.get("cwd"))
+wall = time.perf_counter() - started
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+tail = (proc.stderr or b"")[-3000:].decode("utf-8", "replace")
+print(json.dumps({"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "maxrss": usage.ru_maxrss,
+                  "rc": proc.returncode, "stderr": tail}))
 '''
-_STAGE_NAMES = ["import j6doctor.cli", "import pandas",
-                "import the rest (engine, durable-rules, probes, report)",
-                "load + compile the bundled rule base", "register rulesets in durable-rules",
-                "diagnose (probes + rule run + verdict)", "render JSON report"]
 
 
-def cold_diagnosis_stages(repeat: int) -> dict[str, float]:
-    best = [float("inf")] * len(_STAGE_NAMES)
-    for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", _STAGES_SCRIPT, str(EXAMPLE_CASE)], check=True,
-                             capture_output=True, text=True).stdout
-        best = [min(a, b) for a, b in zip(best, json.loads(out.strip().splitlines()[-1]))]
-    return dict(zip(_STAGE_NAMES, best))
+@dataclass
+class Sample:
+    wall: float
+    cpu: float
+    rss_kb: int
+    rc: int
+    stderr: str
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def run_child(argv: list[str], *, stdout: Path | None = None, stderr: Path | None = None,
+              cwd: Path | None = None, ok_codes: tuple[int, ...] | None = (0,)) -> Sample:
+    spec = {"argv": [str(a) for a in argv], "stdout": str(stdout) if stdout else None,
+            "stderr": str(stderr) if stderr else None, "cwd": str(cwd) if cwd else None}
+    done = subprocess.run([sys.executable, "-c", _WRAPPER, json.dumps(spec)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BenchError(f"the measuring wrapper failed: {done.stderr.strip()[-2000:]}")
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    rss = data["maxrss"] // 1024 if sys.platform == "darwin" else data["maxrss"]  # bytes on macOS
+    sample = Sample(data["wall"], data["cpu"], rss, data["rc"], data["stderr"])
+    if ok_codes is not None and sample.rc not in ok_codes:
+        raise BenchError(f"{' '.join(spec['argv'])[:300]} exited {sample.rc}: {sample.stderr.strip()[-1500:]}")
+    return sample
+
+
+@dataclass
+class Paired:
+    floor: list[Sample]
+    product: list[Sample]
+
+    def median(self, which: str, attr: str) -> float:
+        return statistics.median(getattr(s, attr) for s in getattr(self, which))
+
+    def ratio(self, attr: str) -> float:
+        """Median of the per-pair ratios product / floor."""
+        return statistics.median(getattr(p, attr) / max(getattr(f, attr), 1e-9)
+                                 for f, p in zip(self.floor, self.product))
+
+
+def paired(floor: list[str], product: list[str], repeat: int, warmup: int = 1) -> Paired:
+    """Floor and product alternately (the order swapped every pair), after `warmup` pairs."""
+    for _ in range(warmup):
+        run_child(floor)
+        run_child(product)
+    result = Paired([], [])
+    for k in range(repeat):
+        if k % 2 == 0:
+            result.floor.append(run_child(floor))
+            result.product.append(run_child(product))
+        else:
+            result.product.append(run_child(product))
+            result.floor.append(run_child(floor))
+    return result
+
+
+# ---------------------------------------------------------------------------- context
+@dataclass
+class Context:
+    args: argparse.Namespace
+    tmp: Path
+    doctor: list[str]
+    doctor_shown: str
+    engine: str
+    targets: list[Target] = field(default_factory=list)
+
+    def repeat(self, full: int, quick: int) -> int:
+        if self.args.repeat:
+            return self.args.repeat
+        if self.args.smoke:
+            return 1
+        return quick if self.args.quick else full
+
+
+def doctor_executable() -> tuple[list[str], str]:
+    """The console script beside this interpreter (what an install puts on PATH), else
+    `python -m j6doctor`; and how to show it."""
+    script = Path(sys.executable).with_name("j6doctor")
+    python = Path(sys.executable)
+    shown = python.relative_to(REPO) if python.is_relative_to(REPO) else python
+    if script.exists():
+        return [str(script)], f"j6doctor, the console script beside {shown}"
+    return [sys.executable, "-m", "j6doctor"], f"{shown} -m j6doctor (no console script beside it)"
+
+
+def installed_like_environment(cache: Path) -> None:
+    """The children's environment (they inherit os.environ): bytecode written as an installed
+    copy has it, a private rule-base cache, no J6DOCTOR_* overrides."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    for name in [n for n in os.environ if n.startswith("J6DOCTOR_")]:
+        os.environ.pop(name)
+    cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+
+
+def package_dirs() -> list[str]:
+    """The source folders of every j6doctor package (an editable install maps them)."""
+    import importlib
+
+    folders = []
+    for name in ("j6doctor", "j6doctor.engine", "j6doctor.facts", "j6doctor.probes", "j6doctor.rules",
+                 "j6doctor.templates"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        folders += [p for p in getattr(module, "__path__", []) if p not in folders]
+    return folders
+
+
+def warm_up(ctx: Context) -> None:
+    progress("warm-up: compileall of the package, then one run of each kind of command")
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", *package_dirs()], check=True,
+                   stdout=subprocess.DEVNULL)
+    folder = ctx.tmp / "warmup_workdir"
+    generate_workdir(folder, 200)
+    for _ in range(2):
+        run_child([*ctx.doctor, "--help"])
+        run_child([*ctx.doctor, "diagnose", EXAMPLE_CASE, "--format", "json", "--no-env"])
+        run_child([*ctx.doctor, "diagnose", "--workdir", folder, "--format", "json", "--no-env"])
+        run_child([sys.executable, "-c", engine_floor_code(ctx.engine)])
+        run_child([sys.executable, "-c", "import pandas"])
+
+
+def engine_floor_code(engine: str) -> str:
+    return {"durable": "import yaml, durable.lang", "clips": "import yaml, clips"}[engine]
+
+
+# ---------------------------------------------------------------------------- 1. cold start
+def section_cold_start(ctx: Context) -> list[Table]:
+    repeat = ctx.repeat(21, 7)
+    table = Table(f"1. Cold start (fresh processes, median of {repeat} interleaved pairs)",
+                  ["command", "wall s", "CPU s", "peak RSS MB", "× floor (CPU)", "× floor (wall)",
+                   "target", "result"])
+    runs = [
+        ("diagnose", f"python -c \"{engine_floor_code(ctx.engine)}\" (floor)",
+         [sys.executable, "-c", engine_floor_code(ctx.engine)],
+         f"j6doctor diagnose {EXAMPLE_CASE.name} --format json --no-env",
+         [*ctx.doctor, "diagnose", EXAMPLE_CASE, "--format", "json", "--no-env"]),
+        ("help", "python -c pass (floor)", [sys.executable, "-c", "pass"],
+         "j6doctor --help", [*ctx.doctor, "--help"]),
+    ]
+    for key, floor_shown, floor, shown, product in runs:
+        progress(f"cold start: {shown}: {repeat} pairs")
+        result = paired(floor, product, repeat)
+        table.add(floor_shown, secs(result.median("floor", "wall")), secs(result.median("floor", "cpu")),
+                  mb(result.median("floor", "rss_kb")), "", "", "", "")
+        ratio, limit = result.ratio("cpu"), COLD_TARGETS[key]
+        target = Target(f"cold start: {shown} / floor (CPU)", f"{ratio:.2f}×", f"≤ {limit}×", ratio <= limit)
+        ctx.targets.append(target)
+        table.add(shown, secs(result.median("product", "wall")), secs(result.median("product", "cpu")),
+                  mb(result.median("product", "rss_kb")), times(ratio), times(result.ratio("wall")),
+                  f"≤ {limit}×", target.result)
+        if key == "help":
+            bare = result.median("floor", "wall")
+    table.notes.append(f"j6doctor = {ctx.doctor_shown}; engine floor: the engine j6doctor uses here "
+                       f"({ctx.engine}, j6doctor.engine.backends.resolve)")
+    return [table, cold_diagnosis_stages(ctx, bare)]
+
+
+# Runs in a fresh interpreter under -X importtime: one real `j6doctor diagnose ...`, with the
+# calls below wrapped by a timer when their module is imported (nothing is imported ahead of
+# the product). Time is charged to the innermost wrapped call running, else to "other"; a
+# marker line on stderr says which, so the parent can charge each import to its stage.
+_STAGES_CHILD = r'''
+import sys, time
+_t0 = time.perf_counter()
+_PATCHES = {
+    "j6doctor.config": [("load_config", "read the configuration (j6doctor.toml)")],
+    "j6doctor.cli": [("_rulebase", "load the rule base (compiled, from the cache)"),
+                     ("_write", "write the report to stdout")],
+    "j6doctor.probes.case_file": [("read_case", "read and check the case file")],
+    "j6doctor.diagnose": [("diagnose", "diagnose: probes, evidence, rule run in the worker, verdict")],
+    "j6doctor.report": [("render_json", "render the JSON report")],
+}
+_spent, _order, _stack, _last = {"import j6doctor.cli": 0.0}, ["import j6doctor.cli"], [], [_t0]
+_OTHER = "other (parsing, the command's imports, glue)"
+
+def _charge():
+    now = time.perf_counter()
+    stage = _stack[-1] if _stack else _OTHER
+    if stage not in _spent:
+        _order.append(stage)
+    _spent[stage] = _spent.get(stage, 0.0) + now - _last[0]
+    _last[0] = now
+
+def _enter(stage):
+    _charge(); _stack.append(stage)
+    sys.stderr.write("@@stage " + stage + "\n"); sys.stderr.flush()
+
+def _leave():
+    _charge(); _stack.pop()
+    sys.stderr.write("@@stage " + (_stack[-1] if _stack else _OTHER) + "\n"); sys.stderr.flush()
+
+def _wrap(function, stage):
+    def timed(*args, **kwargs):
+        _enter(stage)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _leave()
+    return timed
+
+def _patch(module):
+    for attribute, stage in _PATCHES.get(module.__name__, ()):
+        if callable(getattr(module, attribute, None)):
+            setattr(module, attribute, _wrap(getattr(module, attribute), stage))
+
+class _Hook:
+    def find_spec(self, name, path, target=None):
+        if name not in _PATCHES:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        execute = spec.loader.exec_module
+        def exec_module(module):
+            execute(module)
+            _patch(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+def _report():  # registered first, so it runs after every exit handler of the product
+    exiting = time.perf_counter() - _last[0]
+    with open(sys.argv[1], "w", encoding="utf-8") as out:
+        out.write(repr({"stages": [(s, _spent[s]) for s in _order], "exit": exiting, "code": _code[0]}))
+
+import atexit
+atexit.register(_report)
+sys.meta_path.insert(0, _Hook())
+_code = [0]
+_enter("import j6doctor.cli")
+import j6doctor.cli
+_leave()
+try:
+    j6doctor.cli.main(sys.argv[2:], exit_fast=False)
+except SystemExit as exc:
+    _code[0] = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+_charge()
+sys.stderr.write("@@stage exit\n"); sys.stderr.flush()
+'''
+
+
+START_UP = "interpreter start-up and teardown (the rest of the process)"
+EXIT = "exit: the product's exit handlers (worker shutdown, ...)"
+
+
+def parse_importtime(stderr: str) -> dict[str, list[tuple[str, float]]]:
+    """stage -> [(top-level module, cumulative seconds)] from -X importtime lines between markers."""
+    stage, found = START_UP, {}
+    for line in stderr.splitlines():
+        if line.startswith("@@stage "):
+            stage = line[len("@@stage "):]
+        elif line.startswith("import time:") and line.count("|") >= 2:
+            _, cumulative, name = line.split("|", 2)
+            if not cumulative.strip().isdigit():
+                continue  # the header line
+            if len(name) - len(name.lstrip(" ")) == 1:  # top level: not imported by another import
+                found.setdefault(stage, []).append((name.strip(), int(cumulative) / 1e6))
+    return found
+
+
+def cold_diagnosis_stages(ctx: Context, bare: float) -> Table:
+    """`bare`: wall seconds of `python -c pass`, shown beside the start-up and teardown."""
+    runs = 1 if ctx.args.smoke else 5
+    progress(f"cold start: stages of one diagnosis, {runs} fresh processes under -X importtime")
+    per_stage: dict[str, list[float]] = {}
+    imports: dict[str, list[float]] = {}
+    heavy: dict[str, dict[str, list[float]]] = {}
+    order: list[str] = []
+    for k in range(runs):
+        result_file, err_file = ctx.tmp / f"stages_{k}.txt", ctx.tmp / f"stages_{k}.err"
+        sample = run_child([sys.executable, "-X", "importtime", "-c", _STAGES_CHILD, result_file,
+                            "diagnose", EXAMPLE_CASE, "--format", "json", "--no-env"], stderr=err_file)
+        data = ast.literal_eval(result_file.read_text(encoding="utf-8"))
+        if data["code"] != 0:
+            raise BenchError(f"the staged diagnosis exited {data['code']}: "
+                             f"{err_file.read_text(encoding='utf-8', errors='replace')[-1500:]}")
+        stages = [*data["stages"], (EXIT, data["exit"])]
+        stages.insert(0, (START_UP, max(0.0, sample.wall - sum(seconds for _, seconds in stages))))
+        found = parse_importtime(err_file.read_text(encoding="utf-8", errors="replace"))
+        for stage, seconds in stages:
+            if stage not in order:
+                order.append(stage)
+            per_stage.setdefault(stage, []).append(seconds)
+            imports.setdefault(stage, []).append(sum(s for _, s in found.get(stage, [])))
+            for module, s in found.get(stage, []):
+                shown = module if module.startswith("j6doctor") else module.split(".")[0]
+                heavy.setdefault(stage, {}).setdefault(shown, []).append(s)
+        per_stage.setdefault("whole process (wall)", []).append(sample.wall)
+    order.append("whole process (wall)")
+    table = Table(f"1b. Where one cold `j6doctor diagnose {EXAMPLE_CASE.name} --format json --no-env` spends "
+                  f"its time (median of {runs} fresh processes)",
+                  ["stage (in the order it first runs)", "ms", "of which imports ms", "heaviest imports (ms)"])
+    for stage in order:
+        values = per_stage[stage]
+        top = sorted(((statistics.median(v + [0.0] * (len(values) - len(v))), m)
+                      for m, v in heavy.get(stage, {}).items()), reverse=True)[:3]
+        table.add(stage, ms(statistics.median(values)),
+                  ms(statistics.median(imports[stage])) if stage in imports else "",
+                  ", ".join(f"{m} {s * 1000:.0f}" for s, m in top if s >= 0.0005))
+        if stage == START_UP:
+            table.add("  for scale: a bare interpreter, python -c pass (table 1)", ms(bare), "", "")
+    table.notes.append("Timers wrap the product's own calls (config, rule base, case, diagnose, render, write) "
+                       "as their modules are imported; nothing is imported ahead of the product. Imports are "
+                       "charged to the stage that triggered them (-X importtime, top-level imports only; it "
+                       "adds a little overhead). `other` is the rest of the command: argument parsing, the "
+                       "command's own imports, glue. Time in the engine's worker process is part of `diagnose`; "
+                       "start-up is the whole process minus everything measured inside it.")
+    return table
 
 
 # ---------------------------------------------------------------------------- 2. workdir
-def section_workdir(args: argparse.Namespace, tmp: Path) -> Table:
-    repeat = 3 if args.quick else 5
-    sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
-    table = Table(f"2. diagnose --workdir vs pandas read floor (whole processes, best of {repeat})",
-                  ["compare rows", "j6doctor s", "pandas floor s", "ratio", "csv MB"])
+def generate_workdir(folder: Path, rows: int) -> Path:
+    """tests/synthetic.write_workdir in a child process (a 1M-row table needs GBs to build)."""
+    code = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+            "from synthetic import write_workdir; write_workdir(Path(sys.argv[2]), int(sys.argv[3]))")
+    subprocess.run([sys.executable, "-c", code, str(TESTS), str(folder), str(rows)], check=True)
+    return folder
+
+
+def split_variants(folder: Path) -> dict[str, Path]:
+    """write_workdir's folder holds the compare table as csv and as psql txt: one folder with
+    only the csv, one with only the txt (the sensitivity table in both)."""
+    txt = folder.with_name(folder.name + "_txt")
+    txt.mkdir()
+    shutil.move(str(folder / "compare_per_layer_out.txt"), txt / "compare_per_layer_out.txt")
+    for other in folder.iterdir():
+        if other.name != "compare_per_layer_out.csv":
+            shutil.copy2(other, txt / other.name)
+    return {"csv": folder, "txt": txt}
+
+
+def doctor_workdir(ctx: Context, folder: Path) -> list[str]:
+    return [*ctx.doctor, "diagnose", "--workdir", folder, "--format", "json", "--no-env"]
+
+
+def refusal(ctx: Context, folder: Path, name: str) -> str | None:
+    """Run once (also the warm-up): None if the compare table was read, else j6doctor's reason."""
+    out = ctx.tmp / "refusal_check.json"
+    run_child(doctor_workdir(ctx, folder), stdout=out)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    out.unlink()
+    for warning in report.get("warnings", []):
+        if name in warning and ("无法使用" in warning or "refus" in warning):
+            return warning
+    if not any(a.get("path", "").endswith(name) for a in report.get("artifacts", [])):
+        return f"{name} was not recognised"
+    return None
+
+
+def section_workdir(ctx: Context) -> list[Table]:
+    sizes = ctx.args.sizes or [s for s in WORKDIR_SIZES if not (ctx.args.quick and s >= 1_000_000)]
+    table = Table("2. diagnose --workdir vs the pandas read floor (fresh processes, median of interleaved pairs)",
+                  ["compare rows", "file", "MB", "pairs", "j6doctor s (wall / CPU)", "floor s (wall / CPU)",
+                   "× floor (CPU)", "× floor (wall)", "peak MB j6doctor / floor", "× peak", "target", "result"])
     for rows in sizes:
         progress(f"workdir: generating {rows:,} rows")
-        folder = write_workdir(tmp / f"qa_{rows}", rows)
-        csv = folder / "compare_per_layer_out.csv"
-        progress(f"workdir: {rows:,} rows, best of {repeat}")
-        doctor, floor = workdir_vs_floor(folder, repeat)
-        table.add(f"{rows:,}", secs(doctor), secs(floor), f"{doctor / floor:.2f}",
-                  f"{csv.stat().st_size / 1e6:.1f}")
-    table.notes.append("floor: python -c \"import pandas; pandas.read_csv(CSV, skipinitialspace=True)\"; "
-                       "j6doctor: python -m j6doctor diagnose --workdir DIR --no-env --format json")
-    return table
+        base = generate_workdir(ctx.tmp / f"qa_{rows}", rows)
+        folders = split_variants(base)
+        csv = folders["csv"] / "compare_per_layer_out.csv"
+        floor = [sys.executable, "-c", f"import pandas; pandas.read_csv({str(csv)!r})"]
+        repeat = ctx.repeat(9, 3) if rows <= 20_000 else ctx.repeat(5, 3) if rows <= 100_000 else ctx.repeat(3, 3)
+        for variant, folder in folders.items():
+            name = f"compare_per_layer_out.{variant}"
+            size = (folder / name).stat().st_size / 1e6
+            limit = WORKDIR_TARGETS.get(rows)
+            mem_limit = WORKDIR_MEMORY_TARGET[1] if rows == WORKDIR_MEMORY_TARGET[0] else None
+            label = f"workdir {rows:,} rows, {variant}"
+            progress(f"workdir: {rows:,} rows, {variant}: a check run, then {repeat} pairs")
+            refused = refusal(ctx, folder, name)
+            if refused is not None:
+                table.add(f"{rows:,}", variant, f"{size:.1f}", 0, "refused by j6doctor", "", "", "", "", "",
+                          f"≤ {limit}×" if limit else "", "FAIL" if limit or mem_limit else "")
+                table.notes.append(f"{rows:,} rows, {variant}: {refused}")
+                if limit:
+                    ctx.targets.append(Target(f"{label} / pandas floor (CPU)", "refused", f"≤ {limit}×", False))
+                if mem_limit:
+                    ctx.targets.append(Target(f"{label}: peak RSS / pandas", "refused", f"≤ {mem_limit}×", False))
+                continue
+            result = paired(floor, doctor_workdir(ctx, folder), repeat, warmup=1 if rows <= 100_000 else 0)
+            ratio = result.ratio("cpu")
+            rss_ratio = result.median("product", "rss_kb") / result.median("floor", "rss_kb")
+            verdicts = []
+            if limit:
+                t = Target(f"{label} / pandas floor (CPU)", f"{ratio:.2f}×", f"≤ {limit}×", ratio <= limit)
+                ctx.targets.append(t)
+                verdicts.append(("≤ " + f"{limit}×", t.result))
+            if mem_limit:
+                t = Target(f"{label}: peak RSS / pandas", f"{rss_ratio:.2f}×", f"≤ {mem_limit}×",
+                           rss_ratio <= mem_limit)
+                ctx.targets.append(t)
+                verdicts.append((f"peak ≤ {mem_limit}×", t.result))
+            table.add(f"{rows:,}", variant, f"{size:.1f}", repeat,
+                      f"{secs(result.median('product', 'wall'))} / {secs(result.median('product', 'cpu'))}",
+                      f"{secs(result.median('floor', 'wall'))} / {secs(result.median('floor', 'cpu'))}",
+                      times(ratio), times(result.ratio("wall")),
+                      f"{mb(result.median('product', 'rss_kb'))} / {mb(result.median('floor', 'rss_kb'))}",
+                      times(rss_ratio), ", ".join(v[0] for v in verdicts), ", ".join(v[1] for v in verdicts))
+        shutil.rmtree(folders["csv"])
+        shutil.rmtree(folders["txt"])
+    table.notes.insert(0, "floor: python -c \"import pandas; pandas.read_csv(CSV)\" on the csv of the same rows "
+                          "(also for the txt variant); j6doctor: j6doctor diagnose --workdir DIR --format json "
+                          "--no-env, DIR holding the compare table in one format plus the sensitivity table "
+                          "(tests/synthetic.py write_workdir). 1,000 rows is informational.")
+    return [table]
 
 
 # ---------------------------------------------------------------------------- 3. rule engine
@@ -296,65 +692,138 @@ def synthetic_facts(vocab, n_facts: int, seed: int = 11) -> list:
     return facts
 
 
-def section_engine(args: argparse.Namespace, tmp: Path) -> Table:
-    from j6doctor.engine import RuleBase
-    from j6doctor.engine import runtime
+def _timed(function, *args, clock=time.process_time, **kwargs):
+    """(value, seconds): CPU seconds of this process by default (steady on a busy machine)."""
+    started = clock()
+    value = function(*args, **kwargs)
+    return value, clock() - started
 
-    runs = 3 if args.quick else 7
-    rule_counts = [50, 200, 500]
-    fact_counts = [100, 1_000]
+
+def section_engine(ctx: Context) -> list[Table]:
+    from j6doctor.engine import ENGINES, EngineError, RuleBase, available, describe_engine
+    from j6doctor.engine.runtime import run as run_inline
+
+    smoke = ctx.args.smoke
+    runs = ctx.repeat(7, 3)
+    rule_counts = [10] if smoke else [50, 200, 500, 1_000]
+    fact_counts = [20] if smoke else [100, 1_000]
+    engines = [e for e in ENGINES if available(e)]
     vocab = synthetic_vocabulary()
     facts = {n: synthetic_facts(vocab, n) for n in fact_counts}
-    table = Table(f"3. Rule engine scale (synthetic rules and vocabulary; run = median of {runs})",
-                  ["rules", "rulesets per stratum", "load+compile s", "register s", "facts",
-                   "run ms", "firings", "derived facts", "ms / firing"])
-    # Warm-up on a small rule base: imports, the durable-rules host, first-use allocations.
-    RuleBase.load([write_rule_files(tmp / "rules_warmup", synthetic_rules(10, seed=99))], vocab).run(facts[fact_counts[-1]])
-    for n_rules in rule_counts:
-        folder = write_rule_files(tmp / f"rules_{n_rules}", synthetic_rules(n_rules))
-        progress(f"engine: {n_rules} rules: load + compile")
-        started = time.perf_counter()
-        rulebase = RuleBase.load([folder], vocab)
-        load_s = time.perf_counter() - started
-        # Registration of the rulesets in durable-rules happens on the first run; time it
-        # on its own when the runtime exposes it, else as first run minus a steady run.
-        register_s = None
-        if hasattr(runtime, "_register"):
-            started = time.perf_counter()
-            runtime._register(rulebase.compiled)
-            register_s = time.perf_counter() - started
-        shape = "+".join(str(len(s)) for s in rulebase.compiled.strata)
-        rows: list[list] = []
-        for k, n_facts in enumerate(fact_counts):
-            progress(f"engine: {n_rules} rules x {n_facts} facts: {runs} runs")
-            started = time.perf_counter()
-            result = rulebase.run(facts[n_facts])
-            first_s = time.perf_counter() - started
-            times = []
-            for _ in range(runs):
-                started = time.perf_counter()
-                again = rulebase.run(facts[n_facts])
-                times.append(time.perf_counter() - started)
-            run_s = statistics.median(times)
-            if register_s is None and k == 0:
-                register_s = max(0.0, first_s - run_s)
-            assert len(again.firings) == len(result.firings), "runs of the same input differ"
-            firings = len(result.firings)
-            derived = len(result.facts) - n_facts
-            note = " (truncated)" if result.truncated else ""
-            rows.append([n_rules if k == 0 else "", shape if k == 0 else "",
-                         secs(load_s) if k == 0 else "", secs(register_s) if k == 0 else "",
-                         f"{n_facts:,}", ms(run_s), f"{firings:,}{note}", f"{derived:,}",
-                         f"{run_s * 1000 / firings:.3f}" if firings else "-"])
-        for row in rows:
-            table.add(*row)
-    table.notes.append("load+compile: RuleBase.load (YAML, schema and vocabulary checks, "
-                       "stratification, engine-limit checks); register: durable-rules ruleset "
-                       "compilation, once per rule base per process")
-    return table
+    table = Table(f"3. Rule engine scale (synthetic rules and vocabulary; runs: median of {runs})",
+                  ["engine", "rules", "rulesets per stratum", "compile s", "cached load s", "facts",
+                   "first run ms", "run ms", "run in worker ms (wall)", "firings", "derived facts",
+                   "ms / firing"])
+    warm_folder = write_rule_files(ctx.tmp / "rules_warmup", synthetic_rules(10, seed=99))
+    folders = {n: write_rule_files(ctx.tmp / f"rules_{n}", synthetic_rules(n)) for n in rule_counts}
+    for engine in engines:
+        # Warm-up on a small rule base: imports, the engine's host, first-use allocations, the worker.
+        warm = RuleBase.load([warm_folder], vocab, engine=engine)
+        run_inline(warm.compiled, vocab, facts[fact_counts[-1]])
+        warm.run(facts[fact_counts[-1]])
+        for n_rules in rule_counts:
+            progress(f"engine: {engine}: {n_rules} rules: compile, cached load")
+            name = describe_engine(engine).split(" (")[0]
+            os.environ["J6DOCTOR_CACHE"] = "0"
+            try:
+                rulebase, compile_s = _timed(RuleBase.load, [folders[n_rules]], vocab, engine=engine)
+            except EngineError as exc:  # RuleBaseErrors included: beyond what this engine can take
+                table.add(name, f"{n_rules:,}", "", "refused", "", "", "", "", "", "", "", "")
+                table.notes.append(f"{name}, {n_rules:,} rules: refused at load: {str(exc).splitlines()[0]}")
+                continue
+            finally:
+                os.environ.pop("J6DOCTOR_CACHE")
+            RuleBase.load([folders[n_rules]], vocab, engine=engine)  # stores it in the cache
+            rulebase, cached_s = _timed(RuleBase.load, [folders[n_rules]], vocab, engine=engine)
+            shape = "+".join(str(len(s)) for s in rulebase.compiled.strata)
+            for k, n_facts in enumerate(fact_counts):
+                progress(f"engine: {engine}: {n_rules} rules × {n_facts} facts: {runs} runs inline, "
+                         f"{runs} in the worker")
+                try:
+                    result, first_s = _timed(run_inline, rulebase.compiled, vocab, facts[n_facts])
+                    inline = [_timed(run_inline, rulebase.compiled, vocab, facts[n_facts])[1] for _ in range(runs)]
+                    rulebase.run(facts[n_facts])  # the worker registers the rule base on its first run
+                    worker = [_timed(rulebase.run, facts[n_facts], clock=time.perf_counter)[1] for _ in range(runs)]
+                except EngineError as exc:
+                    table.add(name if k == 0 else "", f"{n_rules:,}" if k == 0 else "", "", "", "", f"{n_facts:,}",
+                              "failed", "", "", "", "", "")
+                    table.notes.append(f"{name}, {n_rules:,} rules × {n_facts:,} facts: {str(exc).splitlines()[0]}")
+                    continue
+                firings = len(result.firings)
+                run_s = statistics.median(inline)
+                table.add(name if k == 0 else "",
+                          f"{n_rules:,}" if k == 0 else "", shape if k == 0 else "",
+                          secs(compile_s) if k == 0 else "", secs(cached_s) if k == 0 else "",
+                          f"{n_facts:,}", ms(first_s), ms(run_s), ms(statistics.median(worker)),
+                          f"{firings:,}" + (" (truncated)" if result.truncated else ""),
+                          f"{len(result.facts) - n_facts:,}", f"{run_s * 1000 / firings:.3f}" if firings else "-")
+    table.notes.append("Times are CPU time of this process (time.process_time), except the worker run (wall: "
+                       "it runs in another process). "
+                       "compile: RuleBase.load without the cache (YAML, schema and vocabulary checks, "
+                       "stratification, engine-limit checks, compilation); cached load: the same from the "
+                       "compiled rule base cache; first run: the engine builds its program (durable-rules "
+                       "rulesets / CLIPS environments) then runs; run: in this process (runtime.run); run in "
+                       "worker: RuleBase.run, what a diagnosis does (the engine's worker process). No natural "
+                       "floor: informational.")
+    return [table]
 
 
-# ---------------------------------------------------------------------------- 4. memory
+# ---------------------------------------------------------------------------- 4. triage
+def section_triage(ctx: Context) -> list[Table]:
+    copies = 20 if ctx.args.smoke else TRIAGE_COPIES
+    title = f"4. Triage of {copies:,} copies of the bundled example cases"
+    table = Table(title, ["command", "runs", "wall s", "CPU s", "peak RSS MB", "exit", "files in --out",
+                          "ms / case (wall)", "target", "result"])
+    help_run = run_child([*ctx.doctor, "triage", "--help"], ok_codes=None)
+    if help_run.rc != 0:
+        table.add("j6doctor triage", 0, "not available", "", "", "", "", "", f"≤ {TRIAGE_TARGET_S:g} s", "n/a")
+        table.notes.append("this j6doctor has no `triage` command (`j6doctor triage --help` exited "
+                           f"{help_run.rc}); nothing measured")
+        ctx.targets.append(Target(f"triage of {copies:,} cases (wall)", "not available",
+                                  f"≤ {TRIAGE_TARGET_S:g} s", None))
+        return [table]
+    cases = sorted(p for p in CASES.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
+    folder = ctx.tmp / "triage_cases"
+    folder.mkdir()
+    for k in range(copies):
+        source = cases[k % len(cases)]
+        shutil.copy2(source, folder / f"case{k:04d}_{source.name}")
+    repeat = ctx.repeat(3, 1)
+    samples, outputs = [], []
+    warmup = 0 if ctx.args.smoke else 1  # the first run warms up (not counted) ...
+    for k in range(warmup + repeat):
+        out = ctx.tmp / f"triage_out_{k}"
+        progress(f"triage: {copies:,} cases, run {k + 1} of {warmup + repeat}")
+        sample = run_child([*ctx.doctor, "triage", folder, "--out", out], ok_codes=None)
+        files = sum(1 for p in out.rglob("*") if p.is_file()) if out.exists() else 0
+        shutil.rmtree(out, ignore_errors=True)
+        if k < warmup and sample.wall <= 3 * TRIAGE_TARGET_S:
+            continue
+        samples.append(sample)  # ... unless it took so long that the repeats would not tell more
+        outputs.append(files)
+        if k < warmup:
+            repeat = 1
+            break
+    wall = statistics.median(s.wall for s in samples)
+    codes = sorted({s.rc for s in samples})
+    worked = all(s.rc in (0, 2) for s in samples) and min(outputs) > 0
+    measured = f"{wall:.2f} s" if worked else f"did not work (exit {','.join(map(str, codes))})"
+    target = Target(f"triage of {copies:,} cases with --out (wall)", measured, f"≤ {TRIAGE_TARGET_S:g} s",
+                    worked and wall <= TRIAGE_TARGET_S)
+    ctx.targets.append(target)
+    table.add("j6doctor triage DIR --out OUT", repeat, secs(wall), secs(statistics.median(s.cpu for s in samples)),
+              mb(statistics.median(s.rss_kb for s in samples)), ",".join(map(str, codes)), min(outputs),
+              f"{wall * 1000 / copies:.1f}", f"≤ {TRIAGE_TARGET_S:g} s", target.result)
+    table.notes.append(f"DIR: {copies:,} files, the {len(cases)} bundled cases of examples/cases copied in turn; "
+                       f"-j left at its default; {os.cpu_count()} CPUs here; a warm-up run first (not counted unless "
+                       f"it took over {3 * TRIAGE_TARGET_S:g} s)")
+    if not worked:
+        table.notes.append("the run did not work (exit other than 0 / 2, or nothing written): "
+                           + samples[0].stderr.strip()[-500:])
+    return [table]
+
+
+# ---------------------------------------------------------------------------- 5. memory
 def _status_kb(key: str) -> int | None:
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -379,120 +848,260 @@ def peak_rss_kb() -> int:
 
 
 def memory_rows(count: int) -> dict:
-    """Run in a fresh process (see section_memory): the numbers of section 4 as data."""
+    """Run in a fresh process (see section_memory): the numbers of section 5 as data."""
     import yaml
 
     from j6doctor.diagnose import diagnose_data, load_rulebase
+    from j6doctor.report import render_json
 
     data = yaml.safe_load(EXAMPLE_CASE.read_text(encoding="utf-8"))
     rulebase = load_rulebase()
     loaded_kb = vm_rss_kb()
     diagnose_data(data, rulebase, display=EXAMPLE_CASE.name, base=EXAMPLE_CASE.parent)
     first_kb = vm_rss_kb()
-    render = None
-    try:
-        from j6doctor.report import render_json as render
-    except ImportError:
-        pass
 
     def one(with_report: bool) -> None:
         diagnosis = diagnose_data(data, rulebase, display=EXAMPLE_CASE.name, base=EXAMPLE_CASE.parent)
-        if with_report and render is not None:
-            render(diagnosis)
+        if with_report:
+            render_json(diagnosis)
 
     rows = []
-    loops = [("diagnose_data", False)]
-    if render is not None:
-        loops.append(("diagnose_data + render_json", True))
-    for name, with_report in loops:
+    for name, with_report in [("diagnose_data", False), ("diagnose_data + render_json", True)]:
         progress(f"memory: {name}: warm-up, then {count:,} diagnoses")
         for _ in range(20):  # caches, lazy imports, first registration
             one(with_report)
         gc.collect()
         before, objects_before = vm_rss_kb(), len(gc.get_objects())
-        times = []
+        spent = []
         for _ in range(count):
             started = time.perf_counter()
             one(with_report)
-            times.append(time.perf_counter() - started)
+            spent.append(time.perf_counter() - started)
         gc.collect()
         after, objects_after = vm_rss_kb(), len(gc.get_objects())
         growth = (after - before) / count if before is not None and after is not None else None
         rows.append([name, f"{before / 1024:.1f}" if before else "-", f"{after / 1024:.1f}" if after else "-",
                      f"{growth:.2f}" if growth is not None else "-", f"{peak_rss_kb() / 1024:.1f}",
                      f"{objects_after - objects_before:+,}",
-                     f"{statistics.median(times) * 1000:.2f} (mean {statistics.fmean(times) * 1000:.2f})"])
+                     f"{statistics.median(spent) * 1000:.2f} (mean {statistics.fmean(spent) * 1000:.2f})"])
     return {"rows": rows, "loaded_mb": loaded_kb / 1024 if loaded_kb else None,
             "first_mb": first_kb / 1024 if first_kb else None}
 
 
-def section_memory(args: argparse.Namespace) -> Table:
+def section_memory(ctx: Context) -> list[Table]:
     """In a child process, so that what earlier sections loaded does not count."""
-    count = 200 if args.quick else 1_000
+    count = 20 if ctx.args.smoke else 200 if ctx.args.quick else 1_000
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--memory-child", str(count)],
                          check=True, stdout=subprocess.PIPE, text=True).stdout
     result = json.loads(out.strip().splitlines()[-1])
-    table = Table(f"4. Memory: {count:,} diagnoses of {EXAMPLE_CASE.name} in one fresh process",
+    table = Table(f"5. Memory: {count:,} diagnoses of {EXAMPLE_CASE.name} in one fresh process",
                   ["loop", "VmRSS before MB", "VmRSS after MB", "growth KB / diagnosis",
                    "peak RSS MB", "Python objects +", "ms / diagnosis"], rows=result["rows"])
     if result["loaded_mb"] and result["first_mb"]:
         table.notes.append(f"process RSS after importing j6doctor.diagnose and loading the bundled rule "
-                           f"base: {result['loaded_mb']:.1f} MB; after the first diagnosis (lazy imports, "
-                           f"ruleset registration): {result['first_mb']:.1f} MB")
-    table.notes.append("before: after 20 warm-up diagnoses and gc.collect(); peak: VmHWM (high-water "
-                       "RSS) of the process; Python objects: gc-tracked objects after minus before")
-    return table
+                           f"base: {result['loaded_mb']:.1f} MB; after the first diagnosis: "
+                           f"{result['first_mb']:.1f} MB")
+    table.notes.append("before: after 20 warm-up diagnoses and gc.collect(); peak: VmHWM (high-water RSS) of "
+                       "this process (the engine's worker process is not counted); Python objects: "
+                       "gc-tracked objects after minus before. Informational.")
+    return [table]
+
+
+# ---------------------------------------------------------------------------- 6. largest inputs
+def section_largest(ctx: Context) -> list[Table]:
+    from bench_largest_inputs import GENERATORS, limit_of
+
+    kinds = ctx.args.kinds.split(",") if ctx.args.kinds else list(GENERATORS)
+    unknown = [k for k in kinds if k not in GENERATORS]
+    if unknown:
+        raise BenchError(f"--kinds: unknown {', '.join(unknown)}; known: {', '.join(GENERATORS)}")
+    floor = run_child([*ctx.doctor, "--help"]).rss_kb
+    table = Table("6. Largest accepted input of each kind: one `diagnose --workdir` run each",
+                  ["kind", "limit MiB", "file MiB", "peak RSS MiB", "× --help", "wall s", "CPU s", "read"])
+    worst, worst_kind = 0, ""
+    for kind in kinds:
+        name, generate, spec = GENERATORS[kind]
+        limit = limit_of(spec)
+        folder = ctx.tmp / f"largest_{kind}"
+        folder.mkdir()
+        path = folder / name
+        progress(f"largest inputs: {kind}: generating {limit / 2**20:.0f} MiB, then one run")
+        try:
+            path.write_text(generate(limit), encoding="utf-8")
+        except Exception as exc:  # a generator that no longer fits the format: say so, go on
+            table.add(kind, f"{limit / 2**20:.0f}", "", "", "", "", "", f"not generated: {exc}")
+            continue
+        report = ctx.tmp / "largest_report.json"
+        sample = run_child(doctor_workdir(ctx, folder), stdout=report)
+        warnings = json.loads(report.read_text(encoding="utf-8")).get("warnings", [])
+        refused = [w for w in warnings if name in w and "无法使用" in w]
+        if sample.rss_kb * 1024 > worst:
+            worst, worst_kind = sample.rss_kb * 1024, kind
+        table.add(kind, f"{limit / 2**20:.0f}", f"{path.stat().st_size / 2**20:.1f}", mb(sample.rss_kb),
+                  f"{sample.rss_kb / floor:.1f}", secs(sample.wall), secs(sample.cpu), "refused" if refused else "read")
+        if refused:
+            table.notes.append(f"{kind}: {refused[0]}")
+        shutil.rmtree(folder)
+    ctx.targets.append(Target("largest accepted input of any kind: peak RSS", f"{worst / 2**20:.0f} MiB ({worst_kind})",
+                              f"< {LARGEST_TARGET_BYTES / 2**20:.0f} MiB", worst < LARGEST_TARGET_BYTES))
+    table.notes.append(f"each file just under its reader's size limit (benchmarks/bench_largest_inputs.py); "
+                       f"× --help: against the peak RSS of `j6doctor --help` ({floor / 1024:.0f} MiB)")
+    return [table]
 
 
 # ---------------------------------------------------------------------------- main
-def machine_line() -> str:
-    versions = []
-    for package in ("durable_rules", "pandas"):
-        try:
-            from importlib.metadata import version
-            versions.append(f"{package} {version(package)}")
-        except Exception:
-            pass
-    import os
-    return (f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, "
-            f"{os.cpu_count()} CPUs; " + ", ".join(versions))
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
-def main() -> None:
+def machine_line(engine: str) -> str:
+    from importlib.metadata import version
+
+    from j6doctor.engine import describe_engine
+
+    try:
+        pandas = f", pandas {version('pandas')}"
+    except Exception:
+        pandas = ""
+    return (f"{cpu_model()}, {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}; "
+            f"Python {platform.python_version()}; engine: {describe_engine(engine)}{pandas}")
+
+
+def state_line(ctx: Context) -> str:
+    mode = "smoke" if ctx.args.smoke else "quick" if ctx.args.quick else "full"
+    return (f"{mode} run; j6doctor = {ctx.doctor_shown}; children run installed-like: "
+            "PYTHONDONTWRITEBYTECODE removed, package byte-compiled (compileall) and warm-up runs first, "
+            "compiled rule base cached (private temporary XDG_CACHE_HOME), J6DOCTOR_* cleared; "
+            "CPU = user + sys of the child and the processes it waits for")
+
+
+def scrub_paths(table: Table, tmp: Path) -> None:
+    """No machine-specific paths in the tables: the temporary folder is $TMP, the repository's
+    own files are relative to it."""
+    def scrub(text: str) -> str:
+        return text.replace(str(tmp), "$TMP").replace(str(REPO) + os.sep, "")
+    table.title = scrub(table.title)
+    table.rows = [[scrub(c) for c in row] for row in table.rows]
+    table.notes = [scrub(n) for n in table.notes]
+
+
+def targets_table(targets: list[Target]) -> Table:
+    table = Table("Targets", ["target", "measured", "target", "result"])
+    for t in targets:
+        table.add(t.name, t.measured, t.limit, t.result)
+    return table
+
+
+README_INTRO = """\
+`python benchmarks/bench_all.py` measures every number next to its floor in one run and
+checks the targets: cold start against a process that only imports yaml and the engine (and
+`--help` against `python -c pass`), `diagnose --workdir` on generated QuantAnalysis folders
+against `pandas.read_csv` of the same table, rule-engine scale on every installed engine,
+`triage` of 1,000 cases, memory over 1,000 diagnoses, and the largest accepted input of each
+kind. Options: `--quick` (fewer repeats, no 1M rows), `--sections 1,2,...`, `--markdown`,
+`--check` (exit 1 when a target fails), `--update-readme` (rewrites this section from the
+run's own tables). Times are medians of interleaved runs of product and floor; ratios are
+medians of per-pair CPU-time ratios (user + sys), so they hold on a busy machine."""
+
+
+def readme_block(ctx: Context, tables: list[Table]) -> str:
+    parts = [README_INTRO, "",
+             f"Last run ({date.today().isoformat()}, `bench_all.py{' --quick' if ctx.args.quick else ''}`):",
+             "", f"{machine_line(ctx.engine)}  ", state_line(ctx)]
+    for table in [*tables, targets_table(ctx.targets)]:
+        parts += ["", table.render(markdown=True, level="####")]
+    return "\n".join(parts)
+
+
+def update_readme(block: str) -> None:
+    text = README.read_text(encoding="utf-8")
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        raise BenchError(f"README.md has no {README_BEGIN} ... {README_END} markers")
+    README.write_text(text[:begin + len(README_BEGIN)] + "\n" + block + "\n" + text[end:], encoding="utf-8")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
     parser.add_argument("--quick", action="store_true",
-                        help="fewer repeats, no 100,000-row set, 200 diagnoses in section 4")
-    parser.add_argument("--sections", default="1,2,3,4", help="comma-separated subset of 1,2,3,4")
+                        help="fewer repeats, no 1,000,000-row workdir, 200 diagnoses in section 5")
+    parser.add_argument("--sections", default=",".join(map(str, SECTIONS)),
+                        help="comma-separated subset of " + ",".join(map(str, SECTIONS)))
+    parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target fails")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="rewrite README.md between the bench markers from this run (all sections)")
+    parser.add_argument("--sizes", help="section 2: comma-separated compare-table row counts "
+                                        f"(default {','.join(map(str, WORKDIR_SIZES))})")
+    parser.add_argument("--repeat", type=int, help="pairs / runs per measurement (overrides the defaults)")
+    parser.add_argument("--kinds", help="section 6: comma-separated input kinds (default: all)")
+    parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tiny everything (tests)
     parser.add_argument("--memory-child", type=int, metavar="N", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    try:
+        args.sections = [int(s) for s in args.sections.split(",") if s.strip()]
+        args.sizes = [int(s.replace("_", "")) for s in args.sizes.split(",")] if args.sizes else None
+    except ValueError:
+        parser.error("--sections and --sizes take comma-separated numbers, like 1,3")
+    if not args.sections or any(s not in SECTIONS for s in args.sections):
+        parser.error("--sections takes numbers among " + ",".join(map(str, SECTIONS)))
+    if args.smoke and not args.sizes:
+        args.sizes = [200]
+    if args.update_readme and (sorted(args.sections) != list(SECTIONS) or args.smoke or args.sizes or args.kinds):
+        parser.error("--update-readme rewrites the whole section: run every section with the default sizes and kinds")
+    if args.repeat is not None and args.repeat < 1:
+        parser.error("--repeat must be 1 or more")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if args.memory_child:
         print(json.dumps(memory_rows(args.memory_child)))
-        return
-    try:
-        wanted = [int(s) for s in args.sections.split(",") if s.strip()]
-    except ValueError:
-        parser.error("--sections takes numbers like 1,3")
-    if not wanted or any(s not in (1, 2, 3, 4) for s in wanted):
-        parser.error("--sections takes numbers among 1,2,3,4")
-
-    print(machine_line())
+        return 0
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="j6doctor-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        for number in wanted:
-            if number == 1:
-                table = section_cold_start(args)
-            elif number == 2:
-                table = section_workdir(args, tmp)
-            elif number == 3:
-                table = section_engine(args, tmp)
-            else:
-                table = section_memory(args)
-            print()
-            print(table.render(args.markdown), flush=True)
-    progress(f"done in {time.perf_counter() - started:.0f} s")
+        installed_like_environment(tmp / "cache")
+        from j6doctor.engine.backends import resolve
+
+        doctor, shown = doctor_executable()
+        ctx = Context(args, tmp, doctor, shown, resolve(None))
+        print(machine_line(ctx.engine))
+        print(state_line(ctx), flush=True)
+        warm_up(ctx)
+        sections = {1: section_cold_start, 2: section_workdir, 3: section_engine, 4: section_triage,
+                    5: section_memory, 6: section_largest}
+        tables: list[Table] = []
+        for number in args.sections:
+            try:
+                produced = sections[number](ctx)
+            except Exception as exc:  # one broken section must not lose the others' numbers
+                progress(f"section {number} failed: {type(exc).__name__}: {exc}")
+                failed = Table(f"{number}. {sections[number].__name__}: did not run", ["error"])
+                failed.add(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300])
+                ctx.targets.append(Target(f"section {number} ran", "error", "runs", False))
+                produced = [failed]
+            for table in produced:
+                scrub_paths(table, tmp)
+                tables.append(table)
+                print()
+                print(table.render(args.markdown), flush=True)
+        print()
+        print(targets_table(ctx.targets).render(args.markdown), flush=True)
+        if args.update_readme:
+            update_readme(readme_block(ctx, tables))
+            progress("README.md: benchmark section rewritten")
+    failed = [t for t in ctx.targets if t.ok is False]
+    progress(f"done in {time.perf_counter() - started:.0f} s; {len(failed)} target(s) failed")
+    return 1 if args.check and failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,27 +1,20 @@
-#!/usr/bin/env python3
-"""Peak memory and time of reading the largest file of each kind that j6doctor accepts.
+"""Files of each kind j6doctor reads, just under that reader's size limit: the generators of
+section 6 of bench_all.py (peak memory of `diagnose --workdir` on the largest accepted input
+of each kind; target: under 1 GiB).
 
-For every file kind with a reader, a file just under that reader's size limit is generated
-(rows in the layouts of shared/formats, repeated with new names), then `j6doctor diagnose
---workdir DIR` on a folder holding just that file runs as a fresh process; its peak RSS is
-compared with the floor of `j6doctor --help`. Target (issue 11): under 1 GiB for any single input.
+    python benchmarks/bench_all.py --sections 6                      # all kinds (about a minute)
+    python benchmarks/bench_all.py --sections 6 --kinds badcase_txt,fx_graph
 
-    python benchmarks/bench_largest_inputs.py            # all kinds (about a minute)
-    python benchmarks/bench_largest_inputs.py --kinds badcase_txt,fx_graph
-
-A file over a limit is refused before it is read (the tests check that); this measures the
-worst accepted case.
+Rows are in the layouts of shared/formats, repeated with new names. A file over a limit is
+refused before it is read (tests/test_input_bounds.py checks that); this makes the worst
+accepted case.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -31,19 +24,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from synthetic import big_rows, csv_text, psql, simple  # noqa: E402  (test data generator)
 
 FORMATS = REPO / "tests" / "fixtures" / "formats"
-TARGET_BYTES = 1024 ** 3
 MARGIN = 64 * 1024  # generated files stay this far under a limit
-
-# Peak RSS in KiB of one child process, measured by a wrapper so that children do not add up.
-_WRAPPER = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
-            "stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-
-
-def peak(argv: list[str]) -> tuple[int, float]:
-    """(peak RSS in bytes, wall seconds) of running argv as one fresh process."""
-    start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], capture_output=True, text=True, check=True)
-    return int(out.stdout.strip()) * 1024, time.perf_counter() - start
 
 
 def _fill(limit: int, head: str, row: Callable[[int], str], tail: str = "") -> str:
@@ -220,42 +201,3 @@ def limit_of(spec: str) -> int:
     import importlib
     module, constant = spec.split(".")
     return getattr(importlib.import_module(f"j6doctor.probes.{module}"), constant)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kinds", help="comma-separated kinds (default: all)")
-    args = parser.parse_args(argv)
-    kinds = args.kinds.split(",") if args.kinds else list(GENERATORS)
-    j6doctor = [sys.executable, "-m", "j6doctor"]
-    floor, _ = peak([*j6doctor, "--help"])
-    print(f"floor (`j6doctor --help`): {floor / 2**20:.0f} MiB peak RSS", file=sys.stderr)
-    print("| kind | limit | file | peak RSS | × floor | seconds | read | under 1 GiB |")
-    print("|---|---:|---:|---:|---:|---:|---|---|")
-    worst = 0
-    with tempfile.TemporaryDirectory(prefix="j6d-largest-") as tmp:
-        for kind in kinds:
-            name, generate, spec = GENERATORS[kind]
-            limit = limit_of(spec)
-            folder = Path(tmp) / kind
-            folder.mkdir()
-            path = folder / name
-            print(f"{kind}: generating {limit / 2**20:.0f} MiB ...", file=sys.stderr)
-            path.write_text(generate(limit), encoding="utf-8")
-            size = path.stat().st_size
-            diagnose = [*j6doctor, "diagnose", "--no-env", "--workdir", str(folder)]
-            rss, seconds = peak(diagnose)
-            report = subprocess.run(diagnose, capture_output=True, text=True).stdout
-            read = "refused" if f"无法使用 {name}" in report else "read"
-            worst = max(worst, rss)
-            print(f"| {kind} | {limit / 2**20:.0f} MiB | {size / 2**20:.1f} MiB | {rss / 2**20:.0f} MiB "
-                  f"| {rss / floor:.1f} | {seconds:.1f} | {read} | {'yes' if rss < TARGET_BYTES else '**no**'} |")
-            path.unlink()
-            if read == "refused":
-                print(f"  {kind}: " + next(line for line in report.splitlines() if "无法使用" in line), file=sys.stderr)
-    print(f"\nworst peak: {worst / 2**20:.0f} MiB (target under {TARGET_BYTES / 2**20:.0f} MiB)")
-    return 0 if worst < TARGET_BYTES else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

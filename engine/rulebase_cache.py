@@ -3,7 +3,7 @@ compile every rule file again.
 
 The key is a hash of everything the compiled rule base depends on: every rule file's path
 and bytes (bundled rules and packs alike), the vocabulary, the engine's own source files and
-rule schema, the engine backend and its version, and the Python version. Any change gives
+rule schema, the engine backend and its build, j6doctor's version and the Python version. Any change gives
 another key; old entries are pruned.
 
 The cache is a pickle, so it is only ever read from a folder that belongs to the user and
@@ -22,6 +22,8 @@ import stat
 import sys
 from pathlib import Path
 from typing import Any, Callable
+
+from .. import __version__
 
 FORMAT = 1
 KEEP = 16  # entries kept; older ones are removed when a new one is written
@@ -61,7 +63,7 @@ def _hash_engine_sources() -> bytes:
 def key_of(*parts: bytes | str) -> str:
     """A cache key for anything else that depends on this interpreter and the engine's code."""
     digest = hashlib.sha256()
-    digest.update(f"{FORMAT}|{sys.version}|".encode())
+    digest.update(f"{FORMAT}|{__version__}|{sys.version}|".encode())
     digest.update(_engine_sources())
     for part in parts:
         data = part.encode() if isinstance(part, str) else part
@@ -72,7 +74,7 @@ def key_of(*parts: bytes | str) -> str:
 def cache_key(files: list[tuple[str, str, bytes]], vocab: Any, engine: str, engine_version: str) -> str:
     """files: (path, shown name, bytes) of every rule file, in load order."""
     digest = hashlib.sha256()
-    digest.update(f"{FORMAT}|{sys.version_info[:3]}|{engine}|{engine_version}|".encode())
+    digest.update(f"{FORMAT}|{__version__}|{sys.version_info[:3]}|{engine}|{engine_version}|".encode())
     digest.update(_engine_sources())
     digest.update(hashlib.sha256(pickle.dumps(vocab, protocol=4)).digest())
     for path, shown, data in files:

@@ -50,8 +50,12 @@ class Limits:
                    int(number("J6DOCTOR_ENGINE_MEMORY_MB", DEFAULT_MEMORY_MB)))
 
 
-def _serve(conn, memory_mb: int) -> None:
+def _serve(conn, memory_mb: int, parent_end=None) -> None:
     """The child: register rule bases on first use, run diagnoses, answer each request."""
+    if parent_end is not None:
+        # A forked child holds a copy of the parent's end of the pipe: closed, so that the
+        # parent's death is an end of input here and the child ends with it.
+        parent_end.close()
     try:
         import resource
 
@@ -70,7 +74,9 @@ def _serve(conn, memory_mb: int) -> None:
     while True:
         try:
             request = conn.recv()
-        except (EOFError, OSError):
+        except (EOFError, OSError):  # the parent closed the pipe, or died: nothing left to do
+            if parent_end is not None:
+                os._exit(0)  # a forked child: no interpreter teardown of the parent's modules
             return
         fingerprint, compiled, vocab, facts, limits = request  # fingerprint: (engine, rule base)
         try:
@@ -103,7 +109,8 @@ class EngineWorker:
         forked = "fork" in methods
         context = multiprocessing.get_context("fork" if forked else "spawn")
         parent, child = context.Pipe()
-        process = context.Process(target=_serve, args=(child, self.limits.memory_mb), daemon=True,
+        process = context.Process(target=_serve, args=(child, self.limits.memory_mb, parent if forked else None),
+                                  daemon=True,
                                   name="j6doctor-engine")
         process.start()
         child.close()
@@ -128,6 +135,17 @@ class EngineWorker:
                 self.stop()
                 _INHERITED.setdefault(f"{compiled.engine}:{compiled.fingerprint}", (compiled, vocab))
                 self._start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """End the child the quiet way: its input closes, it returns, it is reaped (so its
+        time is accounted to this process); killed only if it does not end in time."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            if self._process is not None:
+                self._process.join(timeout)
+            self.stop()
 
     def run(self, compiled, vocab, facts, *, what: str = "the rule base", **limits):
         with self._lock:
@@ -197,6 +215,14 @@ _WORKER: EngineWorker | None = None
 # the pipe). Only those known when a child starts; later ones are sent on first use.
 _INHERITED: dict[str, tuple[Any, Any]] = {}
 _WORKER_LOCK = threading.Lock()
+
+
+def close_shared_worker() -> None:
+    """Stop the shared worker, if one was started (before a fast process exit)."""
+    with _WORKER_LOCK:
+        worker = _WORKER
+    if worker is not None:
+        worker.close()
 
 
 def shared_worker() -> EngineWorker:

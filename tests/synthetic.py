@@ -1,5 +1,5 @@
 """Synthetic Horizon debugging artifacts of any size, in the exact layouts of
-shared/formats/FORMATS.md, for the tests and the benchmark (benchmarks/bench_workdir.py).
+shared/formats/FORMATS.md, for the tests and the benchmark (benchmarks/bench_all.py).
 Own minimal re-implementation of tabulate's psql / simple layouts; no third-party code."""
 
 from __future__ import annotations

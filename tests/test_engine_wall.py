@@ -605,3 +605,30 @@ def test_exponent_thresholds_compare_the_same_in_the_worker_and_inline(tmp_path,
     in_worker = found()
     monkeypatch.setenv("J6DOCTOR_ENGINE_PROCESS", "inline")
     assert in_worker == found() == EXPONENT_EXPECTED
+
+
+def test_engine_worker_ends_when_its_parent_is_killed():
+    """A process killed abruptly (SIGKILL, the out-of-memory killer) leaves no engine
+    worker behind: the forked worker holds no copy of the parent's end of its pipe, so the
+    parent's death is an end of input for it."""
+    if not hasattr(os, "fork"):
+        pytest.skip("the engine worker is forked only where fork exists")
+    code = ("from j6doctor.diagnose import load_rulebase\n"
+            "import j6doctor.engine.worker as w, time\n"
+            "load_rulebase().warm_up()\n"
+            "print(w.shared_worker()._process.pid, flush=True)\n"
+            "time.sleep(120)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                              env={k: v for k, v in os.environ.items() if k != "J6DOCTOR_ENGINE_PROCESS"})
+    worker = int(parent.stdout.readline())
+    os.kill(parent.pid, 9)
+    parent.wait(10)
+    deadline = time.monotonic() + QUICK
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(worker, 9)
+    pytest.fail("the engine worker outlived its killed parent")
