@@ -1,7 +1,9 @@
 """Turn each found artifact file into a few summarising facts through its probe.
 
 One function per file kind; each catches the probe's InputError, so a broken file is
-reported (probe_problem) and the diagnosis goes on with the other evidence.
+reported (probe_problem) and the diagnosis goes on with the other evidence. Each reads its
+file before it makes a fact citing it, so that the file's sha256 comes from the bytes read
+(artifacts.hashing_reads); chart series are handed over unbuilt (evidence.Charts).
 """
 
 from __future__ import annotations
@@ -12,20 +14,18 @@ from collections import Counter
 from pathlib import PurePosixPath
 from typing import Callable
 
-from .charts import compare_series, cosine_series, sensitivity_series
+from typing import TYPE_CHECKING
+
 from .engine import Source
 from .probes import InputError
 from .probes.artifacts import FoundFile
-from .probes.badcase import read_badcase_txt
-from .probes.compare_per_layer import CompareTable, metric_row_for, read_compare_per_layer, summarize
-from .probes.fx_graph import read_fx_graph
-from .probes.layer_advisor import read_layer_advisor
-from .probes.model_check import Signal, read_model_check
-from .probes.pt_file import read_pt, sensitivity_rows_from_pt
-from .probes.user_scripts import check_script
-from .probes.sensitivity import (
-    SensitivityRow, SensitivityTable, parse_sensitivity_name, read_sensitivity_txt, summarize_sensitivity,
-)
+
+if TYPE_CHECKING:
+    from .probes.compare_per_layer import CompareTable
+    from .probes.sensitivity import SensitivityTable
+
+# Each reader imports its probe when a file of its kind is found: a run reads few kinds, and
+# importing every probe would cost a cold start more than reading a case.
 
 Problem = Callable[..., None]
 
@@ -50,10 +50,13 @@ def _folder(found: FoundFile) -> str:
 
 
 def _compare(found: FoundFile, facts, tables: dict[str, CompareTable]) -> None:
+    from .charts import compare_series
+    from .probes.compare_per_layer import read_compare_per_layer, summarize
+
     table = read_compare_per_layer(found.path, found.display)
     tables[_folder(found)] = table
     summary = summarize(table)
-    facts.charts.append(compare_series(found.display, table, summary))
+    facts.charts.append(lambda: compare_series(found.display, table, summary))
     _non_finite_cells(found, facts, table)
     facts.add("compare_summary", {
         "path": found.display, "rows": summary.rows, "metric_rows": summary.metric_rows,
@@ -87,13 +90,22 @@ MAX_NON_FINITE_NOTES = 20
 def _non_finite_cells(found: FoundFile, facts, table: CompareTable) -> None:
     """A nan / inf metric cell is no number a reading can use (the summary, origin and charts
     skip it): each such row is named, whether or not a fact would have carried the cell."""
-    rows = []
-    for row in table.rows:
-        cells = [(name, getattr(row, field)) for field, name in _METRIC_COLUMNS]
-        cells = [f"{name} 是 {value}" for name, value in cells if isinstance(value, float) and not math.isfinite(value)]
-        if cells:
-            rows.append((row, "，".join(cells)))
-    for row, cells in rows[:MAX_NON_FINITE_NOTES]:
+    import numpy as np
+
+    columns = []
+    for field, name in _METRIC_COLUMNS:
+        column = table.numbers(field)
+        if column is not None:
+            values, missing = column
+            broken = ~missing & ~np.isfinite(values)
+            if broken.any():
+                columns.append((name, values, broken))
+    if not columns:
+        return
+    rows = np.flatnonzero(np.logical_or.reduce([broken for _, _, broken in columns]))
+    for i in rows[:MAX_NON_FINITE_NOTES].tolist():
+        row = table.row(i)
+        cells = "，".join(f"{name} 是 {float(values[i])}" for name, values, broken in columns if broken[i])
         where = f"{found.display}:{row.line}（row {row.index}，{row.mod_name}）"
         facts.add("intake_note", {"key": where, "text": f"{where}：{cells}，不作为数值使用"},
                   _source(found, line=row.line, key=f"row {row.index}"))
@@ -113,11 +125,15 @@ def _compare_for(found: FoundFile, tables: dict[str, CompareTable]) -> CompareTa
 
 def _sensitivity(found: FoundFile, facts, tables: dict[str, CompareTable],
                  table: SensitivityTable | None = None) -> None:
+    from .charts import sensitivity_series
+    from .probes.compare_per_layer import metric_row_for
+    from .probes.sensitivity import read_sensitivity_txt, summarize_sensitivity
+
     table = table or read_sensitivity_txt(found.path, found.display)
-    if not table.rows:
+    if not len(table):
         raise InputError(found.display, "the sensitivity table has no rows")
     summary = summarize_sensitivity(table)
-    facts.charts.append(sensitivity_series(found.display, table, summary))
+    facts.charts.append(lambda: sensitivity_series(found.display, table, summary))
     compare = _compare_for(found, tables)
     joined = metric_row_for(compare, summary.top.op_name) if compare is not None else None
     runner = summary.runner_up
@@ -132,6 +148,8 @@ def _sensitivity(found: FoundFile, facts, tables: dict[str, CompareTable],
 
 
 def _badcase(found: FoundFile, facts) -> None:
+    from .probes.badcase import read_badcase_txt
+
     report = read_badcase_txt(found.path, found.display)
     facts.add("badcase_info", {
         "path": found.display, "outputs": len(report.index_by_output),
@@ -140,6 +158,9 @@ def _badcase(found: FoundFile, facts) -> None:
 
 
 def _pt(found: FoundFile, facts, tables: dict[str, CompareTable], txt_twins: set[str]) -> None:
+    from .probes.pt_file import read_pt, sensitivity_rows_from_pt
+    from .probes.sensitivity import SensitivityRow, SensitivityTable, parse_sensitivity_name
+
     content = read_pt(found.path, found.display)
     facts.add("pt_file", {"path": found.display, "kind": found.kind, "readable": content.readable,
                           "note": content.note}, _source(found))
@@ -162,6 +183,8 @@ SCRIPT_USES = ("quant_analysis", "split_run", "single_run", "consistency_strateg
 
 
 def _script(found: FoundFile, facts, limit: int) -> None:
+    from .probes.user_scripts import check_script
+
     report = check_script(found.path, found.display)
     per_kind: Counter[str] = Counter()
     for finding in report.findings:
@@ -184,6 +207,8 @@ def _signals(found: FoundFile, facts, source: str, signals, limit: int) -> None:
 
 
 def _hb_verifier(found: FoundFile, facts, limit: int) -> None:
+    from .charts import cosine_series
+
     from .probes.hb_verifier import read_hb_verifier
 
     report = read_hb_verifier(found.path, found.display)
@@ -192,9 +217,9 @@ def _hb_verifier(found: FoundFile, facts, limit: int) -> None:
     models = ",".join(m.path for m in report.models)
     if report.layers:
         drop, worst = report.first_drop(), report.worst_layer()
-        facts.charts.append(cosine_series(found.display, "hb_verifier",
-                                          [(i, r.node_name, r.cosine) for i, r in enumerate(report.layers)],
-                                          report.layers.index(drop) if drop else None))
+        facts.charts.append(lambda: cosine_series(
+            found.display, "hb_verifier", [(i, r.node_name, r.cosine) for i, r in enumerate(report.layers)],
+            report.layers.index(drop) if drop else None))
         facts.add("layer_cosines", {
             "path": found.display, "tool": "hb_verifier", "rows": len(report.layers),
             "first_drop_node": drop.node_name if drop else "", "first_drop_cosine": _finite(drop.cosine if drop else None),
@@ -212,6 +237,8 @@ def _hb_verifier(found: FoundFile, facts, limit: int) -> None:
 def _conversion(found: FoundFile, facts, limit: int) -> None:
     """An hb_mapper / hb_compile conversion log or its *_quant_info.json: versions, march and
     input parameters (logs only), the per-node cosine reading, warnings verbatim."""
+    from .charts import cosine_series
+
     if found.kind == "conversion_log":
         from .probes.conversion_log import read_conversion_log
 
@@ -246,8 +273,8 @@ def _conversion(found: FoundFile, facts, limit: int) -> None:
         return
     origin, worst, first = summary.origin, summary.worst, summary.first_node
     worst_output = min((o for o in outputs if o.cosine is not None), key=lambda o: o.cosine, default=None)
-    facts.charts.append(cosine_series(found.display, tool, [(i, n.name, n.cosine) for i, n in enumerate(nodes)],
-                                      nodes.index(origin.node) if origin else None))
+    facts.charts.append(lambda: cosine_series(found.display, tool, [(i, n.name, n.cosine) for i, n in enumerate(nodes)],
+                                              nodes.index(origin.node) if origin else None))
     facts.add("layer_cosines", {
         "path": found.display, "tool": tool, "rows": len(nodes),
         "first_drop_node": origin.node.name if origin else "",
@@ -350,16 +377,21 @@ def _model_checks(found: list[FoundFile], facts, limit: int, problem: Problem) -
     checks = sorted((f for f in found if f.kind == "model_check_result"), key=_check_order)
     if not checks:
         return
+    from .probes.model_check import read_model_check
+
     current = checks[-1]
+    try:  # read before its facts cite it: the sha256 then comes from the bytes read
+        check, error = read_model_check(current.path, current.display), None
+    except InputError as exc:
+        check, error = None, exc
     for older in checks[:-1]:
         facts.add("model_check_info", {"path": older.display, "current": False, "current_path": current.display},
                   _source(older))
     facts.add("model_check_info", {"path": current.display, "current": True, "current_path": current.display},
               _source(current))
-    try:
-        check = read_model_check(current.path, current.display)
-    except InputError as exc:
-        problem(facts, current.display, (f"第 {exc.line} 行：" if exc.line else "") + exc.message, current.sha256)
+    if error is not None:
+        problem(facts, current.display, (f"第 {error.line} 行：" if error.line else "") + error.message,
+                current.sha256)
         return
     for name in ("horizon_plugin_pytorch", "horizon_plugin_profiler"):
         if name in check.header:
@@ -396,6 +428,8 @@ def read_artifacts(found: list[FoundFile], facts, problem: Problem, limit: int, 
             elif item.kind in ("sensitivity_pt", "badcase_pt", "all_badcase_info"):
                 _pt(item, facts, tables, txt_twins)
             elif item.kind == "fx_graph":
+                from .probes.fx_graph import read_fx_graph
+
                 _signals(item, facts, "fx_graph", read_fx_graph(item.path, item.display).signals, limit)
             elif item.kind == "script":
                 _script(item, facts, limit)
@@ -408,6 +442,9 @@ def read_artifacts(found: list[FoundFile], facts, problem: Problem, limit: int, 
             elif item.kind in ("conversion_log", "quant_info"):
                 _conversion(item, facts, limit)
             elif item.kind == "abnormal_layer_advisor":
+                from .probes.layer_advisor import read_layer_advisor
+                from .probes.model_check import Signal
+
                 findings = [Signal(f.kind, f.mod_name, f.text, f.line)
                             for f in read_layer_advisor(item.path, item.display)]
                 _signals(item, facts, "layer_advisor", findings, limit)

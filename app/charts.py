@@ -1,6 +1,9 @@
 """Chart geometry for the HTML report: per-layer COSINE / ATOL lines with the error origin
 marked, and sensitivity bars. Pure numbers and labels; the template draws them as inline
-SVG (no script, no network), and Jinja escapes every label."""
+SVG (no script, no network), and Jinja escapes every label.
+
+The series functions are called only when the HTML report is drawn (evidence.Charts); a
+compare table's series reads its columns, thinned to MAX_POINTS rows."""
 
 from __future__ import annotations
 
@@ -23,21 +26,49 @@ def _finite(value) -> bool:
     return value is not None and math.isfinite(value)
 
 
+def _thin_positions(count: int, keep: set[int]) -> list[int]:
+    """_thin's choice as positions: every one up to MAX_POINTS, else MAX_POINTS evenly spaced
+    plus those in `keep`."""
+    if count <= MAX_POINTS:
+        return list(range(count))
+    step = count / MAX_POINTS
+    return sorted({int(i * step) for i in range(MAX_POINTS)} | keep)
+
+
 def compare_series(display: str, table, summary) -> dict[str, Any]:
-    """The metric rows of a compare table, as data for two line panels."""
-    metric = [r for r in table.rows if r.has_metrics]
+    """The metric rows of a compare table (probes.compare_per_layer.CompareTable, by column),
+    as data for two line panels."""
+    import numpy as np
+
+    metric = np.flatnonzero(table.has_metrics)
     origin = summary.origin.row.index if summary.origin else None
     worst = summary.worst.index if summary.worst else None
-    points = _thin(metric, {i for i in (origin, worst) if i is not None})
+    keep = set()
+    for index in (origin, worst):
+        at = int(np.searchsorted(metric, index)) if index is not None else len(metric)
+        if at < len(metric) and metric[at] == index:
+            keep.add(at)
+    rows = metric[_thin_positions(len(metric), keep)].tolist()
+    names = table.names
     return {
         "kind": "compare",
         "title": "逐层对比",
         "path": display,
-        "rows": len(table.rows),
-        "points": [(r.index, r.mod_name, r.cosine, r.atol) for r in points],
+        "rows": len(table),
+        "points": list(zip(rows, [names[i] for i in rows], _cells(table, "cosine", rows),
+                           _cells(table, "atol", rows))),
         "origin": origin,
         "origin_name": summary.origin.row.mod_name if summary.origin else "",
     }
+
+
+def _cells(table, field: str, rows: list[int]) -> list[float | None]:
+    """A number column's cells at the given rows: float, or None for a blank cell."""
+    column = table.numbers(field)
+    if column is None:
+        return [None] * len(rows)
+    values, missing = column
+    return [None if missing[i] else float(values[i]) for i in rows]
 
 
 def cosine_series(display: str, tool: str, nodes: list[tuple[int, str, float | None]],
@@ -61,7 +92,7 @@ def cosine_series(display: str, tool: str, nodes: list[tuple[int, str, float | N
 
 
 def sensitivity_series(display: str, table, summary, top: int = 15) -> dict[str, Any]:
-    ranked = sorted(table.rows, key=lambda r: r.rank)[:top]
+    ranked = [table.row(k) for k in range(min(top, len(table)))]  # file order: rank order
     return {
         "kind": "sensitivity",
         "path": display,

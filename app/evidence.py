@@ -3,11 +3,18 @@ results file and the environment, each through its probe, into numbered input fa
 
 A file that cannot be read becomes a `probe_problem` fact and the diagnosis goes on with
 the rest; nothing here decides anything about stages.
+
+Each artifact file is read once: the scan leaves hashing for later, the probes read their
+files (hashed from the bytes read, artifacts.hashing_reads), and the artifact_file facts
+are then put where the scan would have put them, before the facts read from the files.
+Chart series for the HTML report are built only when a report draws them (Charts).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -15,7 +22,7 @@ from typing import Any, Callable
 from .engine import Fact, Source
 from .facts import vocabulary
 from .probes import InputError
-from .probes.artifacts import FoundFile, find_artifacts, looked_for, sha256_of
+from .probes.artifacts import Digests, FoundFile, find_artifacts, hashing_reads, looked_for
 from .probes.case_file import Case, case_facts, normalize_platform, resolve_package, version_number
 from .probes.environment import BOARD_FILE, board_from_environment, installed_versions, read_board_file
 from .probes.metrics_file import Tolerance, judge, read_metrics
@@ -33,13 +40,54 @@ class EvidenceOptions:
     progress: Callable[[str], None] | None = None
 
 
+Chart = dict[str, Any]
+
+
+class Charts:
+    """The per-layer series of the HTML report, not facts. An item is a series or a function
+    that builds it, called the first time the charts are iterated: a JSON or Markdown report
+    never pays for the series of a large table."""
+
+    def __init__(self) -> None:
+        self._items: list[Chart | Callable[[], Chart]] = []
+
+    def append(self, item: Chart | Callable[[], Chart]) -> None:
+        self._items.append(item)
+
+    def _built(self, k: int) -> Chart:
+        item = self._items[k]
+        if callable(item):
+            item = self._items[k] = item()
+        return item
+
+    def __iter__(self) -> Iterator[Chart]:
+        return (self._built(k) for k in range(len(self._items)))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, k: int) -> Chart:
+        return self._built(range(len(self._items))[k])
+
+    def __repr__(self) -> str:
+        return f"Charts({len(self._items)} series)"
+
+
 class FactList:
     """Numbers input facts f1, f2, ... in the order the probes produce them."""
 
     def __init__(self) -> None:
         self.facts: list[Fact] = []
-        self.charts: list[dict[str, Any]] = []  # per-layer series for the HTML report, not facts
+        self.charts = Charts()  # per-layer series for the HTML report, not facts
         self.vocab = vocabulary()
+
+    def insert(self, at: int, add: Callable[[], None]) -> None:
+        """The facts that `add` adds go at position `at`; those after it are renumbered."""
+        after = self.facts[at:]
+        del self.facts[at:]
+        add()
+        for fact in after:
+            self.facts.append(dataclasses.replace(fact, id=f"f{len(self.facts) + 1}"))
 
     def add(self, type_name: str, fields: dict[str, Any], source: Source) -> Fact | None:
         finite = self._finite(type_name, fields, source)
@@ -161,12 +209,13 @@ def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path
     return None, tolerance
 
 
-def _add_metrics(facts: FactList, path: Path, display: str, tolerance: Tolerance, sha256: str | None) -> None:
+def _add_metrics(facts: FactList, path: Path, display: str, tolerance: Tolerance, digests: Digests) -> None:
     try:
         rows = read_metrics(path, display)
     except InputError as exc:
-        _problem(facts, display, exc.render(), sha256)
+        _problem(facts, display, exc.render(), _sha256(digests, path))
         return
+    sha256 = _sha256(digests, path)
     judgements, notes = judge(rows, tolerance)
     chain = vocabulary().enums["artifact"]
     for j in judgements:
@@ -206,10 +255,17 @@ def _add_environment(facts: FactList, base: Path | None, options: EvidenceOption
         break  # the first setting wins; the others repeat it
 
 
+def _sha256(digests: Digests, path: Path) -> str | None:
+    try:
+        return digests.of(path)
+    except OSError:
+        return None
+
+
 @dataclass
 class Evidence:
     facts: list[Fact]
-    charts: list[dict[str, Any]]
+    charts: Charts
     read_paths: list[Path] = field(default_factory=list)  # every file read: never an output
 
 
@@ -236,7 +292,8 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     if paths:
         scan = (lambda shown: options.progress(f"扫描 {shown}")) if options.progress else None
         notes: list[tuple[str, str]] = []
-        found, problems, summaries = find_artifacts(paths, base or Path.cwd(), display_of, scan, notes)
+        found, problems, summaries = find_artifacts(paths, base or Path.cwd(), display_of, scan, notes,
+                                                    hash_now=False)
         for display, message in problems:
             _problem(facts, display, message)
         for display, message in notes:
@@ -246,33 +303,43 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
                 "path": summary.display, "files": summary.files, "recognised": summary.recognised,
                 "unrecognised": "、".join(summary.unrecognised) or "无", "looked_for": "、".join(looked_for()),
             }, Source("file", file=summary.display))
-    for item in found:
-        if item.kind == "metrics":
-            continue  # an evaluation results file is read below, as the metrics file
-        facts.add("artifact_file", {"kind": item.kind, "path": item.display, "size": item.size,
-                                    "sha256": item.sha256, "by": item.by, "hashed": item.hashed}, _file_source(item))
-    read_artifacts(found, facts, _problem, MAX_SIGNALS_PER_KIND, options.progress)
-
-    metrics_path, tolerance = _metrics_settings(case, options)
-    if metrics_path is None:
-        metrics_path = next((f.path for f in found if f.kind == "metrics"), None)
-    if metrics_path is not None:
-        display = _display(metrics_path, base)
-        try:
-            exists = metrics_path.is_file()
-        except OSError as exc:  # e.g. a name too long for the file system
-            _problem(facts, display, f"cannot read: {exc.strerror}")
-            exists = None
-        if exists:
-            _add_metrics(facts, metrics_path, display, tolerance, sha256_of(metrics_path))
-        elif exists is False:
-            _problem(facts, display, _not_a_metrics_file(metrics_path))
+    at = len(facts.facts)  # the artifact_file facts, once the files are read and hashed
+    with hashing_reads(found) as digests:
+        read_artifacts(found, facts, _problem, MAX_SIGNALS_PER_KIND, options.progress)
+        metrics_path, tolerance = _metrics_settings(case, options)
+        if metrics_path is None:
+            metrics_path = next((f.path for f in found if f.kind == "metrics"), None)
+        if metrics_path is not None:
+            display = _display(metrics_path, base)
+            try:
+                exists = metrics_path.is_file()
+            except OSError as exc:  # e.g. a name too long for the file system
+                _problem(facts, display, f"cannot read: {exc.strerror}")
+                exists = None
+            if exists:
+                _add_metrics(facts, metrics_path, display, tolerance, digests)
+            elif exists is False:
+                _problem(facts, display, _not_a_metrics_file(metrics_path))
+    facts.insert(at, lambda: _add_artifact_files(facts, found))
     if options.use_environment:
         _add_environment(facts, base, options)
     read = [f.path for f in found] + ([metrics_path] if metrics_path is not None else [])
     if options.use_environment and base is not None:
         read.append(base / BOARD_FILE)
     return Evidence(facts.facts, facts.charts, read + [p for p in paths if p.is_file()])
+
+
+def _add_artifact_files(facts: FactList, found: list[FoundFile]) -> None:
+    for item in found:
+        if item.kind == "metrics":
+            continue  # an evaluation results file is read as the metrics file
+        try:
+            sha256 = item.sha256  # hashed when read, else now
+        except OSError as exc:
+            _problem(facts, item.display, f"cannot read: {exc.strerror}")
+            continue
+        facts.add("artifact_file", {"kind": item.kind, "path": item.display, "size": item.size,
+                                    "sha256": sha256, "by": item.by, "hashed": item.hashed}, _file_source(item))
 
 
 def _not_a_metrics_file(path: Path) -> str:

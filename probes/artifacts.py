@@ -6,6 +6,10 @@ know which file a conclusion came from).
 Knows how to recognise a file, not how to read it: reading each kind is another probe's job.
 Scans are bounded (depth, number of files, bytes read to identify a file); a bound that
 is hit is reported, never silently.
+
+A diagnosis reads each file once: it scans with hashing left for later, and within
+`hashing_reads` a file its probe reads whole is hashed from those bytes; any other file is
+hashed (streaming) when its sha256 is first asked for.
 """
 
 from __future__ import annotations
@@ -16,12 +20,15 @@ import hashlib
 import os
 import re
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from ..facts import vocabulary
 from .input_error import InputError
+from .text_tables import observing_reads
 
 # Scanning stops here: an artifact folder is small; a home directory is not.
 MAX_FILES = 20_000
@@ -42,9 +49,22 @@ class FoundFile:
     path: Path  # absolute
     display: str  # relative to the base folder, with '/' separators
     size: int
-    sha256: str
+    digest: str | None = field(default=None, compare=False)  # sha256, None until computed
     by: str = "content"  # "content" or "name": what identified it
     hashed: int = -1  # bytes the sha256 covers; -1: the whole file
+
+    @property
+    def sha256(self) -> str:
+        """The file's sha256 (of its first HASH_BYTES for a larger file): taken from the bytes
+        a probe read (hashing_reads), else computed now. OSError when it cannot be read."""
+        if self.digest is None:
+            object.__setattr__(self, "digest", sha256_of(self.path))
+        return self.digest
+
+    def take_digest(self, raw: bytes, digest: str) -> None:
+        """The sha256 of the file's whole content `raw`, as just read."""
+        if self.digest is None and len(raw) == self.size:
+            object.__setattr__(self, "digest", digest)
 
 
 @dataclass
@@ -132,6 +152,45 @@ def identify(name: str, head: bytes) -> tuple[str | None, str]:
     return (kind, "name") if kind else (None, "")
 
 
+def _digest(raw: bytes, limit: int = HASH_BYTES) -> str:
+    """sha256_of for a file whose whole content is `raw`."""
+    return hashlib.sha256(memoryview(raw)[:limit]).hexdigest()
+
+
+class Digests:
+    """The sha256 of the files read whole while hashing_reads is open."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, str] = {}
+
+    def record(self, path: Path, raw: bytes) -> str:
+        digest = self._seen[os.path.realpath(path)] = _digest(raw)
+        return digest
+
+    def of(self, path: Path) -> str:
+        """The digest of a file read (as read), else sha256_of it now."""
+        return self._seen.get(os.path.realpath(path)) or sha256_of(path)
+
+
+@contextmanager
+def hashing_reads(found: list[FoundFile]) -> Iterator[Digests]:
+    """While open, a file read whole through text_tables.read_bytes is hashed from the bytes
+    read: a found file takes that digest (FoundFile.sha256), and so does any other file, for
+    Digests.of."""
+    digests = Digests()
+    by_path: dict[str, list[FoundFile]] = {}
+    for item in found:
+        by_path.setdefault(os.path.realpath(item.path), []).append(item)
+
+    def observe(path: Path, raw: bytes) -> None:
+        digest = digests.record(path, raw)
+        for item in by_path.get(os.path.realpath(path), ()):
+            item.take_digest(raw, digest)
+
+    with observing_reads(observe):
+        yield digests
+
+
 def sha256_of(path: Path, limit: int = HASH_BYTES) -> str:
     """sha256 of the file, or of its first `limit` bytes for a larger file."""
     digest = hashlib.sha256()
@@ -217,14 +276,15 @@ def _regular(path: Path, display: str, problems: list[tuple[str, str]],
 
 
 def find_artifacts(paths: list[Path], base: Path, display_of: dict[Path, str] | None = None,
-                   on_file=None, notes: list[tuple[str, str]] | None = None,
+                   on_file=None, notes: list[tuple[str, str]] | None = None, hash_now: bool = True,
                    ) -> tuple[list[FoundFile], list[tuple[str, str]], list[ScanSummary]]:
     """Scan files and folders for artifacts.
 
     Returns the files found (in a stable order), the problems met as (path, message) — a
     missing path, an unreadable file, a scan bound that was hit; never fatal — and one
     summary per given path. Things worth a look that are not problems (a symlink followed,
-    a link loop not entered) are appended to `notes`."""
+    a link loop not entered) are appended to `notes`. With hash_now off, each file is hashed
+    when its sha256 is first asked for (see hashing_reads), not here."""
     found: dict[Path, FoundFile] = {}
     problems: list[tuple[str, str]] = []
     summaries: list[ScanSummary] = []
@@ -272,8 +332,8 @@ def find_artifacts(paths: list[Path], base: Path, display_of: dict[Path, str] | 
                 on_file(display)
             try:
                 size = target.stat().st_size
-                found[resolved] = FoundFile(kind, target, display, size, sha256_of(target), by,
-                                            -1 if size <= HASH_BYTES else HASH_BYTES)
+                found[resolved] = FoundFile(kind, target, display, size, sha256_of(target) if hash_now else None,
+                                            by, -1 if size <= HASH_BYTES else HASH_BYTES)
             except OSError as exc:
                 problems.append((display, f"cannot read: {exc.strerror}"))
         if summary.bound:

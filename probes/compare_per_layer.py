@@ -4,6 +4,14 @@ the per-layer error-origin summary of FORMATS.md §13.
 Reads every known layout: vB (16 columns), the older wide23 and the v3.3 guess (`dtype`,
 upper-case metric names, `advice`). Knows the format and nothing about rules. Any bad input
 raises InputError naming the file, the line and what was expected.
+
+Columnar: a table is held as one array per column, its numbers parsed by pandas' C reader
+(each the value Python's float() gives its text), and the summary is computed over the
+arrays; a CompareRow object is made only for a row that is asked for (the origin, the worst
+row, a row a sensitivity op joins to), or for all of them by `CompareTable.rows`. The fast
+reading checks what it relies on (every row's field count, the psql row layout, plain
+numbers) and leaves anything else to the exact reading, the row-by-row one, which also
+words the error for a bad file.
 """
 
 from __future__ import annotations
@@ -13,8 +21,9 @@ import io
 import math
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import pairwise
 from pathlib import Path
 
@@ -32,7 +41,9 @@ class _LazyModule:
     def __getattr__(self, attr: str):
         import importlib
 
-        return getattr(importlib.import_module(self._name), attr)
+        value = getattr(importlib.import_module(self._name), attr)
+        setattr(self, attr, value)  # later look-ups are plain attribute reads
+        return value
 
 
 pd = _LazyModule("pandas")
@@ -96,8 +107,8 @@ _WIDE23_ONLY = {"mse", "kl", "sqnr", "rtol", "base_model_var", "analy_model_var"
                 "max_atol_diff"}
 _MISSING = ("", "None")
 _WHAT = "a UTF-8 text table (compare_per_layer_out.csv/.txt)"
-# Real tables have a row per layer output (tens of thousands at most, a few MB); 64 MiB
-# keeps the parsed rows of the largest accepted file under about 700 MB.
+# Real tables have a row per layer output (tens of thousands at most, a few MB). The
+# columnar table of the largest accepted file (about 350,000 csv rows) takes about 120 MB.
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 _HBIR_SUFFIX = re.compile(r"\[[^\[\]]+\]$")
 _IDENTITY = "torch.nn.modules.linear.Identity"  # analysis op of a fused-away bn / relu
@@ -136,13 +147,247 @@ class CompareRow:
 _ROW_FIELDS = tuple(f for f in CompareRow.__dataclass_fields__ if f not in ("index", "line"))
 
 
-@dataclass
+def _text_cell(value: object) -> str:
+    return str(value).strip()
+
+
+def _optional_cell(value: object) -> str | None:
+    text = str(value).strip()
+    return None if text in _MISSING else text
+
+
+def _shape_cell(value: object) -> str | None:
+    # The csv writer escapes the shape's commas as '*' (FORMATS.md §3).
+    text = _optional_cell(value)
+    return text.replace("*", ",") if text else text
+
+
+class _Cells:
+    """A text column as read (cells not stripped): an object array."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, i: int) -> str:
+        return self.values[i]
+
+    def __iter__(self):
+        return iter(self.values)
+
+    def distinct(self) -> set:
+        return set(self.values)
+
+    def stripped(self) -> list[str]:
+        return [str(cell).strip() for cell in self.values]
+
+    def find(self, text: str, stripped: list[str] | None = None) -> int | None:
+        """The first row whose cell, stripped, is `text` (`stripped`: the stripped cells, when
+        already made)."""
+        try:
+            return (stripped if stripped is not None else self.stripped()).index(text)
+        except ValueError:
+            return None
+
+    def isin(self, cells: list[str]):
+        """Per row: the cell is one of `cells` (as read)."""
+        if len(cells) <= 4:
+            return np.logical_or.reduce([self.values == cell for cell in cells])
+        return pd.Series(self.values).isin(cells).to_numpy()
+
+
+class _ByteCells(_Cells):
+    """A text column of an aligned psql table: each row's bytes between the column's two '|'
+    (a view into a block of the table's text columns), decoded when asked for."""
+
+    def __init__(self, block, start: int, stop: int):
+        self.block, self.start, self.stop = block, start, stop
+        self._column = None
+        self._printable: bool | None = None
+
+    def __len__(self) -> int:
+        return len(self.block)
+
+    def __getitem__(self, i: int) -> str:
+        return self.block[i, self.start:self.stop].tobytes().decode("utf-8")
+
+    def column(self):
+        """The cells as a fixed-width bytes array (no NUL byte can be in them)."""
+        if self._column is None:
+            width = self.stop - self.start
+            self._column = np.ascontiguousarray(self.block[:, self.start:self.stop]).view(f"S{width}").ravel()
+        return self._column
+
+    def __iter__(self):
+        return iter([cell.decode("utf-8") for cell in self.column().tolist()])
+
+    def distinct(self) -> set:
+        return {cell.decode("utf-8") for cell in np.unique(self.column()).tolist()}
+
+    def _spaces_only(self) -> bool:
+        """No byte but printable ASCII in the column: its only whitespace is ' '."""
+        if self._printable is None:
+            cells = self.block[:, self.start:self.stop]
+            self._printable = bool(((cells >= 32) & (cells < 127)).all())
+        return self._printable
+
+    def stripped(self) -> list[str]:
+        if self._spaces_only():  # str.strip() is then bytes.strip(b" ")
+            return [cell.strip(b" ").decode("ascii") for cell in self.column().tolist()]
+        return [cell.decode("utf-8").strip() for cell in self.column().tolist()]
+
+    def find(self, text: str, stripped: list[str] | None = None) -> int | None:
+        """_Cells.find without decoding every cell, when the column is printable ASCII: the
+        rows whose text between the padding spaces has the length of `text` are compared."""
+        if stripped is not None or not text or not self._spaces_only():
+            return super().find(text, stripped)
+        target = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        cells = self.block[:, self.start:self.stop]
+        width = cells.shape[1]
+        if len(target) > width:
+            return None
+        filled = cells != 32
+        first = np.argmax(filled, axis=1)
+        last = width - 1 - np.argmax(filled[:, ::-1], axis=1)
+        rows = np.flatnonzero(filled.any(axis=1) & (last - first + 1 == len(target)))
+        if not len(rows):
+            return None
+        match = (cells[rows[:, None], first[rows][:, None] + np.arange(len(target))] == target).all(axis=1)
+        found = np.flatnonzero(match)
+        return int(rows[found[0]]) if len(found) else None
+
+    def isin(self, cells: list[str]):
+        return np.isin(self.column(), [cell.encode("utf-8") for cell in cells])
+
+
+class _BlockReader:
+    """A file-like reading the bytes of a numpy array (pandas reads it chunk by chunk, so the
+    block is not copied whole)."""
+
+    def __init__(self, array):
+        self._view = memoryview(array).cast("B")
+        self._at = 0
+
+    def read(self, size: int = -1) -> bytes:
+        end = len(self._view) if size is None or size < 0 else min(self._at + size, len(self._view))
+        chunk = self._view[self._at:end].tobytes()
+        self._at = end
+        return chunk
+
+    def __iter__(self):
+        return iter(())
+
+
 class CompareTable:
-    display: str
-    layout: str                # "vB" | "wide23" | "v3.3"
-    columns: list[str]         # header names as in the file (no blank index column)
-    rows: list[CompareRow]
-    ragged_rows: int           # csv rows whose field count differs from the header
+    """A compare table held by column: `numbers(field)` gives a number column as (float64
+    values, missing mask) — missing is a blank or None cell, nan where missing — and the text
+    columns keep their cells as read (stripped when used). `row(i)` makes one CompareRow;
+    `rows` makes all of them, on first use only."""
+
+    def __init__(self, display: str, layout: str, columns: list[str], ragged_rows: int = 0,
+                 size: int = 0, text: dict | None = None, numbers: dict | None = None,
+                 lines: Sequence[int] = (), csv_shapes: bool = False):
+        self.display = display
+        self.layout = layout               # "vB" | "wide23" | "v3.3"
+        self.columns = columns             # header names as in the file (no blank index column)
+        self.ragged_rows = ragged_rows     # csv rows whose field count differs from the header
+        self._size = size
+        self._text = text or {}            # field -> _Cells, one per row, as read (absent field: None)
+        self._numbers = numbers or {}      # field -> (values, missing) (absent field: all None)
+        self._lines = lines                # 1-based file line of each row
+        self._csv_shapes = csv_shapes
+        self._distinct: dict[str, set] = {}
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __repr__(self) -> str:
+        return f"CompareTable({self.display!r}, {self.layout!r}, {len(self.columns)} columns, {self._size} rows)"
+
+    # --- columns -----------------------------------------------------------------------
+
+    def numbers(self, field: str):
+        """(values, missing) of a number column, or None when the table has no such column."""
+        return self._numbers.get(field)
+
+    def raw_text(self, field: str) -> _Cells | None:
+        """The cells of a text column as read (not stripped), or None when absent."""
+        return self._text.get(field)
+
+    @cached_property
+    def names(self) -> list[str]:
+        """mod_name of every row."""
+        return self._text["mod_name"].stripped() if self._size else []
+
+    def find_name(self, name: str) -> int | None:
+        """The first row whose mod_name is `name`."""
+        if not self._size:
+            return None
+        return self._text["mod_name"].find(name, self.__dict__.get("names"))
+
+    @cached_property
+    def has_metrics(self):
+        """Per row: Cosine or Atol present (CompareRow.has_metrics)."""
+        return ~(self._missing("cosine") & self._missing("atol"))
+
+    def distinct(self, field: str) -> set:
+        """The different cells of a text column, as read (not stripped)."""
+        found = self._distinct.get(field)
+        if found is None:
+            cells = self._text.get(field)
+            found = self._distinct[field] = cells.distinct() if cells is not None else set()
+        return found
+
+    def _missing(self, field: str):
+        column = self._numbers.get(field)
+        return column[1] if column is not None else np.ones(self._size, dtype=bool)
+
+    def line(self, i: int) -> int:
+        return int(self._lines[i])
+
+    # --- rows --------------------------------------------------------------------------
+
+    def _cell(self, field: str, i: int):
+        if field in self._numbers:
+            values, missing = self._numbers[field]
+            return None if missing[i] else float(values[i])
+        raw = self._text.get(field)
+        if field in _TEXT_FIELDS:
+            return _text_cell(raw[i])
+        if raw is None:
+            return None
+        return (_shape_cell if field == "shape" and self._csv_shapes else _optional_cell)(raw[i])
+
+    def row(self, i: int) -> CompareRow:
+        if not 0 <= i < self._size:
+            raise IndexError(i)
+        return CompareRow(i, self.line(i), *(self._cell(f, i) for f in _ROW_FIELDS))
+
+    @cached_property
+    def rows(self) -> list[CompareRow]:
+        n = self._size
+        if not n:
+            return []
+        cells = []
+        for field in _ROW_FIELDS:
+            if field in self._numbers:
+                values, missing = self._numbers[field]
+                column = values.tolist()
+                for i in np.flatnonzero(missing).tolist():
+                    column[i] = None
+            elif field in _TEXT_FIELDS:
+                column = [_text_cell(v) for v in self._text[field]]
+            elif self._text.get(field) is None:
+                column = [None] * n
+            else:
+                convert = _shape_cell if field == "shape" and self._csv_shapes else _optional_cell
+                column = [convert(v) for v in self._text[field]]
+            cells.append(column)
+        lines = [int(v) for v in self._lines]
+        # Positional construction in declaration order: much faster than keywords.
+        return [CompareRow(*row) for row in zip(range(n), lines, *cells)]
 
 
 @dataclass(frozen=True)
@@ -167,23 +412,56 @@ class CompareSummary:
     function_call_rows: list[str]
 
 
+class _NotVouched(Exception):
+    """The fast reading cannot vouch for this file: read it the exact way."""
+
+
 # --- reading ---------------------------------------------------------------------------
 
 def read_compare_per_layer(path: Path, display: str | None = None) -> CompareTable:
     """Read compare_per_layer_out.csv (by suffix) or the psql .txt (anything else)."""
     path = Path(path)
     display = display or path.name
-    text = _read_text(path, display)
+    raw = _checked_bytes(read_bytes(path, display, _WHAT, MAX_TEXT_BYTES), display)
     if path.suffix.lower() == ".csv":
-        return _read_csv(text, display)
-    return _read_psql(text, display)
+        return _read_csv(raw, display)
+    return _read_psql(raw, display)
 
 
-def _read_text(path: Path, display: str) -> str:
-    text = decode_text(read_bytes(path, display, _WHAT, MAX_TEXT_BYTES), display, _WHAT)
-    # Unlike text_tables.split_lines, a lone '\r' ends a line too (old Mac line ends),
-    # as this reader has always accepted.
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+_BOM = b"\xef\xbb\xbf"
+# str.strip()'s whitespace among ASCII characters
+_ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+
+
+def _checked_bytes(raw: bytes, display: str) -> bytes:
+    """The file's bytes once they are known to be UTF-8 text without NUL bytes (decode_text's
+    errors otherwise), without a leading BOM, every line ending a plain '\\n' (a lone '\\r'
+    ends a line too, as this reader has always accepted). A pure-ASCII file is not decoded."""
+    if raw.find(b"\x00") >= 0 or not raw.isascii():
+        decode_text(raw, display, _WHAT)  # raises for NUL and non-UTF-8 bytes; the text is not kept
+    if raw.startswith(_BOM):
+        raw = raw[len(_BOM):]
+    if b"\r" in raw:
+        raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return raw
+
+
+def _blank(line: bytes) -> bool:
+    """A line of nothing but whitespace (str.strip()'s whitespace, Unicode included)."""
+    rest = line.strip(_ASCII_SPACE)
+    return not rest or (not rest.isascii() and not rest.decode("utf-8").strip())
+
+
+def _content_end(raw: bytes) -> int:
+    """Where the text ends once the trailing blank lines are dropped (files may or may not end
+    with a newline); 0 for a file of blank lines."""
+    end = len(raw)
+    while end > 0:
+        nl = raw.rfind(b"\n", 0, end)
+        if not _blank(raw[nl + 1:end]):
+            return end
+        end = max(nl, 0)
+    return 0
 
 
 def _split_lines(text: str) -> list[str]:
@@ -218,30 +496,130 @@ def _field_positions(columns: list[str], display: str, line: int) -> dict[str, i
     return positions
 
 
+def _float_options() -> dict:
+    """pandas before 3.1 reads floats exactly only with float_precision="round_trip" (Python's
+    own strtod); from 3.1 every mode is fast_float (exact) and the keyword is deprecated."""
+    match = re.match(r"(\d+)\.(\d+)", pd.__version__)
+    version = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+    return {} if version >= (3, 1) else {"float_precision": "round_trip"}
+
+
+# The cells a csv number column reads as nan (na_values): blank and None (missing), and
+# "nan" as Python writes it, which pandas' C reader refuses (pandas 3.1) or reads like a
+# blank cell (pandas 2): a cell read as nan is told missing or not from its text. pandas
+# reads "inf" itself; it also takes any cell whose number is an NA value's as NA, so "inf"
+# is no NA value in a csv ("1e400" would be read as NA). In a psql table, where a cell's
+# text is at hand (its bytes), the padded non-finite words are NA values too (_padded_na).
+_NA_CELLS = list(_MISSING + ("nan",))
+_NON_FINITE = ("nan", "inf", "-inf")
+
+
+def _frame(raw: bytes, skip: int, rows: int, sep: str, ncols: int, dtypes: dict, usecols=None):
+    """pandas' C reader on `rows` lines of raw after the first `skip`: text columns (dtypes
+    object) as read, number columns (float64) exactly, a _NA_CELLS cell as nan."""
+    numbers = [k for k, t in dtypes.items() if t == "float64"]
+    return pd.read_csv(
+        io.BytesIO(raw), sep=sep, header=None, skiprows=skip, nrows=rows, names=list(range(ncols)),
+        usecols=usecols, dtype={k: (np.float64 if t == "float64" else object) for k, t in dtypes.items()},
+        na_values={k: _NA_CELLS for k in numbers}, keep_default_na=False, skipinitialspace=True,
+        quoting=csv.QUOTE_NONE, skip_blank_lines=False, engine="c", encoding="utf-8", **_float_options())
+
+
+_CHUNK = 1 << 18
+
+
+def _chunks(a, size: int = _CHUNK):
+    """(offset, a[offset:offset + size + 2]) over uint8 array a: the chunks overlap by two
+    bytes, for a three-byte pattern across a chunk boundary."""
+    for start in range(0, len(a), size):
+        yield start, a[start:start + size + 2]
+
+
+def _scan_csv(a) -> tuple[int, int, list[int]]:
+    """In one pass over the data lines (uint8): the newlines, the commas, and the offsets
+    where "nan" starts, in any letter case."""
+    newlines = commas = 0
+    hits: list[int] = []
+    for start, chunk in _chunks(a):
+        body = chunk[:_CHUNK]
+        newlines += int(np.count_nonzero(body == 10))
+        commas += int(np.count_nonzero(body == 44))
+        lower = chunk | 32
+        n = lower == 110
+        word = n[:-2] & n[2:]
+        word &= lower[1:-1] == 97
+        if word.any():
+            hits.extend((np.flatnonzero(word) + start).tolist())
+    return newlines, commas, hits
+
+
+def _line_starts(a) -> "np.ndarray":
+    """Offsets in a (uint8, the text of some lines) where each line starts."""
+    parts = [np.zeros(1, dtype=np.int64)]
+    for start, chunk in _chunks(a):
+        parts.append(np.flatnonzero(chunk[:_CHUNK] == 10) + (start + 1))
+    return np.concatenate(parts)
+
+
+def _spoken_nan_rows(raw: bytes, start: int, body, hits: list[int], numbers: dict) -> list[tuple[int, str]]:
+    """(row, line text) of the data lines holding "nan" (hits: offsets in body) where a number
+    cell read as nan: the cells to tell missing or not."""
+    if not hits or not numbers:
+        return []
+    starts = _line_starts(body)
+    rows = np.unique(np.searchsorted(starts, hits, side="right") - 1)
+    nan = np.logical_or.reduce([missing[rows] for _, missing in numbers.values()])
+    found = []
+    for k in rows[nan].tolist():
+        stop = int(starts[k + 1]) - 1 if k + 1 < len(starts) else len(body)
+        found.append((k, raw[start + int(starts[k]):start + stop].decode("utf-8")))
+    return found
+
+
 # --- csv -------------------------------------------------------------------------------
 
-def _read_csv(text: str, display: str) -> CompareTable:
-    lines = _split_lines(text)
-    if not lines:
+def _read_csv(raw: bytes, display: str) -> CompareTable:
+    end = _content_end(raw)
+    if not end:
         # The writer creates an empty file when no rows matched (FORMATS.md §3).
-        return CompareTable(display, "vB", [], [], 0)
-    check_table_width(lines[0].count(",") + 1, display, 1, "the header")
-    columns = [c.strip() for c in lines[0].split(",")]
+        return CompareTable(display, "vB", [])
+    nl = raw.find(b"\n", 0, end)
+    header_end = end if nl < 0 else nl
+    header = raw[:header_end].decode("utf-8")
+    check_table_width(header.count(",") + 1, display, 1, "the header")
+    columns = [c.strip() for c in header.split(",")]
     positions = _field_positions(columns, display, line=1)
     width = len(columns)
     allowed = _allowed_field_counts(columns)
-    counts = [ln.count(",") + 1 for ln in lines[1:]]
-    for i, count in enumerate(counts):
-        if count not in allowed:
-            raise InputError(display, _field_count_message(columns, allowed, count, lines[i + 1]),
-                             line=i + 2)
     if width + 2 in allowed:
         positions = _with_trailing_same_in(positions, width)
-    cells = _csv_cells(lines[1:], max(allowed), display)
-    line_numbers = list(range(2, len(lines) + 1))
-    rows = _build_rows(cells, positions, columns, line_numbers, display, csv_shapes=True)
-    ragged = sum(1 for c in counts if c != width)
-    return CompareTable(display, _layout(columns), columns, rows, ragged)
+    layout = _layout(columns)
+    start = header_end + 1
+    if start >= end:
+        return CompareTable(display, layout, columns)
+    body = np.frombuffer(raw, dtype=np.uint8, count=end - start, offset=start)
+    newlines, commas, hits = _scan_csv(body)
+    rows = newlines + 1
+    lines = range(2, rows + 2)
+    first = raw.find(b"\n", start, end)
+    first_fields = raw.count(b",", start, end if first < 0 else first) + 1
+    # Every row has the header's width when the commas add up and no row has more fields
+    # than that: the first row is counted here, pandas refuses any later one (it does so
+    # only when it reads every column).
+    every_column = set(range(width)) <= set(positions.values())
+    counts = None
+    if not (every_column and first_fields == width and commas == (width - 1) * rows):
+        counts = _field_counts(raw, start, end, body, columns, allowed, display)
+    try:
+        # (pandas refuses more names than fields when it reads only some columns)
+        text, numbers = _csv_fast(raw, start, body, hits, rows, width if counts is None else int(counts.max()),
+                                  positions)
+    except _NotVouched:
+        if counts is None:
+            counts = _field_counts(raw, start, end, body, columns, allowed, display)
+        text, numbers = _csv_exact(raw, start, end, rows, max(allowed), positions, columns, lines, display)
+    ragged = 0 if counts is None else int(np.count_nonzero(counts != width))
+    return CompareTable(display, layout, columns, ragged, rows, text, numbers, lines, csv_shapes=True)
 
 
 def _allowed_field_counts(columns: list[str]) -> set[int]:
@@ -267,52 +645,286 @@ def _field_count_message(columns: list[str], allowed: set[int], count: int, line
     return f"expected {expected}, got {what} (truncated or ragged row)"
 
 
+def _field_counts(raw: bytes, start: int, end: int, body, columns: list[str], allowed: set[int],
+                  display: str):
+    """Comma-separated fields of every data line; InputError for the first line whose count
+    is not allowed."""
+    newlines, before = [], []   # per '\n': its offset, the commas before it
+    seen = 0
+    for offset, chunk in _chunks(body):
+        part = chunk[:1 << 18]
+        at = np.flatnonzero(part == 10)
+        commas = np.flatnonzero(part == 44)
+        newlines.append(at + offset)
+        before.append(np.searchsorted(commas, at) + seen)
+        seen += len(commas)
+    ends = np.concatenate(before + [np.array([seen])])   # commas before each line's end
+    counts = np.diff(ends, prepend=0) + 1
+    bad = np.flatnonzero(~np.isin(counts, sorted(allowed)))
+    if len(bad):
+        i = int(bad[0])
+        breaks = np.concatenate(newlines)
+        first = int(breaks[i - 1]) + 1 if i else 0
+        last = int(breaks[i]) if i < len(breaks) else len(body)
+        line = raw[start + first:start + last].decode("utf-8")
+        raise InputError(display, _field_count_message(columns, allowed, int(counts[i]), line),
+                         line=i + 2)
+    return counts
+
+
 def _with_trailing_same_in(positions: dict[str, int], width: int) -> dict[str, int]:
     # Extra trailing fields of an hbir row belong to the two same_in_* keys.
     return {**positions, _SAME_IN[0]: width, _SAME_IN[1]: width + 1}
 
 
-def _csv_cells(body: list[str], width: int, display: str) -> pd.DataFrame:
-    if not body:
-        return pd.DataFrame({i: pd.Series([], dtype=object) for i in range(width)})
+def _dtypes(positions: dict[str, int], ncols: int, offset: int = 0) -> dict[int, str]:
+    dtypes: dict[int, str] = {}
+    for field, pos in positions.items():
+        if pos < ncols:
+            dtypes[pos + offset] = "float64" if field in _NUMBER_FIELDS else "object"
+    return dtypes
+
+
+def _columns_of(frame, positions: dict[str, int], ncols: int, offset: int = 0):
+    """(text, numbers) column dicts of the mapped fields."""
+    text, numbers = {}, {}
+    for field, pos in positions.items():
+        if pos >= ncols:
+            continue  # same_in_* of a table without them: every cell None
+        column = frame[pos + offset]
+        if field in _NUMBER_FIELDS:
+            values = column.to_numpy(dtype=np.float64)
+            numbers[field] = (values, np.isnan(values))
+        else:
+            text[field] = _Cells(column.to_numpy(dtype=object))
+    return text, numbers
+
+
+def _csv_fast(raw: bytes, start: int, body, hits: list[int], rows: int, ncols: int,
+              positions: dict[str, int]):
+    dtypes = _dtypes(positions, ncols)
+    usecols = None if len(dtypes) == ncols else sorted(dtypes)
+    try:
+        frame = _frame(raw, 1, rows, ",", ncols, dtypes, usecols)
+    except (ValueError, TypeError, OverflowError):
+        raise _NotVouched from None
+    if len(frame) != rows:
+        raise _NotVouched
+    text, numbers = _columns_of(frame, positions, ncols)
+    for k, line in _spoken_nan_rows(raw, start, body, hits, numbers):
+        _unmiss(line.split(","), k, positions, numbers)
+    return text, numbers
+
+
+def _unmiss(cells: list[str], k: int, positions: dict[str, int], numbers: dict, offset: int = 0) -> None:
+    """Row k's number cells that hold a number's text (nan) rather than a blank or None."""
+    for field, (values, missing) in list(numbers.items()):
+        pos = positions[field] + offset
+        if missing[k] and pos < len(cells) and cells[pos].strip() not in _MISSING:
+            try:
+                value = float(cells[pos].strip())
+            except ValueError:
+                raise _NotVouched from None
+            if not values.flags.writeable:  # a view of pandas' block (copy-on-write)
+                values = values.copy()
+                numbers[field] = (values, missing)
+            values[k] = value
+            missing[k] = False
+
+
+def _csv_exact(raw: bytes, start: int, end: int, rows: int, ncols: int, positions: dict[str, int],
+               columns: list[str], lines: Sequence[int], display: str):
+    """Every cell as text, each number column then read the way Python reads a number."""
     try:
         frame = pd.read_csv(
-            io.StringIO("\n".join(body)), header=None, names=list(range(width)), dtype=str,
-            na_filter=False, keep_default_na=False, skipinitialspace=True,
+            io.BytesIO(raw[start:end]), header=None, names=list(range(ncols)), dtype=object,
+            na_filter=False, keep_default_na=False, skipinitialspace=True, encoding="utf-8",
             quoting=csv.QUOTE_NONE, skip_blank_lines=False, engine="c", low_memory=False)
     except (ValueError, pd.errors.ParserError) as exc:
         raise InputError(display, f"expected comma-separated rows ({exc})") from None
-    if len(frame) != len(body):
-        raise InputError(display, f"expected {len(body)} data rows, the csv parser found "
+    if len(frame) != rows:
+        raise InputError(display, f"expected {rows} data rows, the csv parser found "
                                   f"{len(frame)}")
-    return frame
+    return _exact_columns({k: frame[k].to_numpy(dtype=object) for k in frame.columns},
+                          positions, ncols, columns, lines, display)
+
+
+def _exact_columns(cells: dict, positions: dict[str, int], ncols: int, columns: list[str],
+                   lines: Sequence[int], display: str):
+    """(text, numbers) from every cell as text; the first cell that is no number, in the
+    order of _NUMBER_FIELDS and then of the rows, raises."""
+    text, numbers = {}, {}
+    for field in _TEXT_FIELDS + _OPTIONAL_TEXT_FIELDS:
+        if field in positions and positions[field] < ncols:
+            text[field] = _Cells(cells[positions[field]])
+    for field in _NUMBER_FIELDS:
+        if field in positions and positions[field] < ncols:
+            pos = positions[field]
+            name = columns[pos] if pos < len(columns) else field
+            numbers[field] = _number_column(cells[pos], name, lines, display)
+    return text, numbers
 
 
 # --- psql txt ----------------------------------------------------------------------------
 
-def _read_psql(text: str, display: str) -> CompareTable:
-    lines = _split_lines(text)
-    first = skip_blank(lines, 0)
-    if first == len(lines):
+def _head_lines(raw: bytes, end: int) -> tuple[list[str], int]:
+    """The lines up to the table's header rule (the first non-blank line and two more), and
+    the offset of the line after them."""
+    head: list[str] = []
+    first = None
+    pos = 0
+    while pos < end and (first is None or len(head) < first + 3):
+        nl = raw.find(b"\n", pos, end)
+        stop = end if nl < 0 else nl
+        head.append(raw[pos:stop].decode("utf-8"))
+        if first is None and head[-1].strip():
+            first = len(head) - 1
+        pos = stop + 1
+    return head, min(pos, end)
+
+
+def _read_psql(raw: bytes, display: str) -> CompareTable:
+    end = _content_end(raw)
+    head, body = _head_lines(raw, end)
+    first = skip_blank(head, 0)
+    if first == len(head):
         raise InputError(display, "empty file; expected a psql table (compare_per_layer_out.txt)"
                                   " starting with a '+----+----+' border")
-    if not is_psql_start(lines, first):
+    if not is_psql_start(head, first):
         raise InputError(display, "expected a psql table border like '+----+----+' "
                                   "(compare_per_layer_out.txt)", line=first + 1)
-    border = lines[first].rstrip()
+    border = head[first].rstrip()
     check_table_width(border.count("+") - 1, display, first + 1)
     bounds = [i for i, ch in enumerate(border) if ch == "+"]
-    header = _psql_header(lines, first + 1, bounds, display)
+    header = _psql_header(head, first + 1, bounds, display)
     has_index = header[0] == ""
     columns = header[1:] if has_index else header
     positions = _field_positions(columns, display, line=first + 2)
-    _expect_header_rule(lines, first + 2, border, display)
-    data, line_numbers = _psql_rows(lines, first + 3, border, bounds, has_index, display)
-    start = 1 if has_index else 0
-    frame = pd.DataFrame({i: pd.Series([r[start + i] for r in data], dtype=object)
-                          for i in range(len(columns))})
-    rows = _build_rows(frame, positions, columns, line_numbers, display, csv_shapes=False)
-    return CompareTable(display, _layout(columns), columns, rows, 0)
+    _expect_header_rule(head, first + 2, border, display)
+    layout = _layout(columns)
+    try:
+        rows, text, numbers = _psql_fast(raw, body, end, first, border, bounds, has_index, positions,
+                                         len(columns))
+        lines: Sequence[int] = range(first + 4, first + 4 + rows)
+    except _NotVouched:
+        lines = _split_lines(raw[:end].decode("utf-8"))
+        data, lines = _psql_rows(lines, first + 3, border, bounds, has_index, display)
+        rows = len(data)
+        skip = 1 if has_index else 0
+        cells = {pos: np.array([r[skip + pos] for r in data], dtype=object)
+                 for pos in range(len(columns))}
+        text, numbers = _exact_columns(cells, positions, len(columns), columns, lines, display)
+    return CompareTable(display, layout, columns, 0, rows, text, numbers, lines)
+
+
+def _border_line(raw: bytes, border: bytes, start: int, end: int) -> tuple[int, int]:
+    """(start, end) of the first line from `start` that is the table border, or _NotVouched."""
+    pos = start
+    while True:
+        at = raw.find(border, pos, end)
+        if at < 0:
+            raise _NotVouched
+        if at == start or raw[at - 1] == 10:
+            nl = raw.find(b"\n", at, end)
+            stop = end if nl < 0 else nl
+            if not _blank(raw[at + len(border):stop]):
+                raise _NotVouched  # a row that starts like the border: the exact reading says what it is
+            return at, stop
+        pos = at + 1
+
+
+def _psql_fast(raw: bytes, start: int, end: int, first: int, border: str, bounds: list[int],
+               has_index: bool, positions: dict[str, int], ncolumns: int):
+    """The rows of a psql table in the aligned layout tabulate writes: every line as long as
+    the border, a '|' under each '+' and nowhere else, a row number in the index column.
+    Each cell then lies between two known '|', so pandas reads the lines as '|'-separated
+    fields (a blank cell is its column's width of spaces)."""
+    width = bounds[-1] + 1
+    stride = width + 1
+    at, stop = _border_line(raw, border.encode(), start, end)
+    if stop < end or (at - start) % stride:
+        raise _NotVouched
+    rows = (at - start) // stride
+    offset = 2 if has_index else 1  # data column c is field c + offset
+    if not rows:
+        return 0, {f: _Cells(np.empty(0, dtype=object)) for f in positions if f not in _NUMBER_FIELDS}, \
+            {f: (np.empty(0), np.empty(0, dtype=bool)) for f in positions if f in _NUMBER_FIELDS}
+    grid = np.frombuffer(raw, dtype=np.uint8, count=rows * stride, offset=start).reshape(rows, stride)
+    pipes = len(bounds)
+    for r in range(0, rows, 8192):
+        block = grid[r:r + 8192]
+        if not ((block[:, -1] == 10).all() and (block[:, bounds] == 124).all()
+                and np.count_nonzero(block == 124) == len(block) * pipes):
+            raise _NotVouched
+    if has_index:
+        cell = grid[:, 1:bounds[1]]
+        digit = (cell >= 48) & (cell <= 57)
+        runs = digit[:, 0].astype(np.int64) + np.count_nonzero(digit[:, 1:] & ~digit[:, :-1], axis=1)
+        if not ((digit | (cell == 32)).all() and (runs == 1).all()):
+            raise _NotVouched  # a continuation line or an odd row number
+    span = {f: (bounds[positions[f] + offset - 1] + 1, bounds[positions[f] + offset])
+            for f in positions if positions[f] < ncolumns}
+    numbers = _psql_numbers(grid, bounds, span, [f for f in span if f in _NUMBER_FIELDS])
+    texts = [f for f in span if f not in _NUMBER_FIELDS]
+    # the text columns: one block of the bytes from the first to the last of them
+    low, high = min(span[f][0] for f in texts), max(span[f][1] for f in texts)
+    block = np.array(grid[:, low:high])  # a copy: the table does not keep the file's bytes
+    return rows, {f: _ByteCells(block, span[f][0] - low, span[f][1] - low) for f in texts}, numbers
+
+
+def _padded_na(width: int) -> list[str]:
+    """_NA_CELLS as a psql cell of `width` holds them: right-aligned (numbers) or left-aligned
+    (a column tabulate took for text), one space either side; a blank cell is all spaces.
+    ("None" is left to the exact reading: tabulate writes a None cell blank.)"""
+    cells = ["", " " * width]
+    for word in _NON_FINITE:
+        if len(word) + 2 <= width:
+            cells += [" " + word.rjust(width - 2) + " ", " " + word.ljust(width - 2) + " "]
+    return cells
+
+
+def _psql_numbers(grid, bounds: list[int], span: dict[str, tuple[int, int]], fields: list[str]) -> dict:
+    """The number columns of an aligned psql table: the block of bytes from the first to the
+    last of them, the '|' after the last one made the line end, read by pandas (a blank
+    cell is its column's width of spaces)."""
+    if not fields:
+        return {}
+    order = sorted(fields, key=lambda f: span[f][0])
+    low, high = span[order[0]][0], span[order[-1]][1]
+    block = np.array(grid[:, low:high + 1])  # a copy (raw is read-only)
+    block[:, -1] = 10
+    cuts = [b for b in bounds if low - 1 <= b <= high]  # the '|' around and between the cells
+    field_of = {k: f for k, (a, b) in enumerate(zip(cuts, cuts[1:])) for f in fields if span[f] == (a + 1, b)}
+    try:
+        frame = pd.read_csv(
+            _BlockReader(block), sep="|", header=None, names=list(range(len(cuts) - 1)), usecols=sorted(field_of),
+            dtype={k: np.float64 for k in field_of},
+            na_values={k: _padded_na(span[f][1] - span[f][0]) for k, f in field_of.items()},
+            keep_default_na=False, quoting=csv.QUOTE_NONE, skip_blank_lines=False, engine="c",
+            encoding="utf-8", **_float_options())
+    except (ValueError, TypeError, OverflowError):
+        raise _NotVouched from None
+    if len(frame) != len(grid):
+        raise _NotVouched
+    numbers = {}
+    for k, field in field_of.items():
+        values = frame[k].to_numpy(dtype=np.float64)
+        missing = np.isnan(values)
+        if missing.any():
+            # a cell read as nan is missing when it is blank, else it is nan / inf
+            a, b = span[field]
+            nan = np.flatnonzero(missing)
+            spoken = nan[~(grid[nan, a:b] == 32).all(axis=1)]
+            if len(spoken):
+                values = values.copy()
+                for i in spoken.tolist():
+                    try:
+                        values[i] = float(grid[i, a:b].tobytes().decode("utf-8").strip())
+                    except ValueError:
+                        raise _NotVouched from None
+                missing[spoken] = False
+        numbers[field] = (values, missing)
+    return numbers
 
 
 def _cell_splitter(bounds: list[int]) -> Callable[[str], list[str] | None]:
@@ -391,55 +1003,22 @@ def _expect_nothing_after(lines: list[str], at: int, display: str) -> None:
                              line=i + 1)
 
 
-# --- cells -> rows ---------------------------------------------------------------------
+# --- cells -> numbers ------------------------------------------------------------------
 
-def _build_rows(frame: pd.DataFrame, positions: dict[str, int], columns: list[str],
-                line_numbers: list[int], display: str, csv_shapes: bool) -> list[CompareRow]:
-    n = len(line_numbers)
-    values: dict[str, list] = {}
-    for field in _TEXT_FIELDS:
-        values[field] = _text_column(frame[positions[field]])
-    for field in _OPTIONAL_TEXT_FIELDS:
-        values[field] = _optional_text_column(frame[positions[field]]) if field in positions \
-            else [None] * n
-    if csv_shapes:
-        # The csv writer escapes the shape's commas as '*' (FORMATS.md §3).
-        values["shape"] = [s.replace("*", ",") if s else s for s in values["shape"]]
-    for field in _NUMBER_FIELDS:
-        if field not in positions:
-            values[field] = [None] * n
-            continue
-        pos = positions[field]
-        name = columns[pos] if pos < len(columns) else field
-        values[field] = _number_column(frame[pos], name, line_numbers, display)
-    # Positional construction in declaration order: much faster than keywords for 20k rows.
-    ordered = [values[f] for f in _ROW_FIELDS]
-    return [CompareRow(*cells) for cells in zip(range(n), line_numbers, *ordered)]
-
-
-def _text_column(series: pd.Series) -> list[str]:
-    return [str(v).strip() for v in series.tolist()]
-
-
-def _optional_text_column(series: pd.Series) -> list[str | None]:
-    out: list[str | None] = []
-    for value in series.tolist():
-        text = str(value).strip()
-        out.append(None if text in _MISSING else text)
-    return out
-
-
-def _number_column(series: pd.Series, name: str, line_numbers: list[int],
-                   display: str) -> list[float | None]:
-    missing = series.isin(_MISSING).to_numpy()
-    numbers = _exact_floats(series.where(~missing, "nan").to_numpy(dtype=object))
-    out: list[float | None] = numbers.tolist()
+def _number_column(cells, name: str, line_numbers: Sequence[int], display: str):
+    """(values, missing) of text cells: blank / None cells are missing, the others read by
+    Python's float(); InputError for the first cell that is no number."""
+    cells = np.asarray(cells, dtype=object)
+    missing = np.isin(cells, _MISSING) if len(cells) else np.zeros(0, dtype=bool)
+    numbers = _exact_floats(np.where(missing, "nan", cells).astype(object))
     # Only the cells the vectorised parse could not read are looked at one by one.
     for i in (np.isnan(numbers) & ~missing).nonzero()[0].tolist():
-        out[i] = _number_cell(str(series.iat[i]), name, line_numbers[i], display)
-    for i in missing.nonzero()[0].tolist():
-        out[i] = None
-    return out
+        value = _number_cell(str(cells[i]), name, line_numbers[i], display)
+        if value is None:
+            missing[i] = True
+        else:
+            numbers[i] = value
+    return numbers, missing
 
 
 def _exact_floats(cells):
@@ -471,21 +1050,132 @@ def _number_cell(text: str, name: str, line: int, display: str) -> float | None:
 
 # --- summary ---------------------------------------------------------------------------
 
+def _metric_columns(table: CompareTable, index):
+    """(values, missing) of Cosine, Atol and max_qscale_diff at the given rows."""
+    out = []
+    for field in ("cosine", "atol", "max_qscale_diff"):
+        column = table.numbers(field)
+        if column is None:
+            out.append((np.full(len(index), np.nan), np.ones(len(index), dtype=bool)))
+        else:
+            out.append((column[0][index], column[1][index]))
+    return out
+
+
 def summarize(table: CompareTable) -> CompareSummary:
-    metric = [r for r in table.rows if r.has_metrics]
-    origin = _find_origin(table.rows, metric)
-    pattern, gradual_start = _pattern(metric, origin)
+    """The summary of FORMATS.md §13, computed over the columns; the rows it names are the
+    only CompareRow objects it makes."""
+    if not len(table):
+        return CompareSummary(0, 0, _analysis_type(table), None,
+                              "no_metrics", None, None, None, [])
+    metric = np.flatnonzero(table.has_metrics)
+    (c, cm), (a, am), (q, qm) = _metric_columns(table, metric)
+    with np.errstate(invalid="ignore", over="ignore"):
+        c_finite = ~cm & np.isfinite(c)
+        below = ~cm & ~(c_finite & (c >= COSINE_HEALTHY))                     # _cosine_below
+        atol_broken = ~am & ~np.isfinite(a)
+        q_finite = ~qm & np.isfinite(q)
+        q_step = q_finite & (q <= QSCALE_DIFF_SURGE)
+        healthy = ~below & ~atol_broken & (qm | q_step)                         # is_healthy
+        origin = _origin(table, metric, c, cm, c_finite, a, am, atol_broken, q, qm, q_step,
+                         below, healthy)
+        pattern, gradual_start = _pattern(table, metric, c, cm, c_finite, healthy, origin)
+    scored = np.flatnonzero(~cm)
+    worst = None
+    if len(scored):
+        # nan Cosine ranks as the worst (the first of equal keys wins).
+        keys = np.where(np.isnan(c[scored]), -np.inf, c[scored])
+        worst = table.row(int(metric[scored[int(np.argmin(keys))]]))
+    first_below = np.flatnonzero(below)
     return CompareSummary(
-        rows=len(table.rows),
+        rows=len(table),
         metric_rows=len(metric),
         analysis_type=_analysis_type(table),
         origin=origin,
         pattern=pattern,
         gradual_start=gradual_start,
-        worst=_worst(metric),
-        first_cosine_below=next((r for r in metric if _cosine_below(r.cosine)), None),
-        function_call_rows=[r.mod_name for r in table.rows if is_function_op(r.base_op_type)],
+        worst=worst,
+        first_cosine_below=table.row(int(metric[first_below[0]])) if len(first_below) else None,
+        function_call_rows=_function_call_rows(table),
     )
+
+
+def _origin(table: CompareTable, metric, c, cm, c_finite, a, am, atol_broken, q, qm, q_step,
+            below, healthy) -> Origin | None:
+    """First metric row that breaks suddenly while the metric row before it is healthy.
+
+    Only the previous metric row has to be healthy (not every earlier one), so a real break
+    after a mildly degraded side branch that recovered is still found; rows that merely stay
+    degraded after a break never qualify because their upstream is not healthy.
+
+    Vectorised: the largest Atol / max_qscale_diff of the healthy rows before each row is a
+    running maximum; each row's triggers are then computed against its upstream row."""
+    n = len(metric)
+    if not n:
+        return None
+    zero = np.zeros(1)
+    max_atol = np.maximum.accumulate(np.concatenate([zero, np.where(healthy & ~am, a, 0.0)]))[:-1]
+    max_mqd = np.maximum.accumulate(np.concatenate([zero, np.where(healthy & ~qm, q, 0.0)]))[:-1]
+    up_c = np.concatenate([zero, c[:-1]])
+    up_finite = np.concatenate([[False], c_finite[:-1]])
+    reference = np.where(up_finite, up_c, 1.0)
+    cosine_drop = ~cm & (~np.isfinite(c) | ((c < COSINE_HEALTHY) & (reference - c >= COSINE_DROP)))
+    atol_surge = atol_broken | (~am & ~q_step & (max_atol > 0) & (a >= ATOL_SURGE_FACTOR * max_atol))
+    qscale_jump = ~qm & (~np.isfinite(q) | (q > np.maximum(QSCALE_DIFF_SURGE,
+                                                          QSCALE_DIFF_JUMP_FACTOR * max_mqd)))
+    fires = np.concatenate([[True], healthy[:-1]]) & (cosine_drop | atol_surge | qscale_jump)
+    # Nothing upstream of the first metric row but the (identical) model input: any break
+    # there is the origin.
+    fires[0] = not healthy[0]
+    found = np.flatnonzero(fires)
+    if not len(found):
+        return None
+    k = int(found[0])
+    if k == 0:
+        trigger = "cosine_drop" if below[0] else "atol_surge" if atol_broken[0] else "qscale_diff"
+    else:
+        trigger = "cosine_drop" if cosine_drop[k] else "atol_surge" if atol_surge[k] else "qscale_diff"
+    row = table.row(int(metric[k]))
+    upstream = table.row(int(metric[k - 1])) if k else None
+    return Origin(row, upstream, _fused_group(table, row), trigger, _reading(row))
+
+
+def _fused_group(table: CompareTable, row: CompareRow) -> tuple[str, ...]:
+    """The cleared-metric rows directly before `row` (its fused prefix), plus `row`."""
+    names = [row.mod_name]
+    has_metrics = table.has_metrics
+    cells = table.raw_text("mod_name")
+    k = row.index - 1
+    while k >= 0 and len(names) < FUSED_GROUP_MAX and not has_metrics[k]:
+        names.insert(0, _text_cell(cells[k]))
+        k -= 1
+    return tuple(names)
+
+
+def _pattern(table: CompareTable, metric, c, cm, c_finite, healthy,
+             origin: Origin | None) -> tuple[str, CompareRow | None]:
+    if not len(metric):
+        return "no_metrics", None
+    if origin is not None:
+        return "single_drop", None
+    bad = np.flatnonzero(~healthy)
+    if not len(bad):
+        return "healthy", None
+    # Degraded without a sudden step: walk back over the run of falling Cosine (_falls).
+    first_bad = int(bad[0])
+    falls = np.concatenate([[False], c_finite[:-1] & ~cm[1:] & (~np.isfinite(c[1:]) | (c[:-1] > c[1:]))])
+    stops = np.flatnonzero(~falls[1:first_bad + 1])
+    k = int(stops[-1]) + 1 if len(stops) else 0
+    return "gradual", table.row(int(metric[k]))
+
+
+def _function_call_rows(table: CompareTable) -> list[str]:
+    calls = sorted(u for u in table.distinct("base_op_type") if is_function_op(str(u)))
+    if not calls:
+        return []
+    found = table.raw_text("base_op_type").isin(calls)
+    cells = table.raw_text("mod_name")
+    return [_text_cell(cells[i]) for i in np.flatnonzero(found).tolist()]
 
 
 def _finite(value: float | None) -> bool:
@@ -506,78 +1196,6 @@ def is_healthy(row: CompareRow) -> bool:
         return False
     mqd = row.max_qscale_diff
     return mqd is None or (math.isfinite(mqd) and mqd <= QSCALE_DIFF_SURGE)
-
-
-def _find_origin(rows: list[CompareRow], metric: list[CompareRow]) -> Origin | None:
-    """First metric row that breaks suddenly while the metric row before it is healthy.
-
-    Only the previous metric row has to be healthy (not every earlier one), so a real break
-    after a mildly degraded side branch that recovered is still found; rows that merely stay
-    degraded after a break never qualify because their upstream is not healthy."""
-    upstream: CompareRow | None = None
-    max_atol = 0.0
-    max_mqd = 0.0
-    for row in metric:
-        if upstream is None or is_healthy(upstream):
-            trigger = _trigger(row, upstream, max_atol, max_mqd)
-            if trigger:
-                return Origin(row, upstream, _fused_group(rows, row), trigger, _reading(row))
-        if is_healthy(row):
-            max_atol = max(max_atol, row.atol or 0.0)
-            max_mqd = max(max_mqd, row.max_qscale_diff or 0.0)
-        upstream = row
-    return None
-
-
-def _trigger(row: CompareRow, upstream: CompareRow | None, max_atol: float,
-             max_mqd: float) -> str | None:
-    if upstream is None:
-        # Nothing upstream but the (identical) model input: any break here is the origin.
-        if _cosine_below(row.cosine):
-            return "cosine_drop"
-        if row.atol is not None and not math.isfinite(row.atol):
-            return "atol_surge"
-        return None if is_healthy(row) else "qscale_diff"
-    if _cosine_dropped(row.cosine, upstream.cosine):
-        return "cosine_drop"
-    if _atol_surged(row, max_atol):
-        return "atol_surge"
-    mqd = row.max_qscale_diff
-    if mqd is not None and (not math.isfinite(mqd)
-                            or mqd > max(QSCALE_DIFF_SURGE, QSCALE_DIFF_JUMP_FACTOR * max_mqd)):
-        return "qscale_diff"
-    return None
-
-
-def _cosine_dropped(cosine: float | None, upstream_cosine: float | None) -> bool:
-    if cosine is None:
-        return False
-    if not math.isfinite(cosine):
-        return True
-    reference = upstream_cosine if _finite(upstream_cosine) else 1.0
-    return cosine < COSINE_HEALTHY and reference - cosine >= COSINE_DROP
-
-
-def _atol_surged(row: CompareRow, max_atol: float) -> bool:
-    if row.atol is None:
-        return False
-    if not math.isfinite(row.atol):
-        return True
-    # A healthy step error says the larger Atol only reflects a wider value range.
-    mqd = row.max_qscale_diff
-    if _finite(mqd) and mqd <= QSCALE_DIFF_SURGE:
-        return False
-    return max_atol > 0 and row.atol >= ATOL_SURGE_FACTOR * max_atol
-
-
-def _fused_group(rows: list[CompareRow], row: CompareRow) -> tuple[str, ...]:
-    """The cleared-metric rows directly before `row` (its fused prefix), plus `row`."""
-    names = [row.mod_name]
-    k = row.index - 1
-    while k >= 0 and len(names) < FUSED_GROUP_MAX and not rows[k].has_metrics:
-        names.insert(0, rows[k].mod_name)
-        k -= 1
-    return tuple(names)
 
 
 def _reading(row: CompareRow) -> str:
@@ -606,45 +1224,21 @@ def _reading(row: CompareRow) -> str:
     return "unknown"
 
 
-def _pattern(metric: list[CompareRow], origin: Origin | None) -> tuple[str, CompareRow | None]:
-    if not metric:
-        return "no_metrics", None
-    if origin is not None:
-        return "single_drop", None
-    first_bad = next((k for k, r in enumerate(metric) if not is_healthy(r)), None)
-    if first_bad is None:
-        return "healthy", None
-    # Degraded without a sudden step: walk back over the run of falling Cosine.
-    k = first_bad
-    while k > 0 and _falls(metric[k - 1].cosine, metric[k].cosine):
-        k -= 1
-    return "gradual", metric[k]
-
-
-def _falls(earlier: float | None, later: float | None) -> bool:
-    if not _finite(earlier) or later is None:
-        return False
-    return not math.isfinite(later) or earlier > later
-
-
-def _worst(metric: list[CompareRow]) -> CompareRow | None:
-    scored = [r for r in metric if r.cosine is not None]
-    if not scored:
-        return None
-    # nan Cosine ranks as the worst (min() keeps the first of equal keys).
-    return min(scored, key=lambda r: r.cosine if not math.isnan(r.cosine) else -math.inf)
-
-
 def _analysis_type(table: CompareTable) -> str:
     lower = {c.lower() for c in table.columns}
-    rows = table.rows
-    if (lower & set(_SAME_IN) or table.ragged_rows
-            or any(_HBIR_SUFFIX.search(r.analy_op_type) for r in rows)
-            or any(r.same_in_qatbc_qdiff is not None or r.same_in_intbc_qdiff is not None
-                   for r in rows)):
+    if lower & set(_SAME_IN) or table.ragged_rows:
         return "hbir"
-    if (any(".nn.qat." in r.analy_op_type for r in rows)
-            and not any(".nn.qat." in r.base_op_type for r in rows)):
+    if not len(table):
+        return "unknown"
+    analy = [str(u).strip() for u in table.distinct("analy_op_type")]
+    if any(_HBIR_SUFFIX.search(u) for u in analy):
+        return "hbir"
+    for field in _SAME_IN:
+        column = table.numbers(field)
+        if column is not None and not column[1].all():
+            return "hbir"
+    if (any(".nn.qat." in u for u in analy)
+            and not any(".nn.qat." in str(u) for u in table.distinct("base_op_type"))):
         return "fake_quant"
     return "unknown"
 
@@ -671,15 +1265,14 @@ def metric_row_for(table: CompareTable, op_name: str) -> CompareRow | None:
     """The metric-bearing compare row of a sensitivity op (FORMATS.md §13.5): sensitivity names
     the QAT leaf (e.g. the conv of a fused conv-bn-relu); its metrics live on the last row of
     the fused group, reached by walking forward over the cleared-metric rows."""
-    rows = table.rows
-    for k, row in enumerate(rows):
-        if row.mod_name != op_name:
-            continue
-        j = k
-        while not rows[j].has_metrics and j + 1 < len(rows) and j - k < FUSED_GROUP_MAX - 1:
-            nxt = rows[j + 1]
-            if nxt.analy_op_type.split("[")[0].strip() != _IDENTITY:
-                break
-            j += 1
-        return rows[j] if rows[j].has_metrics else None
-    return None
+    k = table.find_name(op_name)
+    if k is None:
+        return None
+    has_metrics = table.has_metrics
+    analy = table.raw_text("analy_op_type")
+    j = k
+    while not has_metrics[j] and j + 1 < len(table) and j - k < FUSED_GROUP_MAX - 1:
+        if str(analy[j + 1]).strip().split("[")[0].strip() != _IDENTITY:
+            break
+        j += 1
+    return table.row(j) if has_metrics[j] else None

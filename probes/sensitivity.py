@@ -5,23 +5,27 @@ when only that quantizer is enabled. This module parses the file name and the ta
 summarises its shape (one dominant op, accumulation over several ops, or flat).
 
 File reading and the tabulate table layouts come from text_tables, shared with the
-other text probes.
+other text probes. The table is held by column (a simple table is cut column by column,
+the metric column read as floats), the summary computed over the columns; a SensitivityRow
+is made for the rows a summary names, or for all of them by `SensitivityTable.rows`.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from .input_error import InputError
-from .text_tables import (Row, Table, is_psql_start, load_text, parse_number, parse_psql,
-                          parse_simple, skip_blank, split_lines)
+from .text_tables import (ColumnTable, is_psql_start, load_text, parse_number, parse_psql,
+                          parse_simple_columns, skip_blank, split_lines)
 
-# Sensitivity tables list one row per quantizer: a few MB even for large models (parsed rows
-# cost about 20 times the file size).
+# Sensitivity tables list one row per quantizer: a few MB even for large models (reading one
+# peaks at about 6 times the file size: its text, lines and columns).
 MAX_TEXT_BYTES = 16 * 1024 * 1024
 
 # --- metric direction rules -------------------------------------------------------------
@@ -111,13 +115,49 @@ class SensitivityRow:
     flops: str | None
 
 
-@dataclass
 class SensitivityTable:
-    display: str
-    name: SensitivityName
-    metric: str              # metric column header
-    order: str               # "descending" | "ascending" | "unsorted"
-    rows: list[SensitivityRow]
+    """A sensitivity table by column: op names, types and the metric values in file order
+    (rank = position). `row(k)` makes one SensitivityRow, `rows` all of them (on first use)."""
+
+    def __init__(self, display: str, name: SensitivityName, metric: str, order: str,
+                 rows: list[SensitivityRow] | None = None, *, columns: dict | None = None):
+        self.display = display
+        self.name = name
+        self.metric = metric     # metric column header
+        self.order = order       # "descending" | "ascending" | "unsorted"
+        if columns is None:
+            rows = rows or []
+            columns = {"line": [r.line for r in rows], "op_name": [r.op_name for r in rows],
+                       "sensitive_type": [r.sensitive_type for r in rows],
+                       "op_type": [r.op_type for r in rows], "value": [r.value for r in rows],
+                       "quant_dtype": [r.quant_dtype for r in rows], "flops": [r.flops for r in rows]}
+        self._columns = columns
+
+    def __len__(self) -> int:
+        return len(self._columns["value"])
+
+    def __repr__(self) -> str:
+        return f"SensitivityTable({self.display!r}, {self.metric!r}, {self.order!r}, {len(self)} rows)"
+
+    @property
+    def values(self) -> list[float]:
+        return self._columns["value"]
+
+    @property
+    def op_names(self) -> list[str]:
+        return self._columns["op_name"]
+
+    def row(self, k: int) -> SensitivityRow:
+        c = self._columns
+        return SensitivityRow(k, c["line"][k], c["op_name"][k], c["sensitive_type"][k], c["op_type"][k],
+                              c["value"][k], c["quant_dtype"][k], c["flops"][k])
+
+    @cached_property
+    def rows(self) -> list[SensitivityRow]:
+        c = self._columns
+        return [SensitivityRow(*cells) for cells in zip(
+            range(len(self)), c["line"], c["op_name"], c["sensitive_type"], c["op_type"], c["value"],
+            c["quant_dtype"], c["flops"])]
 
 
 def read_sensitivity_txt(path: Path, display: str | None = None) -> SensitivityTable:
@@ -129,23 +169,22 @@ def read_sensitivity_txt(path: Path, display: str | None = None) -> SensitivityT
     name = parse_sensitivity_name(path.name) or SensitivityName("", None, None, None)
     table = _locate_table(lines, display, expected)
     metric_col = _metric_column(table.headers, name, display, table.header_line)
-    rows = [_row(rank, row, table.headers, metric_col, display)
-            for rank, row in enumerate(table.rows)]
-    if not rows:
+    columns = _row_columns(table, metric_col, display)
+    if not columns["value"]:
         raise InputError(display, f"the table has no data rows (file truncated?); expected {expected}",
                          table.header_line)
     metric = table.headers[metric_col]
-    return SensitivityTable(display, name, metric, _detect_order(rows, metric), rows)
+    return SensitivityTable(display, name, metric, _detect_order(columns["value"], metric), columns=columns)
 
 
-def _locate_table(lines: list[str], display: str, expected: str) -> Table:
+def _locate_table(lines: list[str], display: str, expected: str) -> ColumnTable:
     first = skip_blank(lines, 0)  # load_text has rejected an all-blank file
     psql = is_psql_start(lines, first)
     if not psql and "op_name" not in lines[first]:
         raise InputError(display, f"expected the header line of {expected}, "
                                   f"found {lines[first].strip()[:60]!r}", first + 1)
-    table = (parse_psql(lines, first, 1, display) if psql
-             else parse_simple(lines, first, 1, display, expected))
+    table = (ColumnTable.of(parse_psql(lines, first, 1, display)) if psql
+             else parse_simple_columns(lines, first, 1, display, expected))
     extra = skip_blank(lines, table.end)
     if extra < len(lines):
         raise InputError(display, f"unexpected text after the table; expected only {expected}", extra + 1)
@@ -168,30 +207,52 @@ def _metric_column(headers: tuple[str, ...], name: SensitivityName, display: str
     raise InputError(display, f"no metric column in the header; expected {EXPECTED_HEADER}", line)
 
 
-def _row(rank: int, row: Row, headers: tuple[str, ...], metric_col: int,
-         display: str) -> SensitivityRow:
-    line, cells = row.line, row.cells
-    by_name = {h.lower(): c for h, c in zip(headers, cells)}
-    value = parse_number(cells[metric_col])
-    if value is None:
-        found = repr(cells[metric_col]) if cells[metric_col] else "nothing"
-        raise InputError(display, f"expected a number in column {headers[metric_col]!r}, "
-                                  f"found {found} (file truncated?)", line)
-    if not by_name["op_name"]:
-        raise InputError(display, "row without op_name", line)
-    if "flops" in by_name and not by_name["flops"]:
+def _row_columns(table: ColumnTable, metric_col: int, display: str) -> dict[str, list]:
+    """The row fields by column, the metric read as numbers; InputError for the first row
+    without a number, an op_name or (when the column exists) its flops."""
+    by_name = {h.lower(): k for k, h in enumerate(table.headers)}  # a repeated name: the last one
+    cells = table.columns
+    try:
+        values = list(map(float, cells[metric_col]))
+    except ValueError:
+        values = [parse_number(cell) for cell in cells[metric_col]]
+    op_names = cells[by_name["op_name"]]
+    flops = cells[by_name["flops"]] if "flops" in by_name else None
+    firsts = [_first(values, None), _first(op_names, "")]
+    if flops is not None:
+        firsts.append(_first(flops, ""))
+    bad = min(firsts)
+    if bad < len(values):
+        line = table.lines[bad]
+        if values[bad] is None:
+            cell = cells[metric_col][bad]
+            found = repr(cell) if cell else "nothing"
+            raise InputError(display, f"expected a number in column {table.headers[metric_col]!r}, "
+                                      f"found {found} (file truncated?)", line)
+        if not op_names[bad]:
+            raise InputError(display, "row without op_name", line)
         # The writer prints 0(0%) for ops without flops, so a blank cell means a cut row.
         raise InputError(display, "row ends before the flops column (file truncated?)", line)
-    return SensitivityRow(rank, line, by_name["op_name"], by_name["sensitive_type"],
-                          by_name["op_type"], value, by_name.get("quant_dtype") or None,
-                          by_name.get("flops") or None)
+    quant_dtype = cells[by_name["quant_dtype"]] if "quant_dtype" in by_name else None
+    n = len(values)
+    return {"line": table.lines, "op_name": op_names, "sensitive_type": cells[by_name["sensitive_type"]],
+            "op_type": cells[by_name["op_type"]], "value": values,
+            "quant_dtype": [c or None for c in quant_dtype] if quant_dtype is not None else [None] * n,
+            "flops": [c or None for c in flops] if flops is not None else [None] * n}
 
 
-def _detect_order(rows: list[SensitivityRow], metric: str) -> str:
-    values = [r.value for r in rows if not math.isnan(r.value)]
-    pairs = list(zip(values, values[1:]))
-    descending = all(a >= b for a, b in pairs)
-    ascending = all(a <= b for a, b in pairs)
+def _first(cells: Sequence, bad: str | None) -> int:
+    """Index of the first cell that is `bad` (None, or the empty cell ""); len(cells) if none."""
+    try:
+        return cells.index(bad)  # no cell (a float, a non-empty text) equals either but itself
+    except ValueError:
+        return len(cells)
+
+
+def _detect_order(values: list[float], metric: str) -> str:
+    values = [v for v in values if v == v]  # without nan
+    descending = all(map(operator.ge, values, values[1:]))
+    ascending = all(map(operator.le, values, values[1:]))
     if descending and ascending:  # all equal: report the order the metric is written in
         return "ascending" if _lower_is_worse(metric) else "descending"
     if descending:
@@ -228,42 +289,43 @@ def distance_function(table: SensitivityTable) -> Callable[[float], float]:
     else:
         # Unknown metric sorted ascending: read it as a similarity whose best value is the
         # best one in the table.
-        best = max((r.value for r in table.rows if not math.isnan(r.value)), default=0.0)
+        best = max((v for v in table.values if not math.isnan(v)), default=0.0)
         base = lambda v: best - v  # noqa: E731
     return lambda v: math.inf if math.isnan(v) else max(base(v), 0.0)
 
 
 def summarize_sensitivity(table: SensitivityTable) -> SensitivitySummary:
-    if not table.rows:
+    if not len(table):
         raise ValueError(f"{table.display}: empty sensitivity table")
     distance = distance_function(table)
-    ranked = sorted(table.rows, key=lambda r: -distance(r.value))  # stable: file order on ties
-    distinct = _first_per_op(ranked)
-    top = ranked[0]
-    runner_up = distinct[1] if len(distinct) > 1 else None
-    return SensitivitySummary(top, runner_up, _pattern(table, distinct, distance),
-                              _tail_ok(table, ranked, distance), distinct[:5])
+    distances = [distance(v) for v in table.values]
+    negated = [-d for d in distances]
+    ranked = sorted(range(len(distances)), key=negated.__getitem__)  # stable: file order on ties
+    distinct = _first_per_op(ranked, table.op_names)
+    top = table.row(ranked[0])
+    runner_up = table.row(distinct[1]) if len(distinct) > 1 else None
+    return SensitivitySummary(top, runner_up, _pattern(table, distinct, distances),
+                              _tail_ok(table, ranked, distances), [table.row(k) for k in distinct[:5]])
 
 
-def _first_per_op(ranked: list[SensitivityRow]) -> list[SensitivityRow]:
+def _first_per_op(ranked: list[int], op_names: list[str]) -> list[int]:
     seen: set[str] = set()
     result = []
-    for row in ranked:
-        if row.op_name not in seen:
-            seen.add(row.op_name)
-            result.append(row)
+    for k in ranked:
+        if op_names[k] not in seen:
+            seen.add(op_names[k])
+            result.append(k)
     return result
 
 
-def _pattern(table: SensitivityTable, distinct: list[SensitivityRow],
-             distance: Callable[[float], float]) -> str:
-    top = distance(distinct[0].value)
+def _pattern(table: SensitivityTable, distinct: list[int], distances: list[float]) -> str:
+    top = distances[distinct[0]]
     if top == 0.0 or _healthy_absolute(table.metric, top):
         return "flat"  # no quantizer moves the output noticeably
-    second = distance(distinct[1].value) if len(distinct) > 1 else 0.0
+    second = distances[distinct[1]] if len(distinct) > 1 else 0.0
     if top >= DOMINANT_RATIO * second:
         return "dominant"
-    close = [r for r in distinct if distance(r.value) >= ACCUMULATION_SHARE * top]
+    close = [k for k in distinct if distances[k] >= ACCUMULATION_SHARE * top]
     return "accumulation" if len(close) >= ACCUMULATION_MIN_OPS else "flat"
 
 
@@ -277,12 +339,11 @@ def _healthy_absolute(metric: str, dist: float) -> bool:
     return False
 
 
-def _tail_ok(table: SensitivityTable, ranked: list[SensitivityRow],
-             distance: Callable[[float], float]) -> bool:
+def _tail_ok(table: SensitivityTable, ranked: list[int], distances: list[float]) -> bool:
     start = min(len(ranked) - 1, int(len(ranked) * (1.0 - TAIL_FRACTION)))
-    tail_worst = distance(ranked[start].value)
+    tail_worst = distances[ranked[start]]
     key = table.metric.lower()
     if key in COSINE_METRICS or key in SQNR_METRICS:
         return _healthy_absolute(table.metric, tail_worst)
-    top = distance(ranked[0].value)
+    top = distances[ranked[0]]
     return tail_worst <= ERROR_TAIL_SHARE * top if top > 0 else True

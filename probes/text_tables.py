@@ -4,11 +4,13 @@ The one home of two jobs every probe needs:
 
 * reading a file: `read_bytes` / `read_head` (missing, folder, unreadable, too large),
   `decode_text` (NUL bytes, UTF-8, BOM) and `load_text` (both, plus empty); `split_lines`
-  cuts the text at '\\n' and drops a '\\r' before it;
+  cuts the text at '\\n' and drops a '\\r' before it; `observing_reads` hands each file read
+  whole to an observer (discovery hashes a file from the bytes its probe read);
 * tables (at most MAX_TABLE_COLUMNS wide): cells may contain single spaces, so rows are never split on whitespace: column
   spans come from the rule line (simple style: one dash group per column, the last column
   runs to the end of the line) or from the `+` positions of the top border (psql style,
-  and the pretty / grid style of hb_verifier with +---+ under the header).
+  and the pretty / grid style of hb_verifier with +---+ under the header);
+  `parse_simple_columns` gives a simple table by column, without an object per row.
 
 Every failure is an InputError naming the file (its display name), the line where known
 and what was expected. Line numbers are 1-based; a table parser gets `first_line`, the
@@ -20,7 +22,7 @@ from __future__ import annotations
 import re
 import stat
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +65,41 @@ class Table:
         return None
 
 
+@dataclass(frozen=True)
+class ColumnTable:
+    """A table by column (parse_simple_columns): columns[j][k] is the cell of column j in row
+    k, lines[k] the row's file line; no object per row."""
+    headers: tuple[str, ...]
+    columns: tuple[list[str], ...]
+    lines: Sequence[int]
+    end: int          # index into `lines` just after the table
+    header_line: int  # file line of the header row, for messages about the header
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    @classmethod
+    def of(cls, table: Table) -> "ColumnTable":
+        columns = tuple(list(c) for c in zip(*(r.cells for r in table.rows))) if table.rows else \
+            tuple([] for _ in table.headers)
+        return cls(table.headers, columns, [r.line for r in table.rows], table.end, table.header_line)
+
+
 # ---------------------------------------------------------------- reading files
+
+# Called with (path, bytes) for every file read whole by read_bytes (artifacts.hashing_reads:
+# a file a probe reads is hashed from those bytes, not read a second time).
+_READ_OBSERVERS: list[Callable[[Path, bytes], None]] = []
+
+
+@contextmanager
+def observing_reads(observer: Callable[[Path, bytes], None]) -> Iterator[None]:
+    _READ_OBSERVERS.append(observer)
+    try:
+        yield
+    finally:
+        _READ_OBSERVERS.remove(observer)
+
 
 @contextmanager
 def _os_errors(display: str, what: str) -> Iterator[None]:
@@ -89,7 +125,10 @@ def read_bytes(path: Path, display: str, what: str, max_bytes: int = MAX_TEXT_BY
         # Checked before reading, so that an oversized file is never loaded into memory.
         if size > max_bytes:
             raise InputError(display, f"too large ({size} bytes; limit {max_bytes}); expected {what}")
-        return path.read_bytes()
+        raw = path.read_bytes()
+    for observe in _READ_OBSERVERS:
+        observe(path, raw)
+    return raw
 
 
 def read_head(path: Path, display: str, what: str, count: int) -> bytes:
@@ -179,6 +218,15 @@ def parse_simple(lines: list[str], start: int, first_line: int, display: str,
     """A simple table whose header is lines[start]; it ends at a blank line or EOF.
 
     `what` names the table in the message for a missing dash rule."""
+    table = parse_simple_columns(lines, start, first_line, display, what)
+    rows = [Row(line, cells) for line, cells in zip(table.lines, zip(*table.columns))]
+    return Table(table.headers, rows, table.end, table.header_line)
+
+
+def parse_simple_columns(lines: list[str], start: int, first_line: int, display: str,
+                         what: str = "the table") -> ColumnTable:
+    """parse_simple, by column: each column is cut from every row at once, and only a line
+    with wide characters is looked at on its own (_cut_simple's width models)."""
     if not is_simple_start(lines, start):
         # No line to point at when the file ends where the header should be.
         raise InputError(display, f"expected a header line and a dash rule line under it for "
@@ -191,15 +239,43 @@ def parse_simple(lines: list[str], start: int, first_line: int, display: str,
     if headers is None:
         raise InputError(display, "table header does not line up with its dash rule",
                          first_line + start)
-    rows: list[Row] = []
-    i = start + 2
-    while i < len(lines) and lines[i].strip():
-        cells = _cut_simple(lines[i], spans)
+    end = start + 2
+    while end < len(lines) and lines[end].strip():
+        end += 1
+    body = [line.rstrip() for line in lines[start + 2:end]]
+    columns = _cut_simple_columns(body, spans, display, first_line + start + 2)
+    return ColumnTable(headers, columns, range(first_line + start + 2, first_line + end), end,
+                       first_line + start)
+
+
+def _cut_simple_columns(body: list[str], spans: list[tuple[int, int]], display: str,
+                        first_line: int) -> tuple[list[str], ...]:
+    """The cells of the (right-stripped) row lines by column; InputError for the first line
+    whose text crosses a column gap in every plausible width model."""
+    # A line of one width model (ASCII, or no wide characters) is cut here for all rows at
+    # once; the others by _cut_simple.
+    if any(_PAD in line for line in body):
+        own = set(range(len(body)))
+    else:
+        own = {k for k, line in enumerate(body) if not line.isascii() and len(_width_models(line)) > 1}
+    bad = set(own)
+    for (_, gap_start), (gap_end, _) in zip(spans, spans[1:]):
+        gaps = [line[gap_start:gap_end] for line in body]
+        crossing = {g for g in set(gaps) if g.strip(" " + _PAD)}
+        if crossing:
+            bad.update(k for k, g in enumerate(gaps) if g in crossing)
+    cut: dict[int, tuple[str, ...]] = {}
+    for k in sorted(bad):
+        cells = _cut_simple(body[k], spans)
         if cells is None:
-            raise _misaligned(display, len(spans), first_line + i)
-        rows.append(Row(first_line + i, cells))
-        i += 1
-    return Table(headers, rows, i, first_line + start)
+            raise _misaligned(display, len(spans), first_line + k)
+        cut[k] = cells
+    columns = [[line[a:b].strip() for line in body] for a, b in spans[:-1]]
+    columns.append([line[spans[-1][0]:].strip() for line in body])
+    for k, cells in cut.items():
+        for j, cell in enumerate(cells):
+            columns[j][k] = cell
+    return tuple(columns)
 
 
 def _cut_simple(line: str, spans: list[tuple[int, int]]) -> tuple[str, ...] | None:

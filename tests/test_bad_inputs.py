@@ -84,18 +84,29 @@ class Hang(BaseException):
     turn a hang into an ordinary error."""
 
 
+WALL_FACTOR = 12  # a run blocked without using the CPU still ends, far later
+
+
 @contextlib.contextmanager
 def deadline(seconds: float, what: str):
+    """`seconds` of this process's CPU time (ITIMER_PROF: a loaded machine, e.g. CI running
+    several suites at once, does not make a quick refusal look like a hang), and a wall-clock
+    bound WALL_FACTOR times longer for a run that blocks without computing."""
     def fire(signum, frame):
-        raise Hang(f"{what} did not finish within {seconds} s (hang)")
+        kind = "CPU" if signum == signal.SIGPROF else "wall-clock"
+        raise Hang(f"{what} did not finish within {seconds if kind == 'CPU' else seconds * WALL_FACTOR} s "
+                   f"of {kind} time (hang)")
 
-    previous = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = {sig: signal.signal(sig, fire) for sig in (signal.SIGPROF, signal.SIGALRM)}
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds * WALL_FACTOR)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 # =========================================================================================
