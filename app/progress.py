@@ -20,13 +20,16 @@ class Progress:
 
     def step(self, what: str) -> None:
         self.count += 1
+        self.show(f"[j6doctor] {self.count} 个文件：{what}")
+
+    def show(self, text: str, force: bool = False) -> None:
+        """Rewrite the status line with `text` (at most every MIN_INTERVAL unless `force`)."""
         if not self.enabled:
             return
         now = time.monotonic()
-        if now - self.last < MIN_INTERVAL:
+        if now - self.last < MIN_INTERVAL and not force:
             return
         self.last = now
-        text = f"[j6doctor] {self.count} 个文件：{what}"
         self.stream.write("\r\x1b[K" + text[:120])
         self.stream.flush()
         self.shown = True

@@ -46,12 +46,13 @@ import re
 import shutil
 import stat
 import sys
-import time
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, TextIO
 from urllib.parse import quote
+
+from .progress import Progress
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
 
@@ -520,42 +521,24 @@ def _run_chunk(chunk: list[tuple[int, Item, str | None]]) -> list[dict[str, Any]
 # Progress on a terminal
 
 
-class ProgressBar:
-    """One rewritten line on a terminal's stderr: done / total with a bar; nothing at all
-    when stderr is not a terminal (the same rule as app/progress.py)."""
+class ProgressBar(Progress):
+    """done / total with a bar, on the status line of app/progress.py (a terminal's stderr
+    only)."""
 
     WIDTH = 24
 
     def __init__(self, total: int, stream: TextIO | None = None, enabled: bool | None = None):
-        from .progress import MIN_INTERVAL
-
-        self.stream = stream or sys.stderr
-        self.enabled = (self.stream.isatty() if enabled is None else enabled) and total > 0
+        super().__init__(stream, enabled)
+        self.enabled = self.enabled and total > 0
         self.total = total
-        self.interval = MIN_INTERVAL
-        self.last = 0.0
-        self.shown = False
 
     def update(self, done: int, what: str = "") -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self.last < self.interval and done < self.total:
-            return
-        self.last = now
-        filled = int(self.WIDTH * done / self.total)
+        filled = int(self.WIDTH * done / self.total) if self.total else 0
         bar = "█" * filled + "░" * (self.WIDTH - filled)
         text = f"[j6doctor] 批量诊断 {bar} {done}/{self.total}"
         if what:
             text += f" {what}"
-        self.stream.write("\r\x1b[K" + _fit(text, 118))
-        self.stream.flush()
-        self.shown = True
-
-    def done(self) -> None:
-        if self.enabled and self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
+        self.show(_fit(text, 118), force=done >= self.total)
 
 
 # ---------------------------------------------------------------------------------------

@@ -73,3 +73,24 @@ def write_case(tmp_path: Path, text: str, name: str = "case.yaml") -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def run_with_terminal_stderr(command: list[str], **kwargs) -> tuple[subprocess.CompletedProcess, str]:
+    """Run `command` with its stderr on a pseudo-terminal (stdout discarded): the process
+    and everything it wrote to the terminal."""
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=follower, timeout=120, **kwargs)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO once the other side is closed (Linux)
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    return proc, b"".join(chunks).decode("utf-8", "replace")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import pty
 import subprocess
 import sys
 
+from conftest import run_with_terminal_stderr
 from synthetic import write_workdir
 from j6doctor.progress import Progress
 
@@ -43,19 +42,6 @@ def test_cli_shows_progress_only_on_a_terminal(tmp_path):
                "-o", str(tmp_path / "out.json")]
     piped = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert piped.returncode == 0 and piped.stderr == ""
-    leader, follower = pty.openpty()
-    proc = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=follower, timeout=120)
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(leader)
-    shown = b"".join(chunks).decode("utf-8", "replace")
+    proc, shown = run_with_terminal_stderr(command)
     assert proc.returncode == 0
     assert "[j6doctor] 1 个文件：扫描 compare_per_layer_out.csv" in shown

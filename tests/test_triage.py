@@ -10,7 +10,6 @@ import csv
 import io
 import json
 import os
-import pty
 import shutil
 import signal
 import subprocess
@@ -19,7 +18,7 @@ import time
 from html.parser import HTMLParser
 from pathlib import Path
 
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES, REPO, run_with_terminal_stderr
 import pytest
 
 from j6doctor.diagnose import diagnose_file
@@ -307,21 +306,8 @@ def test_report_names_are_safe_and_the_index_escapes(cli, tmp_path):
 def test_progress_bar_only_on_a_terminal(tmp_path):
     copy_examples(tmp_path / "cases", broken=False)
     command = [sys.executable, "-m", "j6doctor", "triage", "cases", "-j", "2"]
-    leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k != "J6DOCTOR_DEBUG"}
-    proc = subprocess.run(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=follower, timeout=120, env=env)
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(leader)
-    shown = b"".join(chunks).decode("utf-8", "replace")
+    proc, shown = run_with_terminal_stderr(command, cwd=tmp_path, env=env)
     assert proc.returncode == 0
     assert "[j6doctor] 批量诊断 " in shown and "/20" in shown and shown.endswith("\r\x1b[K")
     quiet = subprocess.run(command + ["--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
