@@ -8,7 +8,6 @@ and a reader never sees a partial file.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -27,6 +26,8 @@ def is_protected(target: Path, protected: list[Path]) -> bool:
 
 def write_atomic(target: Path, text: str) -> None:
     """Write `text` (UTF-8) to `target` through a unique temporary file; OSError on failure."""
+    import tempfile  # only when a file is written (not for a report on stdout)
+
     target = Path(os.path.realpath(target))  # replace the file a symlink points at, not the link
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".j6doctor-tmp", dir=target.parent)
     try:

@@ -84,7 +84,7 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
     from .probes import InputError
     from .probes.artifacts import require_folder
     from .probes.case_file import read_case
-    from .probes.metrics_file import Tolerance
+    from .probes.tolerance import Tolerance
     from .progress import Progress
 
     if case is None and not workdirs:
@@ -317,12 +317,33 @@ def _finite_float(text: str) -> float:
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Descriptions keep their paragraphs; option help shows its default."""
 
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None):
+        # argparse builds a formatter for every add_argument; without a width each one imports
+        # shutil (and its compression modules) for shutil.get_terminal_size: the same lookup here
+        super().__init__(prog, indent_increment, max_help_position,
+                         _terminal_columns() - 2 if width is None else width)
+
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         if action.default not in (None, False, argparse.SUPPRESS) and "%(default)" not in text \
                 and action.option_strings and not isinstance(action.default, (list, tuple)):
             text += "  [default: %(default)s]"
         return text
+
+
+def _terminal_columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal on stdout, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
 
 
 _ENGINE_HELP = ("Rule engine: durable (durable-rules) or clips (CLIPS via clipspy). Default: `engine` in "
@@ -511,6 +532,9 @@ def main(argv: list[str] | None = None, *, exit_fast: bool = True) -> None:
                 _fail(f"cannot write the report to standard output: {exc.strerror or exc}", EXIT_INPUT)
             if "j6doctor.engine.worker" in sys.modules:
                 sys.modules["j6doctor.engine.worker"].close_shared_worker()
+            from . import dataclass_code
+
+            dataclass_code.save()  # os._exit runs no atexit handler
             os._exit(EXIT_OK)
     except SystemExit:
         raise

@@ -25,6 +25,8 @@ MAX_LEVELS = 32  # folders walked upward looking for a project file
 
 @dataclass(frozen=True)
 class Config:
+    """The settings of j6doctor.toml / [tool.j6doctor] / the user's config.toml."""
+
     environment: bool = True
     engine: str | None = None  # the rule engine (None: durable-rules where it loads, else CLIPS)
     sources: tuple[str, ...] = ()  # the files the values came from
@@ -42,6 +44,10 @@ def _read(path: Path, table: tuple[str, ...]) -> dict[str, Any] | None:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+    if table and not _may_hold_table(raw, table):
+        # a pyproject.toml that cannot hold the table is not parsed (most projects': parsing
+        # costs a cold start a tenth of its time, and its TOML errors are not ours)
+        return None
     toml = _toml()
     try:
         data = toml.loads(raw.decode("utf-8"))
@@ -56,6 +62,22 @@ def _read(path: Path, table: tuple[str, ...]) -> dict[str, Any] | None:
     if not isinstance(data, dict):
         raise InputError(str(path), f"[{'.'.join(table)}] must be a table")
     return data
+
+
+def _may_hold_table(raw: bytes, table: tuple[str, ...]) -> bool:
+    """Whether TOML text can define the dotted `table`: its parent and its name joined by a
+    dot (`[tool.j6doctor]`, `[ tool . "j6doctor" ]`, `tool.j6doctor.engine = ...`), or the
+    parent table opened alone (`[tool]`, whose keys may then name it) or given inline
+    (`tool = {...}`). False only when none of these spellings occurs."""
+    import re
+
+    if len(table) < 2:
+        return True
+    parent, name = (re.escape(part.encode()) for part in table[-2:])
+    quote = rb"[\"']?"
+    return bool(re.search(parent + quote + rb"[ \t]*\.[ \t]*" + quote + name, raw)
+                or re.search(rb"(?m)^[ \t]*\[[ \t]*" + quote + parent + quote + rb"[ \t]*\]", raw)
+                or re.search(rb"(?m)^[ \t]*" + quote + parent + quote + rb"[ \t]*=", raw))
 
 
 def _is_file(path: Path) -> bool:

@@ -17,6 +17,8 @@ from .verdict import build_verdict
 
 @dataclass
 class Diagnosis:
+    """One diagnosis: its inputs, the facts, the rule run and the verdict built from it."""
+
     case: Case | None
     title: str  # what was diagnosed: the case file's name, or the work folder
     facts: list[Fact]

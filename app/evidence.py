@@ -17,21 +17,24 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .engine import Fact, Source
 from .facts import vocabulary
 from .probes import InputError
-from .probes.artifacts import Digests, FoundFile, find_artifacts, hashing_reads, looked_for
 from .probes.case_file import Case, case_facts, normalize_platform, resolve_package, version_number
-from .probes.environment import BOARD_FILE, board_from_environment, installed_versions, read_board_file
-from .probes.metrics_file import Tolerance, judge, read_metrics
+from .probes.tolerance import Tolerance
+
+if TYPE_CHECKING:  # imported where used: a case without files needs no discovery, metrics or board
+    from .probes.artifacts import Digests, FoundFile
 
 MAX_SIGNALS_PER_KIND = 10  # facts stay few: probes summarise (shared/engine/DURABLE_RULES.md)
 
 
 @dataclass
 class EvidenceOptions:
+    """What to collect besides the case: work folders, metrics file, tolerance, environment."""
+
     workdirs: list[Path] = field(default_factory=list)
     metrics: Path | None = None
     tolerance: Tolerance | None = None
@@ -210,6 +213,8 @@ def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path
 
 
 def _add_metrics(facts: FactList, path: Path, display: str, tolerance: Tolerance, digests: Digests) -> None:
+    from .probes.metrics_file import judge, read_metrics
+
     try:
         rows = read_metrics(path, display)
     except InputError as exc:
@@ -237,6 +242,8 @@ def _add_environment(facts: FactList, base: Path | None, options: EvidenceOption
     """The machine j6doctor runs on fills only what the case leaves out; where it disagrees
     with the case, the case wins and the report says so (a support engineer's machine is
     not the reporter's)."""
+    from .probes.environment import BOARD_FILE, board_from_environment, installed_versions, read_board_file
+
     for installed in installed_versions():
         facts.add_version(installed.package, installed.version,
                           Source("environment", key=f"importlib.metadata:{installed.package}"), "本机环境安装")
@@ -264,14 +271,14 @@ def _sha256(digests: Digests, path: Path) -> str | None:
 
 @dataclass
 class Evidence:
+    """The facts collected for one diagnosis, the charts of the HTML report and the files read."""
+
     facts: list[Fact]
     charts: Charts
     read_paths: list[Path] = field(default_factory=list)  # every file read: never an output
 
 
 def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
-    from .artifact_readers import read_artifacts
-
     facts = FactList()
     if case is not None:
         facts.extend_case(case)
@@ -289,7 +296,10 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
                 _problem(facts, raw, "scripts lists Python files (.py); this one was not checked")
     paths.extend(options.workdirs)
     found: list[FoundFile] = []
+    metrics_path, tolerance = _metrics_settings(case, options)
     if paths:
+        from .probes.artifacts import find_artifacts, looked_for
+
         scan = (lambda shown: options.progress(f"扫描 {shown}")) if options.progress else None
         notes: list[tuple[str, str]] = []
         found, problems, summaries = find_artifacts(paths, base or Path.cwd(), display_of, scan, notes,
@@ -304,11 +314,29 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
                 "unrecognised": "、".join(summary.unrecognised) or "无", "looked_for": "、".join(looked_for()),
             }, Source("file", file=summary.display))
     at = len(facts.facts)  # the artifact_file facts, once the files are read and hashed
+    if metrics_path is None:
+        metrics_path = next((f.path for f in found if f.kind == "metrics"), None)
+    if found or metrics_path is not None:  # else nothing to read: the readers are not imported
+        _read_files(facts, found, metrics_path, tolerance, base, options)
+    facts.insert(at, lambda: _add_artifact_files(facts, found))
+    if options.use_environment:
+        _add_environment(facts, base, options)
+    read = [f.path for f in found] + ([metrics_path] if metrics_path is not None else [])
+    if options.use_environment and base is not None:
+        from .probes.environment import BOARD_FILE
+
+        read.append(base / BOARD_FILE)
+    return Evidence(facts.facts, facts.charts, read + [p for p in paths if p.is_file()])
+
+
+def _read_files(facts: FactList, found: list[FoundFile], metrics_path: Path | None, tolerance: Tolerance,
+                base: Path | None, options: EvidenceOptions) -> None:
+    """The artifacts found and the metrics file, each hashed from the bytes its reader read."""
+    from .artifact_readers import read_artifacts
+    from .probes.artifacts import hashing_reads
+
     with hashing_reads(found) as digests:
         read_artifacts(found, facts, _problem, MAX_SIGNALS_PER_KIND, options.progress)
-        metrics_path, tolerance = _metrics_settings(case, options)
-        if metrics_path is None:
-            metrics_path = next((f.path for f in found if f.kind == "metrics"), None)
         if metrics_path is not None:
             display = _display(metrics_path, base)
             try:
@@ -320,13 +348,6 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
                 _add_metrics(facts, metrics_path, display, tolerance, digests)
             elif exists is False:
                 _problem(facts, display, _not_a_metrics_file(metrics_path))
-    facts.insert(at, lambda: _add_artifact_files(facts, found))
-    if options.use_environment:
-        _add_environment(facts, base, options)
-    read = [f.path for f in found] + ([metrics_path] if metrics_path is not None else [])
-    if options.use_environment and base is not None:
-        read.append(base / BOARD_FILE)
-    return Evidence(facts.facts, facts.charts, read + [p for p in paths if p.is_file()])
 
 
 def _add_artifact_files(facts: FactList, found: list[FoundFile]) -> None:

@@ -360,10 +360,11 @@ def _init_worker(settings: Settings, in_pool: bool) -> None:
 def _end_pool_process(signum, frame) -> None:
     """SIGTERM in a pool process (the parent was interrupted): end its engine worker too,
     now. A forked engine worker holds copies of this process's pipes; left behind, it
-    would keep the parent waiting for them to close."""
-    import multiprocessing
+    would keep the parent waiting for them to close; killed, it is reaped here, not left
+    to init as a zombie."""
+    from .engine.worker import live_children
 
-    for child in multiprocessing.active_children():
+    for child in live_children():
         child.kill()
         child.join(2)
     os._exit(128 + signum)
@@ -771,8 +772,9 @@ def _silence(stream: TextIO) -> None:
 def _warm_up(formats: tuple[str, ...]) -> None:
     """Import and compile what every pool process needs before the pool forks, so that
     each starts with it (copied, not redone): the report modules and their templates."""
-    from . import charts, explain_report, report  # noqa: F401
+    from . import artifact_readers, charts, explain_report, report  # noqa: F401
     from .evidence import collect  # noqa: F401
+    from .probes import artifacts, environment, metrics_file  # noqa: F401  (evidence imports them when used)
     from .templates import report_environment
 
     for fmt in formats:

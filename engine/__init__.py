@@ -32,6 +32,8 @@ __all__ = [
 
 @dataclass
 class RuleBase:
+    """The rule files of one run, validated and compiled for the engine, with their vocabulary."""
+
     vocab: Vocabulary
     rules: list[Rule]
     compiled: CompiledRuleBase

@@ -35,6 +35,8 @@ _OPS = {"ne": "$neq", "lt": "$lt", "le": "$lte", "gt": "$gt", "ge": "$gte"}
 
 @dataclass
 class CompiledRule:
+    """One rule (or one expansion of its `in` alternatives) as an engine definition."""
+
     key: str  # durable rule name
     rule: Rule
     positive_aliases: list[tuple[str, int]]  # durable alias -> index of the condition in rule.when
@@ -46,6 +48,8 @@ class CompiledRule:
 
 @dataclass
 class Partition:
+    """The rules of one stratum that share fact types: registered as one engine ruleset."""
+
     name: str
     stratum: int
     rules: list[CompiledRule]
@@ -65,6 +69,8 @@ class Partition:
 
 @dataclass
 class CompiledRuleBase:
+    """Every rule compiled: text rules first, then the strata in order."""
+
     fingerprint: str
     rules: list[Rule]
     strata: list[list[Partition]]

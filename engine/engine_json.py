@@ -16,7 +16,6 @@ double range, as infinite, still above or below every finite number).
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 from typing import Any
 
 loads = json.loads
@@ -32,6 +31,8 @@ def number(value: float) -> str:
     text = repr(value)
     if "e" not in text and "E" not in text:
         return text
+    from decimal import Decimal  # only for the rare float repr writes with an exponent
+
     positional = format(Decimal(text), "f")
     return positional if "." in positional else positional + ".0"
 
@@ -59,9 +60,41 @@ class PreEncoded(dict):
 
 def dumps(value: Any, ensure_ascii: bool = False) -> str:
     """JSON text of facts and ruleset definitions (dicts, lists, str, int, float, bool, None)."""
+    if _plain(value, 0):  # most facts: what the json module writes is already the engine's text
+        return json.dumps(value, ensure_ascii=ensure_ascii, separators=(",", ":"))
     parts: list[str] = []
     _encode(value, parts, ensure_ascii)
     return "".join(parts)
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Whether json.dumps writes `value` exactly as _encode does: text the engine takes
+    unchanged, integers within 64 bits, floats that repr writes positionally (0, or
+    1e-4 <= |x| < 1e16; never nan or inf), string keys, nothing pre-encoded."""
+    kind = type(value)
+    if kind is str:
+        if len(value) > MAX_ENGINE_TEXT:
+            return False
+        if value.isascii():
+            return True
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if kind is bool or value is None:
+        return True
+    if kind is int:
+        return value in _INT64
+    if kind is float:
+        return value == 0 or 1e-4 <= abs(value) < 1e16
+    if depth > 50:  # deeper than any fact: the exact path decides
+        return False
+    if kind is dict:
+        return all(type(key) is str and _plain(item, depth + 1) for key, item in value.items())
+    if kind is list or kind is tuple:
+        return all(_plain(item, depth + 1) for item in value)
+    return False
 
 
 def _encode(value: Any, parts: list[str], ensure_ascii: bool) -> None:

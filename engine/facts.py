@@ -67,6 +67,8 @@ class Derivation:
 
 @dataclass
 class Fact:
+    """A typed record of the vocabulary with where it came from (source) or what derived it."""
+
     id: str
     type: str
     fields: dict[str, Any]

@@ -44,6 +44,8 @@ OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains")
 
 @dataclass(frozen=True)
 class Ref:
+    """`alias.field`: a field of the fact another condition bound to `alias`."""
+
     alias: str
     field: str
 
@@ -53,6 +55,8 @@ class Ref:
 
 @dataclass(frozen=True)
 class Test:
+    """One comparison of a condition: `field op value`."""
+
     field: str
     op: str
     value: Any  # literal, list of literals (in / not_in) or Ref
@@ -64,6 +68,8 @@ class Test:
 
 @dataclass(frozen=True)
 class Condition:
+    """One `when:` line: a fact of `type` passing every test (or none, when negated)."""
+
     type: str
     tests: tuple[Test, ...]
     negated: bool = False
@@ -77,6 +83,8 @@ class Condition:
 
 @dataclass(frozen=True)
 class Conclusion:
+    """One `then:` entry: the fact a firing derives."""
+
     type: str
     fields: dict[str, Any]  # literal, Ref, or str with ${alias.field} placeholders
     line: int | None = None
@@ -93,6 +101,8 @@ class TextSpec:
 
 @dataclass
 class Example:
+    """A case a rule's tests run: it must fire the rule (fires) or be blocked by a guard."""
+
     name: str
     case: dict[str, Any]
     fires: bool = True
@@ -102,6 +112,8 @@ class Example:
 
 @dataclass
 class Rule:
+    """One rule as written in its YAML file."""
+
     id: str
     title: str
     seed: str
@@ -148,6 +160,8 @@ class Rule:
 
 @dataclass
 class RuleFile:
+    """One rule file: its title, seed section and rules."""
+
     path: str
     title: str
     seed: str

@@ -16,36 +16,17 @@ are stored.
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
-import stat
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
+from ..user_cache import cache_dir, read_private, write_private
 
 FORMAT = 1
 KEEP = 16  # entries kept; older ones are removed when a new one is written
 _ENGINE_DIR = Path(__file__).resolve().parent
-
-
-def cache_dir(environ: dict[str, str] | None = None) -> Path | None:
-    environ = os.environ if environ is None else environ
-    if environ.get("J6DOCTOR_CACHE", "1") == "0" or not hasattr(os, "getuid"):
-        return None  # off, or no owner to check (Windows): never trust a file we cannot vouch for
-    base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".cache")
-    return Path(base) / "j6doctor"
-
-
-def _private(path: Path, kind: int) -> bool:
-    """`path` is ours alone: owned by this user, of the expected kind, no access for others."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return (info.st_uid == os.getuid() and stat.S_IFMT(info.st_mode) == kind
-            and not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO))
 
 
 def _engine_sources() -> bytes:
@@ -90,36 +71,28 @@ def load_or_build(key: str, build: Callable[[], Any], folder: Path | None = None
     folder = folder if folder is not None else cache_dir()
     if folder is None:
         return build()
-    entry = folder / f"{kind}-{key}.pickle"
-    if _private(folder, stat.S_IFDIR) and _private(entry, stat.S_IFREG):
+    name = f"{kind}-{key}.pickle"
+    data = read_private(folder, name)
+    if data is not None:
         try:
-            return pickle.loads(entry.read_bytes())
+            return pickle.loads(data)
         except Exception:  # a truncated or stale entry: rebuilt below
             pass
     value = build()
-    _store(folder, entry, value, kind)
+    _store(folder, name, value, kind)
     return value
 
 
-def _store(folder: Path, entry: Path, value: Any, kind: str = "rulebase") -> None:
+def _store(folder: Path, name: str, value: Any, kind: str = "rulebase") -> None:
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private(folder, stat.S_IFDIR):
-            return  # someone else's (or shared) folder: do not write there either
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        import tempfile  # only when an entry is written
-
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".pickle")
+    except (pickle.PicklingError, RecursionError, TypeError, AttributeError):
+        return  # a value that cannot be kept only costs time next run
+    if write_private(folder, name, data):
         try:
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(data)
-            os.replace(temporary, entry)  # 0600 from mkstemp; atomic for concurrent writers
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-        _prune(folder, kind)
-    except (OSError, pickle.PicklingError, RecursionError):
-        pass  # a cache that cannot be written only costs time
+            _prune(folder, kind)
+        except OSError:
+            pass
 
 
 def _prune(folder: Path, kind: str) -> None:

@@ -30,6 +30,8 @@ DEFAULT_MAX_DEPTH = 64
 
 @dataclass
 class Firing:
+    """One rule firing: the premises it matched and the facts it derived."""
+
     rule: str
     premises: tuple[str, ...]
     derived: tuple[str, ...]
@@ -42,6 +44,8 @@ class Firing:
 
 @dataclass
 class RunResult:
+    """What a run leaves: every fact (input and derived) and every firing, in order."""
+
     facts: list[Fact]
     firings: list[Firing]
     truncated: bool = False

@@ -44,6 +44,8 @@ class TextMatch:
 
 @dataclass(frozen=True)
 class CompiledTextRule:
+    """A text rule with its patterns compiled."""
+
     rule: Rule
     match: tuple[re.Pattern, ...]
     unless: tuple[re.Pattern, ...]

@@ -29,6 +29,8 @@ def alias_key(text: str) -> str:
 
 @dataclass(frozen=True)
 class EnumSpec:
+    """A closed set of values, with per-value attributes (labels, order, ...)."""
+
     name: str
     meaning: str
     values: tuple[str, ...]
@@ -62,6 +64,8 @@ class EnumSpec:
 
 @dataclass(frozen=True)
 class FieldSpec:
+    """One field of a fact type."""
+
     name: str
     type: str
     enum: str | None = None
@@ -72,6 +76,8 @@ class FieldSpec:
 
 @dataclass(frozen=True)
 class FactType:
+    """A fact type: its fields and what it means."""
+
     name: str
     origin: str
     meaning: str
@@ -81,6 +87,8 @@ class FactType:
 
 @dataclass
 class Vocabulary:
+    """Every fact type and enum the rules may use (facts/vocabulary.yaml)."""
+
     enums: dict[str, EnumSpec] = field(default_factory=dict)
     types: dict[str, FactType] = field(default_factory=dict)
 

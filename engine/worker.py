@@ -8,14 +8,16 @@ has a memory cap. A timeout kills the child, a crash is seen as its death: both 
 EngineLimitError naming what to simplify, never a hang or a signal. The next run starts a
 fresh child.
 
-Where `fork` is available the child starts as a copy of the parent (no imports to redo);
-elsewhere `spawn` is used.
+Where `fork` is available the child starts as a copy of the parent (no imports to redo)
+and talks through two pipes (_ForkedChild, _PipeChannel: multiprocessing and the socket,
+tempfile and subprocess modules it imports would double the start-up of a one-case run);
+elsewhere multiprocessing's `spawn` is used, through the same interface.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import pickle
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -34,6 +36,8 @@ class EngineLimitError(EngineRunError):
 
 @dataclass(frozen=True)
 class Limits:
+    """The wall-clock timeout and memory cap of the engine's process."""
+
     timeout: float = DEFAULT_TIMEOUT
     memory_mb: int = DEFAULT_MEMORY_MB
 
@@ -50,12 +54,9 @@ class Limits:
                    int(number("J6DOCTOR_ENGINE_MEMORY_MB", DEFAULT_MEMORY_MB)))
 
 
-def _serve(conn, memory_mb: int, parent_end=None) -> None:
-    """The child: register rule bases on first use, run diagnoses, answer each request."""
-    if parent_end is not None:
-        # A forked child holds a copy of the parent's end of the pipe: closed, so that the
-        # parent's death is an end of input here and the child ends with it.
-        parent_end.close()
+def _serve(conn, memory_mb: int) -> None:
+    """The child: register rule bases on first use, run diagnoses, answer each request;
+    return at the end of input (the parent closed its end, or died)."""
     try:
         import resource
 
@@ -75,8 +76,6 @@ def _serve(conn, memory_mb: int, parent_end=None) -> None:
         try:
             request = conn.recv()
         except (EOFError, OSError):  # the parent closed the pipe, or died: nothing left to do
-            if parent_end is not None:
-                os._exit(0)  # a forked child: no interpreter teardown of the parent's modules
             return
         fingerprint, compiled, vocab, facts, limits = request  # fingerprint: (engine, rule base)
         try:
@@ -105,17 +104,25 @@ class EngineWorker:
         self._lock = threading.Lock()
 
     def _start(self) -> None:
-        methods = multiprocessing.get_all_start_methods()
-        forked = "fork" in methods
-        context = multiprocessing.get_context("fork" if forked else "spawn")
+        if hasattr(os, "fork"):
+            process, parent = _ForkedChild.start(self.limits.memory_mb)
+            # A forked child starts with the rule bases registered so far: nothing to send.
+            self._process, self._conn, self._sent = process, parent, set(_INHERITED)
+            return
+        import multiprocessing  # no fork here (Windows): a spawned child, sent each rule base
+
+        context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
-        process = context.Process(target=_serve, args=(child, self.limits.memory_mb, parent if forked else None),
-                                  daemon=True,
-                                  name="j6doctor-engine")
+        process = context.Process(target=_serve, args=(child, self.limits.memory_mb), daemon=True,
+                                  name=WORKER_NAME)
         process.start()
         child.close()
-        # A forked child starts with the rule bases registered so far: nothing to send.
-        self._process, self._conn, self._sent = process, parent, set(_INHERITED) if forked else set()
+        self._process, self._conn, self._sent = process, parent, set()
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id (None before the first run or after a stop)."""
+        return self._process.pid if self._process is not None and self._process.is_alive() else None
 
     def stop(self) -> None:
         if self._process is not None:
@@ -208,6 +215,136 @@ def _crashed(what: str, engine: str) -> str:
                 "its fixed tables; run `j6doctor rules lint` on the packs and simplify the rules it names")
     return (f"the rule engine ({engine}, C code) crashed on {what}; run `j6doctor rules lint` on the packs "
             "and simplify the rules it names")
+
+
+WORKER_NAME = "j6doctor-engine"
+_WORD = 8  # bytes of the length before each pickled message on a pipe
+
+
+class _PipeChannel:
+    """One end of a forked child's pair of pipes, with the part of multiprocessing's
+    Connection the worker uses: send / recv a pickled object, poll, close."""
+
+    def __init__(self, read_fd: int, write_fd: int):
+        self._read, self._write = read_fd, write_fd
+
+    def send(self, obj: Any) -> None:
+        if self._write < 0:
+            raise OSError("the channel is closed")
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        view = memoryview(len(data).to_bytes(_WORD, "little") + data)
+        while view:
+            view = view[os.write(self._write, view):]  # BrokenPipeError (an OSError) when the other end is gone
+
+    def _exactly(self, size: int) -> bytes:
+        chunks, left = [], size
+        while left:
+            chunk = os.read(self._read, min(left, 1 << 20))
+            if not chunk:
+                raise EOFError
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def recv(self) -> Any:
+        if self._read < 0:
+            raise OSError("the channel is closed")
+        return pickle.loads(self._exactly(int.from_bytes(self._exactly(_WORD), "little")))
+
+    def poll(self, timeout: float) -> bool:
+        """Whether a message (or the end of input) can be read within `timeout` seconds."""
+        import select
+
+        poller = select.poll()
+        poller.register(self._read, select.POLLIN | select.POLLHUP | select.POLLERR)
+        return bool(poller.poll(max(0, int(timeout * 1000))))
+
+    def close(self) -> None:
+        for fd in (self._read, self._write):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._read = self._write = -1
+
+
+class _ForkedChild:
+    """The engine child started by os.fork, with the part of multiprocessing.Process the
+    worker uses: pid, is_alive, kill, join."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.exitcode: int | None = None
+        self.name = WORKER_NAME
+
+    @classmethod
+    def start(cls, memory_mb: int) -> tuple["_ForkedChild", _PipeChannel]:
+        to_child, from_parent = os.pipe()[::-1]
+        to_parent, from_child = os.pipe()[::-1]
+        pid = os.fork()
+        if pid == 0:  # the child: serve, then leave without running the parent's exit code
+            code = 1
+            try:
+                os.close(to_child)  # the parent's end: its death is then an end of input here
+                os.close(from_child)
+                _serve(_PipeChannel(from_parent, to_parent), memory_mb)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(from_parent)
+        os.close(to_parent)
+        _LIVE[pid] = child = cls(pid)
+        return child, _PipeChannel(from_child, to_child)
+
+    def _reap(self, flags: int) -> bool:
+        if self.exitcode is not None:
+            return True
+        try:
+            pid, status = os.waitpid(self.pid, flags)
+        except ChildProcessError:
+            pid, status = self.pid, 0  # already reaped
+        if pid == 0:
+            return False
+        self.exitcode = os.waitstatus_to_exitcode(status)
+        _LIVE.pop(self.pid, None)
+        return True
+
+    def is_alive(self) -> bool:
+        return not self._reap(os.WNOHANG)
+
+    def kill(self) -> None:
+        if self.exitcode is None:
+            try:
+                os.kill(self.pid, 9)  # SIGKILL: a child stuck in C code ignores anything else
+            except ProcessLookupError:
+                pass
+
+    def join(self, timeout: float | None = None) -> None:
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = 0.0005
+        while not self._reap(os.WNOHANG):
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+
+# Forked children not yet reaped, by pid (what multiprocessing.active_children lists for a
+# spawned one).
+_LIVE: dict[int, _ForkedChild] = {}
+
+
+def live_children() -> list:
+    """The engine children of this process that are running now (forked or spawned)."""
+    children = [child for child in list(_LIVE.values()) if child.is_alive()]
+    if not hasattr(os, "fork"):
+        import multiprocessing
+
+        children += [p for p in multiprocessing.active_children() if p.name == WORKER_NAME]
+    return children
 
 
 _WORKER: EngineWorker | None = None

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..facts import vocabulary
 from .input_error import InputError
-from .text_tables import observing_reads
+from .text_file import observing_reads
 
 # Scanning stops here: an artifact folder is small; a home directory is not.
 MAX_FILES = 20_000
@@ -45,6 +45,8 @@ _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modul
 
 @dataclass(frozen=True)
 class FoundFile:
+    """A file discovery recognised: its kind, where it is, how it was recognised."""
+
     kind: str
     path: Path  # absolute
     display: str  # relative to the base folder, with '/' separators
@@ -83,6 +85,8 @@ MAX_LISTED = 20  # unrecognised names kept per scanned path
 
 @dataclass(frozen=True)
 class _Kind:
+    """A file kind: its names, content signatures and magic bytes."""
+
     kind: str
     names: tuple[str, ...]
     signatures: tuple[re.Pattern, ...]
@@ -174,7 +178,7 @@ class Digests:
 
 @contextmanager
 def hashing_reads(found: list[FoundFile]) -> Iterator[Digests]:
-    """While open, a file read whole through text_tables.read_bytes is hashed from the bytes
+    """While open, a file read whole through text_file.read_bytes is hashed from the bytes
     read: a found file takes that digest (FoundFile.sha256), and so does any other file, for
     Digests.of."""
     digests = Digests()

@@ -12,7 +12,6 @@ the line and the allowed values, all of them in one run; what is accepted but wo
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import re
@@ -27,7 +26,7 @@ from ..engine.strict_yaml import LocatedDocument, YamlInputError, exponent_numbe
 from ..engine.vocabulary import alias_key
 from ..facts import attr, enum_values, vocabulary
 from .input_error import InputError
-from .text_tables import decode_text, read_bytes
+from .text_file import decode_text, read_bytes
 
 if TYPE_CHECKING:  # jsonschema is imported only to explain a case that fails the fast check
     import jsonschema
@@ -299,7 +298,7 @@ def _shown(value: Any) -> str:
 
 
 def _suggest(word: str, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(str(word), allowed, n=1)
+    close = _close_matches(str(word), allowed, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
@@ -594,7 +593,7 @@ def _check_meaning(data: dict[str, Any], case: Case) -> list[tuple[tuple, str]]:
     platform = data.get("platform")
     if isinstance(platform, str) and normalize_platform(platform) is None:
         spellings = vocabulary().enums["platform"].alias_keys()
-        close = difflib.get_close_matches(alias_key(platform), list(spellings), n=1, cutoff=PLATFORM_CLOSE)
+        close = _close_matches(alias_key(platform), list(spellings), n=1, cutoff=PLATFORM_CLOSE)
         if _names_several(platform):
             errors.append((("platform",), f"platform: {platform!r} names more than one platform; keep one"))
         elif close:
@@ -629,7 +628,7 @@ def _notes(data: dict[str, Any], case: Case) -> list[tuple[tuple, str]]:
         version = _version_text(value)
         if resolve_package(str(name), version) is None:
             known = [alias_key(v) for v in enum_values("package") if v != "other"]
-            close = difflib.get_close_matches(alias_key(str(name)), known, n=1, cutoff=0.8)
+            close = _close_matches(alias_key(str(name)), known, n=1, cutoff=0.8)
             hint = f"（是不是 {dict((alias_key(v), v) for v in enum_values('package'))[close[0]]}？）" if close else ""
             if close:
                 notes.append((("versions", name), f"versions.{name}: 不是已知的包名，按其他软件包保留{hint}"))
@@ -892,3 +891,10 @@ def case_facts(case: Case, start: int = 1) -> list[Fact]:
         add("intake_note", {"key": ".".join(str(k) for k in where), "text": text},
             Source("case", file=case.display, line=case.doc.line_of(where), key=".".join(str(k) for k in where)))
     return facts
+
+
+def _close_matches(word: str, possibilities, n: int = 1, cutoff: float = 0.6) -> list[str]:
+    """difflib.get_close_matches, imported when a spelling is to be guessed (not on every run)."""
+    import difflib
+
+    return difflib.get_close_matches(word, possibilities, n=n, cutoff=cutoff)

@@ -28,7 +28,8 @@ from itertools import pairwise
 from pathlib import Path
 
 from .input_error import InputError
-from .text_tables import check_table_width, decode_text, is_psql_start, read_bytes, skip_blank
+from .text_file import decode_text, read_bytes
+from .text_tables import check_table_width, is_psql_start, skip_blank
 
 
 class _LazyModule:

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from .input_error import InputError
-from .text_tables import load_text, parse_number, split_lines
+from .text_file import load_text, split_lines
+from .text_tables import parse_number
 
 __all__ = [
     "COSINE_DROP", "COSINE_HEALTHY", "FIRST_NODE_COLLAPSE", "FOLLOWING_NODES",

@@ -35,7 +35,8 @@ from pathlib import Path
 
 from .input_error import InputError
 from .model_check import Signal
-from .text_tables import is_simple_start, load_text, parse_simple, skip_blank, split_lines
+from .text_file import load_text, split_lines
+from .text_tables import is_simple_start, parse_simple, skip_blank
 
 WHAT = "fx_graph.txt"
 HEADERS = ("opcode", "name", "target", "args", "kwargs")

@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .input_error import InputError
-from .text_tables import Table, load_text, parse_number, parse_simple, skip_blank, split_lines
+from .text_file import load_text, split_lines
+from .text_tables import Table, parse_number, parse_simple, skip_blank
 
 # A few hundred lines in practice; the limit guards memory against a wrong file (parsing
 # costs about 50 times the file size).

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .input_error import InputError
-from .text_tables import Row, Table, load_text, parse_grid, parse_number, split_lines
+from .text_file import load_text, split_lines
+from .text_tables import Row, Table, parse_grid, parse_number
 
 __all__ = [
     "COSINE_DROP", "COSINE_HEALTHY", "ComparedModel", "ConsistencyRow", "CosineRow",

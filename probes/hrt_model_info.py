@@ -27,7 +27,7 @@ from .hb_model_info import (REMOVED_NODES_KEY, InputSpec, ModelInfo, ModelInput,
                             Value, attach_specs, canonical_key, model_values, parse_dims, shown,
                             split_names)
 from .input_error import InputError
-from .text_tables import load_text, split_lines
+from .text_file import load_text, split_lines
 
 # A few hundred lines in practice; the limit guards memory against a wrong file (parsing
 # costs about 50 times the file size).

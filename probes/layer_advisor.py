@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .input_error import InputError
-from .text_tables import Row, is_psql_start, load_text, parse_psql, skip_blank, split_lines
+from .text_file import load_text, split_lines
+from .text_tables import Row, is_psql_start, parse_psql, skip_blank
 
 WHAT = "abnormal_layer_advisor.txt"
 # A table row per layer: a few MB for large models; parsed rows cost about 20 times the

@@ -23,30 +23,15 @@ from typing import Any
 from ..engine.strict_yaml import YamlInputError, load_yaml
 from ..facts import enum_values, resolve
 from .input_error import InputError
-from .text_tables import check_table_width, decode_text, read_bytes
+from .tolerance import Tolerance
+from .text_file import decode_text, read_bytes
+from .text_tables import check_table_width
 
 BASELINE = "qat_pt"
 # A metrics file holds a row per artifact, metric and dataset: a few kilobytes. Every row
 # becomes a fact, so the limit keeps a wrong file (a prediction dump) from taking gigabytes.
 MAX_BYTES = 1024 * 1024
 WHAT = "a CSV / YAML / JSON metrics file (rows of artifact, metric, value[, dataset, frames])"
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    value: float = 0.01
-    relative: bool = True
-    higher_is_better: bool = True
-
-    def describe(self) -> str:
-        kind = f"相对基线 {self.value:.4g}（{self.value * 100:.4g}%）" if self.relative else f"绝对值 {self.value:.4g}"
-        return kind + ("，指标越大越好" if self.higher_is_better else "，指标越小越好")
-
-    def drop(self, baseline: float, value: float) -> tuple[float, float]:
-        """How much `value` is worse than `baseline`, and the drop this tolerance allows."""
-        drop = (baseline - value) if self.higher_is_better else (value - baseline)
-        threshold = self.value * abs(baseline) if self.relative else self.value
-        return drop, threshold
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .input_error import InputError
-from .text_tables import (Table, is_psql_start, is_simple_start, load_text, parse_psql,
-                          parse_simple, skip_blank, split_lines)
+from .text_file import load_text, split_lines
+from .text_tables import Table, is_psql_start, is_simple_start, parse_psql, parse_simple, skip_blank
 
 if TYPE_CHECKING:
     from .fx_graph import FxGraph

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .input_error import InputError
-from .text_tables import read_head
+from .text_file import read_head
 
 # --- Reading limits ---------------------------------------------------------------------
 # Measured on QuantAnalysis-like files larger than real ones (tests/test_probe_pt_file.py,

@@ -34,7 +34,8 @@ from .conversion_log import (
     worst_cosine,
 )
 from .input_error import InputError
-from .text_tables import load_text, parse_number
+from .text_file import load_text
+from .text_tables import parse_number
 
 __all__ = ["QuantInfo", "QuantNode", "parse_quant_info", "read_quant_info"]
 

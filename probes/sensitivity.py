@@ -21,8 +21,9 @@ from functools import cached_property
 from pathlib import Path
 
 from .input_error import InputError
-from .text_tables import (ColumnTable, is_psql_start, load_text, parse_number, parse_psql,
-                          parse_simple_columns, skip_blank, split_lines)
+from .text_file import load_text, split_lines
+from .text_tables import (ColumnTable, is_psql_start, parse_number, parse_psql, parse_simple_columns,
+                          skip_blank)
 
 # Sensitivity tables list one row per quantizer: a few MB even for large models (reading one
 # peaks at about 6 times the file size: its text, lines and columns).

@@ -1,16 +1,11 @@
-"""Safe loading of Horizon text artifacts and the tabulate tables in them (FORMATS.md §0.3).
+"""The tabulate tables in Horizon text artifacts (FORMATS.md §0.3); reading the files
+themselves is text_file.py's job.
 
-The one home of two jobs every probe needs:
-
-* reading a file: `read_bytes` / `read_head` (missing, folder, unreadable, too large),
-  `decode_text` (NUL bytes, UTF-8, BOM) and `load_text` (both, plus empty); `split_lines`
-  cuts the text at '\\n' and drops a '\\r' before it; `observing_reads` hands each file read
-  whole to an observer (discovery hashes a file from the bytes its probe read);
-* tables (at most MAX_TABLE_COLUMNS wide): cells may contain single spaces, so rows are never split on whitespace: column
-  spans come from the rule line (simple style: one dash group per column, the last column
-  runs to the end of the line) or from the `+` positions of the top border (psql style,
-  and the pretty / grid style of hb_verifier with +---+ under the header);
-  `parse_simple_columns` gives a simple table by column, without an object per row.
+Tables are at most MAX_TABLE_COLUMNS wide. Cells may contain single spaces, so rows are
+never split on whitespace: column spans come from the rule line (simple style: one dash
+group per column, the last column runs to the end of the line) or from the `+` positions of
+the top border (psql style, and the pretty / grid style of hb_verifier with +---+ under the
+header); `parse_simple_columns` gives a simple table by column, without an object per row.
 
 Every failure is an InputError naming the file (its display name), the line where known
 and what was expected. Line numbers are 1-based; a table parser gets `first_line`, the
@@ -20,18 +15,12 @@ file line of `lines[0]`.
 from __future__ import annotations
 
 import re
-import stat
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from .input_error import InputError
 
-# Guards memory and time only; real fx graphs, model checks and logs of large models stay far
-# below this (a 64 MiB fx graph is about 450,000 nodes and parses in under 1 GiB).
-MAX_TEXT_BYTES = 64 * 1024 * 1024
 # The widest real table (compare_per_layer with same_in_*) has about 24 columns; a header of
 # a million columns would cost gigabytes in cells before any check.
 MAX_TABLE_COLUMNS = 512
@@ -83,105 +72,6 @@ class ColumnTable:
         columns = tuple(list(c) for c in zip(*(r.cells for r in table.rows))) if table.rows else \
             tuple([] for _ in table.headers)
         return cls(table.headers, columns, [r.line for r in table.rows], table.end, table.header_line)
-
-
-# ---------------------------------------------------------------- reading files
-
-# Called with (path, bytes) for every file read whole by read_bytes (artifacts.hashing_reads:
-# a file a probe reads is hashed from those bytes, not read a second time).
-_READ_OBSERVERS: list[Callable[[Path, bytes], None]] = []
-
-
-@contextmanager
-def observing_reads(observer: Callable[[Path, bytes], None]) -> Iterator[None]:
-    _READ_OBSERVERS.append(observer)
-    try:
-        yield
-    finally:
-        _READ_OBSERVERS.remove(observer)
-
-
-@contextmanager
-def _os_errors(display: str, what: str) -> Iterator[None]:
-    """Turns the OS errors of opening or reading a file into InputError naming it."""
-    try:
-        yield
-    except FileNotFoundError:
-        raise InputError(display, f"no such file; expected {what}") from None
-    except IsADirectoryError:
-        raise InputError(display, f"is a folder; expected {what}") from None
-    except OSError as exc:
-        raise InputError(display, f"cannot read: {exc.strerror or exc}; expected {what}") from None
-
-
-def read_bytes(path: Path, display: str, what: str, max_bytes: int = MAX_TEXT_BYTES) -> bytes:
-    """The whole file, or InputError for a missing, folder, unreadable or too large file.
-
-    `what` names the expected artifact in messages (e.g. "model_check_result.txt").
-    """
-    with _os_errors(display, what):
-        _require_regular(path, display, what)
-        size = path.stat().st_size
-        # Checked before reading, so that an oversized file is never loaded into memory.
-        if size > max_bytes:
-            raise InputError(display, f"too large ({size} bytes; limit {max_bytes}); expected {what}")
-        raw = path.read_bytes()
-    for observe in _READ_OBSERVERS:
-        observe(path, raw)
-    return raw
-
-
-def read_head(path: Path, display: str, what: str, count: int) -> bytes:
-    """The first `count` bytes (fewer for a short file), for binary readers that stream the
-    rest themselves; the same InputErrors as read_bytes except for the size limit."""
-    with _os_errors(display, what):
-        _require_regular(path, display, what)
-        with path.open("rb") as file:
-            return file.read(count)
-
-
-def _require_regular(path: Path, display: str, what: str) -> None:
-    """A pipe or a device (e.g. a link to /dev/zero) would block or never end; a folder is
-    left to the IsADirectoryError of the read."""
-    mode = path.stat().st_mode
-    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-        raise InputError(display, f"not a regular file (a pipe or a device); expected {what}")
-
-
-def decode_text(raw: bytes, display: str, what: str) -> str:
-    """UTF-8 text without a leading BOM, or InputError (with its line) for NUL bytes or bytes
-    that are not UTF-8. Empty input is returned as "": some formats allow an empty file."""
-    nul = raw.find(b"\x00")
-    if nul >= 0:
-        raise InputError(display, f"binary data (NUL byte); expected {what}", _line_at(raw, nul))
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(display, f"not UTF-8 text (invalid byte 0x{raw[exc.start]:02x} at "
-                                  f"offset {exc.start}); expected {what}",
-                         _line_at(raw, exc.start)) from None
-    return text.removeprefix("\ufeff")
-
-
-def load_text(path: Path, display: str, what: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
-    """The file as text, or InputError for missing, too large, empty, binary or non-UTF-8 input."""
-    text = decode_text(read_bytes(path, display, what, max_bytes), display, what)
-    if not text.strip():
-        raise InputError(display, f"empty file; expected {what}")
-    return text
-
-
-def _line_at(raw: bytes, offset: int) -> int:
-    return raw.count(b"\n", 0, offset) + 1
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines without terminators; only '\\n' (and a '\\r' before it) ends a line, because
-    str.splitlines would also break on form feeds or U+2028 that may sit inside a cell."""
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
 
 
 # ---------------------------------------------------------------- tables

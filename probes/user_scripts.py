@@ -24,7 +24,7 @@ from functools import cached_property
 from pathlib import Path
 
 from .input_error import InputError
-from .text_tables import decode_text, read_bytes
+from .text_file import decode_text, read_bytes
 
 KINDS = (
     "convert_wrong_module",

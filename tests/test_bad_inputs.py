@@ -54,7 +54,8 @@ from j6doctor.probes.case_file import read_case
 from j6doctor.probes.compare_per_layer import read_compare_per_layer, summarize
 from j6doctor.probes.fx_graph import read_fx_graph
 from j6doctor.probes.layer_advisor import read_layer_advisor
-from j6doctor.probes.metrics_file import Tolerance, judge, read_metrics
+from j6doctor.probes.metrics_file import judge, read_metrics
+from j6doctor.probes.tolerance import Tolerance
 from j6doctor.probes.model_check import read_model_check
 from j6doctor.probes.pt_file import read_pt, sensitivity_rows_from_pt
 from j6doctor.probes.sensitivity import read_sensitivity_txt, summarize_sensitivity

@@ -21,7 +21,7 @@ from j6doctor.probes.compare_per_layer import (
     MAX_TEXT_BYTES, CompareRow, metric_row_for, read_compare_per_layer, summarize,
 )
 from j6doctor.probes.sensitivity import read_sensitivity_txt, summarize_sensitivity
-from j6doctor.probes.text_tables import observing_reads
+from j6doctor.probes.text_file import observing_reads
 from synthetic import CONV, IDENT, QCONV, VB_HEADER, big_rows, csv_text, psql, simple, vb_row
 
 FIELDS = ("qscale", "cosine", "l1", "atol", "max_qscale_diff", "base_min", "analy_min", "base_max",

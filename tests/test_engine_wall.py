@@ -16,7 +16,6 @@ the tool, proved with real durable-rules runs and real CLI subprocesses (no mock
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import re
 import stat
@@ -145,11 +144,14 @@ def assert_clean_failure(proc: subprocess.CompletedProcess, code: int = 2) -> No
     assert proc.stdout == "", "a failed diagnosis printed a report"
 
 
-def worker_processes() -> list[multiprocessing.Process]:
-    return [p for p in multiprocessing.active_children() if p.name == WORKER_NAME]
+def worker_processes() -> list:
+    """The engine children running now (engine/worker.py's handles: pid, is_alive, kill, join)."""
+    from j6doctor.engine.worker import live_children
+
+    return [p for p in live_children() if p.name == WORKER_NAME]
 
 
-def the_worker() -> multiprocessing.Process:
+def the_worker():
     (worker,) = worker_processes()
     return worker
 
@@ -225,8 +227,8 @@ def test_a_normal_diagnosis_is_far_below_the_memory_cap(tmp_path):
 # ================================================================ 3. a crash of the worker
 
 def test_a_worker_killed_mid_diagnosis_raises_and_the_next_diagnosis_works(tmp_path, worker_mode):
-    """The worker is killed while it runs a long join (SIGKILL, through the multiprocessing
-    API): that diagnosis raises EngineLimitError at once (not after the 60 s timeout), and the
+    """The worker is killed while it runs a long join (SIGKILL, through the worker's
+    process handle): that diagnosis raises EngineLimitError at once (not after the 60 s timeout), and the
     next one runs in a fresh worker with the same answer as before."""
     example = EXAMPLES / "convert_j6m.yaml"
     before = render_json(diagnose_file(example))

@@ -32,7 +32,7 @@ LIMITED = {
     "compare_per_layer_out.txt": "compare_per_layer.MAX_TEXT_BYTES",
     "output_cls_score_Cosine_sensitive_ops.txt": "sensitivity.MAX_TEXT_BYTES",
     "badcase.txt": "badcase.MAX_TEXT_BYTES",
-    "fx_graph.txt": "text_tables.MAX_TEXT_BYTES",
+    "fx_graph.txt": "text_file.MAX_TEXT_BYTES",
     "abnormal_layer_advisor.txt": "layer_advisor.MAX_TEXT_BYTES",
     "model_check_result.txt": "model_check.MAX_TEXT_BYTES",
     "hb_verifier.log": "hb_verifier.MAX_TEXT_BYTES",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from j6doctor.probes import InputError
-from j6doctor.probes.metrics_file import Tolerance, judge, read_metrics
+from j6doctor.probes.metrics_file import judge, read_metrics
+from j6doctor.probes.tolerance import Tolerance
 
 CSV = ("artifact,metric,value,dataset,frames\n"
        "qat_pt,mAP,41.2,val,5000\n"

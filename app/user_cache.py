@@ -1,0 +1,68 @@
+"""The folder where j6doctor keeps what it computed for the next run (compiled rule bases,
+schema checks, generated dataclass code): `$XDG_CACHE_HOME/j6doctor` or `~/.cache/j6doctor`.
+
+What is kept there is pickled or marshalled code, so a file is only ever read when it and
+its folder belong to this user and nobody else can write to them; anything else is ignored
+and rebuilt, never trusted. J6DOCTOR_CACHE=0 turns every cache off. This module imports
+nothing of j6doctor: the dataclass code cache needs it before any other module is loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+def cache_dir(environ=None) -> Path | None:
+    """The cache folder, or None when caching is off or cannot be vouched for."""
+    environ = os.environ if environ is None else environ
+    if environ.get("J6DOCTOR_CACHE", "1") == "0" or not hasattr(os, "getuid"):
+        return None  # off, or no owner to check (Windows): never trust a file we cannot vouch for
+    base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".cache")
+    return Path(base) / "j6doctor"
+
+
+def is_private(path: Path, kind: int) -> bool:
+    """`path` is ours alone: owned by this user, of the expected kind (stat.S_IFDIR or
+    stat.S_IFREG; a symlink is neither), no access for others."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return (info.st_uid == os.getuid() and stat.S_IFMT(info.st_mode) == kind
+            and not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO))
+
+
+def write_private(folder: Path, name: str, data: bytes) -> bool:
+    """Store `data` as folder/name (mode 0600, the folder 0700, created if missing) in one
+    atomic rename; False, silently, when the folder is not private or anything fails: a
+    cache that cannot be written only costs time."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not is_private(folder, stat.S_IFDIR):
+            return False  # someone else's (or shared) folder: do not write there either
+        import tempfile  # only when an entry is written
+
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+            os.replace(temporary, folder / name)  # 0600 from mkstemp; atomic for concurrent writers
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        return True
+    except OSError:
+        return False
+
+
+def read_private(folder: Path, name: str) -> bytes | None:
+    """folder/name when both are private (is_private), else None."""
+    entry = folder / name
+    if not (is_private(folder, stat.S_IFDIR) and is_private(entry, stat.S_IFREG)):
+        return None
+    try:
+        return entry.read_bytes()
+    except OSError:
+        return None

@@ -1,0 +1,215 @@
+"""What a cold start skips must not change what it does: the dataclass code kept between
+runs (app/dataclass_code.py), the engine child forked with its own pipes (engine/worker.py),
+facts handed to durable-rules through the json module when that writes the same text
+(engine/engine_json.py), a pyproject.toml without j6doctor settings left unparsed
+(app/config.py), and the case check run without fastjsonschema (engine/schema_check.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import EXAMPLES
+from j6doctor.config import _may_hold_table, load_config
+from j6doctor.engine import engine_json
+from j6doctor.engine.worker import _PipeChannel
+
+CASE = EXAMPLES / "convert_j6m.yaml"
+
+
+def _python(code: str, cache_home, extra_env: dict | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("J6DOCTOR_")}
+    env.update(XDG_CACHE_HOME=str(cache_home), **(extra_env or {}))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+
+
+def _cli(args: list[str], cache_home, extra_env: dict | None = None) -> subprocess.CompletedProcess:
+    return _python(f"import sys; from j6doctor.cli import main; main({args!r})", cache_home, extra_env)
+
+
+# ---------------------------------------------------------------- dataclass code cache
+
+PROBE = """
+import dataclasses, json, sys
+import j6doctor.dataclass_code as kept
+from j6doctor.engine import Fact
+from j6doctor.engine.rule_model import Condition, Test
+fact = Fact("f1", "symptom", {"text": "x"})
+cond = Condition("symptom", (Test("text", "eq", "x"),), alias="s")
+print(json.dumps({
+    "patched": getattr(dataclasses, "exec", None) is kept._cached_exec,
+    "loaded": len(kept._code), "added": kept._added,
+    "repr": repr(cond), "eq": cond == Condition("symptom", (Test("text", "eq", "x"),), alias="s"),
+    "hash": hash(cond) == hash(Condition("symptom", (Test("text", "eq", "x"),), alias="s")),
+    "fact": repr(fact),
+}))
+kept.save()
+"""
+
+
+def _probe(cache_home, extra_env=None) -> dict:
+    proc = _python(PROBE, cache_home, extra_env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_the_second_process_reuses_the_generated_code_and_classes_behave_alike(tmp_path):
+    home = tmp_path / "cache"
+    first = _probe(home)
+    assert first["patched"] and first["loaded"] > 0 and first["added"] == first["loaded"]
+    kept = list((home / "j6doctor").glob("dataclass-code-*.marshal"))
+    assert len(kept) == 1
+    assert stat.S_IMODE(kept[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE((home / "j6doctor").stat().st_mode) == 0o700
+    second = _probe(home)
+    assert second["patched"] and second["added"] == 0 and second["loaded"] >= first["loaded"]
+    off = _probe(tmp_path / "other", {"J6DOCTOR_CACHE": "0"})
+    assert not off["patched"]
+    for key in ("repr", "eq", "hash", "fact"):  # the same classes, cached code or not
+        assert first[key] == second[key] == off[key]
+    assert first["eq"] and first["hash"]
+
+
+def test_a_kept_file_others_can_write_or_a_damaged_one_is_never_used(tmp_path):
+    home = tmp_path / "cache"
+    _probe(home)
+    (kept,) = (home / "j6doctor").glob("dataclass-code-*.marshal")
+    kept.chmod(0o666)
+    assert _probe(home)["added"] > 0  # not read: everything compiled again
+    kept.chmod(0o600)
+    kept.write_bytes(b"\x00not marshal")
+    again = _probe(home)
+    assert again["patched"] and again["added"] > 0
+    assert _probe(home)["added"] == 0  # rewritten by the run before
+
+
+def test_help_loads_neither_dataclasses_nor_the_kept_code(tmp_path):
+    code = ("import sys\nfrom j6doctor.cli import main\n"
+            "try:\n    main(['--help'], exit_fast=False)\nexcept SystemExit:\n    pass\n"
+            "print('dataclasses' in sys.modules, file=sys.stderr)")
+    proc = _python(code, tmp_path / "cache")
+    assert proc.returncode == 0 and "diagnose" in proc.stdout
+    assert proc.stderr.strip().splitlines()[-1] == "False"
+
+
+def test_a_cold_run_gives_the_same_report_with_and_without_caches(tmp_path):
+    args = ["diagnose", str(CASE), "--format", "json", "--no-env"]
+    cold = _cli(args, tmp_path / "cache")
+    warm = _cli(args, tmp_path / "cache")
+    off = _cli(args, tmp_path / "none", {"J6DOCTOR_CACHE": "0"})
+    assert cold.returncode == warm.returncode == off.returncode == 0, (cold.stderr, off.stderr)
+    assert cold.stdout == warm.stdout == off.stdout
+    assert json.loads(warm.stdout)["stage"]
+
+
+def test_a_warm_run_imports_no_schema_library(tmp_path):
+    code = ("import sys\nfrom j6doctor.cli import main\n"
+            f"main({['diagnose', str(CASE), '--format', 'json', '--no-env']!r}, exit_fast=False)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('jsonschema', 'fastjsonschema', 'multiprocessing', 'tomllib', 'shutil', 'difflib')), file=sys.stderr)")
+    home = tmp_path / "cache"
+    assert _python(code, home).returncode == 0  # fills the caches
+    proc = _python(code, home)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "[]"
+
+
+# ---------------------------------------------------------------- the engine child's pipes
+
+def test_a_pipe_channel_carries_messages_larger_than_the_pipe_buffer():
+    read_a, write_a = os.pipe()
+    read_b, write_b = os.pipe()
+    near, far = _PipeChannel(read_b, write_a), _PipeChannel(read_a, write_b)
+    big = {"text": "文" * 3_000_000, "n": list(range(50_000))}
+
+    def echo():
+        far.send(far.recv())
+
+    thread = threading.Thread(target=echo)
+    thread.start()
+    near.send(big)  # several MB: written while the other end reads
+    assert near.poll(30)
+    assert near.recv() == big
+    thread.join(10)
+    far.close()
+    assert near.poll(5)  # the other end closed: readable, and recv says so
+    with pytest.raises(EOFError):
+        near.recv()
+    near.close()
+    with pytest.raises(OSError):
+        near.send(1)
+
+
+def test_a_pipe_channel_times_out_when_nothing_comes():
+    read_fd, write_fd = os.pipe()
+    channel = _PipeChannel(read_fd, write_fd)
+    assert channel.poll(0.05) is False
+    channel.close()
+
+
+# ---------------------------------------------------------------- engine_json fast path
+
+def _slow(value, ensure_ascii=False) -> str:
+    parts: list[str] = []
+    engine_json._encode(value, parts, ensure_ascii)
+    return "".join(parts)
+
+
+LEAVES = st.one_of(
+    st.none(), st.booleans(),
+    st.integers(min_value=-(1 << 70), max_value=1 << 70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([1e-4, 9.999e-5, 1e16, 9999999999999998.0, -0.0, 1e-05, 1.5e300]),
+    st.text(max_size=20), st.sampled_from(["\ud800x", "量化 \"q\" \\n", "\x00\x1f"]),
+)
+VALUES = st.recursive(LEAVES, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4)), max_leaves=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(VALUES, st.booleans())
+def test_facts_encode_as_the_exact_encoder_writes_them(value, ensure_ascii):
+    assert engine_json.dumps(value, ensure_ascii) == _slow(value, ensure_ascii)
+
+
+def test_values_the_json_module_writes_otherwise_take_the_exact_path():
+    assert engine_json.dumps({"v": 1e-05}) == '{"v":0.00001}'
+    assert engine_json.dumps({"v": 1 << 64}) == '{"v":18446744073709551616.0}'
+    assert engine_json.dumps({"v": "\ud800"}) == '{"v":"?"}'  # what the engine can take
+    assert engine_json.dumps([(1, 2.5)]) == "[[1,2.5]]"
+    with pytest.raises(TypeError):
+        engine_json.dumps({"v": {1, 2}})
+
+
+# ---------------------------------------------------------------- pyproject.toml prefilter
+
+@pytest.mark.parametrize("text", [
+    "[tool.j6doctor]\nengine = 'clips'\n",
+    "[ tool . \"j6doctor\" ]\nengine = 'clips'\n",
+    "tool.j6doctor.engine = 'clips'\n",
+    "[tool]\nj6doctor = { engine = 'clips' }\n",
+    "tool = { j6doctor = { engine = 'clips' } }\n",
+])
+def test_every_spelling_of_the_table_is_read(tmp_path, text):
+    assert _may_hold_table(text.encode(), ("tool", "j6doctor"))
+    # the root-level spellings must come before the first table header
+    (tmp_path / "pyproject.toml").write_text(text + "[project]\nname = 'x'\n", encoding="utf-8")
+    config = load_config(tmp_path, environ={"HOME": str(tmp_path / "home")})
+    assert config.engine == "clips" and config.sources
+
+
+def test_a_pyproject_without_the_table_is_not_parsed(tmp_path):
+    # names j6doctor as a package, and is not even valid TOML: neither matters, it holds no settings
+    text = "[project]\nname = \"j6doctor\"\n[tool.setuptools.package-dir]\nj6doctor = \"app\"\nbroken = [\n"
+    assert not _may_hold_table(text.encode(), ("tool", "j6doctor"))
+    (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
+    config = load_config(tmp_path, environ={"HOME": str(tmp_path / "home")})
+    assert config.engine is None and config.sources == ()
