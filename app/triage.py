@@ -801,6 +801,8 @@ def _char_width(c: str) -> int:
 
 
 def _width(text: str) -> int:
+    if text.isascii():  # paths and stage names mostly: one column a character
+        return len(text)
     return sum(_char_width(c) for c in text)
 
 

@@ -278,7 +278,9 @@ def package_dirs() -> list[str]:
 
 def warm_up(ctx: Context) -> None:
     progress("warm-up: compileall of the package, then one run of each kind of command")
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", *package_dirs()], check=True,
+    # -l: the package folders themselves, not their subfolders (rules/fixtures holds example
+    # user scripts, which a __pycache__ beside them would change as work-folder inputs)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "-l", "-j", "0", *package_dirs()], check=True,
                    stdout=subprocess.DEVNULL)
     folder = ctx.tmp / "warmup_workdir"
     generate_workdir(folder, 200)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from functools import lru_cache
 from types import ModuleType
 
 from .errors import EngineError
@@ -66,8 +67,10 @@ def resolve(requested: str | None = None) -> str:
         _unavailable(n) for n in ENGINES))
 
 
+@lru_cache(maxsize=None)
 def describe(name: str) -> str:
-    """`durable-rules 2.0.28` / `CLIPS 6.4 (clipspy 1.0.6)`: what reports name."""
+    """`durable-rules 2.0.28` / `CLIPS 6.4 (clipspy 1.0.6)`: what reports name (read from the
+    package metadata once per process: a batch renders thousands of reports)."""
     return load_backend(name).describe()
 
 

@@ -205,10 +205,18 @@ class Session:
         out, self.pending = self.pending, []
         return out
 
+    def _encoded(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The payload with its text made once, for every partition it goes to (the
+        engine reads the same text; durable-rules would encode it once per partition)."""
+        payload["sid"] = self.sid
+        return engine_json.PreEncoded(payload, engine_json.dumps(payload))
+
     def assert_shadow(self, fact: Fact) -> list[tuple[int, tuple[str, ...]]]:
+        payload = None
         for part in self.partitions:
             if fact.type in part.negates:
-                self._assert(part, fact.engine_payload(SHADOW_PREFIX + fact.type))
+                payload = payload or self._encoded(fact.engine_payload(SHADOW_PREFIX + fact.type))
+                self._assert(part, payload)
         return self._take()
 
     def ready(self) -> list[tuple[int, tuple[str, ...]]]:
@@ -217,7 +225,9 @@ class Session:
         return self._take()
 
     def assert_fact(self, fact: Fact) -> list[tuple[int, tuple[str, ...]]]:
+        payload = None
         for part in self.partitions:
             if fact.type in part.consumes:
-                self._assert(part, fact.engine_payload())
+                payload = payload or self._encoded(fact.engine_payload())
+                self._assert(part, payload)
         return self._take()

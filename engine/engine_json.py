@@ -61,16 +61,39 @@ class PreEncoded(dict):
 def dumps(value: Any, ensure_ascii: bool = False) -> str:
     """JSON text of facts and ruleset definitions (dicts, lists, str, int, float, bool, None)."""
     if _plain(value, 0):  # most facts: what the json module writes is already the engine's text
-        return json.dumps(value, ensure_ascii=ensure_ascii, separators=(",", ":"))
+        return (_ASCII if ensure_ascii else _UTF8).encode(value)
     parts: list[str] = []
     _encode(value, parts, ensure_ascii)
     return "".join(parts)
+
+
+_UTF8 = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_ASCII = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
 
 
 def _plain(value: Any, depth: int) -> bool:
     """Whether json.dumps writes `value` exactly as _encode does: text the engine takes
     unchanged, integers within 64 bits, floats that repr writes positionally (0, or
     1e-4 <= |x| < 1e16; never nan or inf), string keys, nothing pre-encoded."""
+    kind = type(value)
+    if kind is dict:
+        if depth > 50:  # deeper than any fact: the exact path decides
+            return False
+        for key, item in value.items():
+            if type(key) is not str or not _plain_leaf(item, depth):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        if depth > 50:
+            return False
+        for item in value:
+            if not _plain_leaf(item, depth):
+                return False
+        return True
+    return _plain_leaf(value, depth)
+
+
+def _plain_leaf(value: Any, depth: int) -> bool:
     kind = type(value)
     if kind is str:
         if len(value) > MAX_ENGINE_TEXT:
@@ -88,12 +111,8 @@ def _plain(value: Any, depth: int) -> bool:
         return value in _INT64
     if kind is float:
         return value == 0 or 1e-4 <= abs(value) < 1e16
-    if depth > 50:  # deeper than any fact: the exact path decides
-        return False
-    if kind is dict:
-        return all(type(key) is str and _plain(item, depth + 1) for key, item in value.items())
-    if kind is list or kind is tuple:
-        return all(_plain(item, depth + 1) for item in value)
+    if kind is dict or kind is list or kind is tuple:
+        return _plain(value, depth + 1)
     return False
 
 

@@ -22,9 +22,12 @@ ATTRIBUTE_KINDS = ("str", "int", "bool", "list")
 RESERVED_FIELDS = frozenset({"id", "type", "sid", "_k", "_d"})
 
 
+_ALIAS_NOISE = re.compile(r"[\s_\-.]+")
+
+
 def alias_key(text: str) -> str:
     """How an alias is compared: case, spaces, '-', '_' and '.' do not matter."""
-    return re.sub(r"[\s_\-.]+", "", text).lower()
+    return _ALIAS_NOISE.sub("", text).lower()
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,19 @@ class EnumSpec:
     def resolve(self, text: str) -> list[str]:
         """The values `text` names: a value itself or one of its aliases, compared by
         alias_key. Several values may share an alias; they come in vocabulary order."""
-        key = alias_key(text)
-        return [v for v in self.values if any(alias_key(s) == key for s in self.spellings(v))]
+        index = self.__dict__.get("_resolved")
+        if index is None:  # built on first use (a case resolves hundreds of names)
+            index = {}
+            for value in self.values:
+                for spelling in self.spellings(value):
+                    named = index.setdefault(alias_key(spelling), [])
+                    if value not in named:
+                        named.append(value)
+            self.__dict__["_resolved"] = index  # not a field: no part of equality or pickles
+        return list(index.get(alias_key(text), ()))
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_resolved"}
 
     def alias_keys(self) -> dict[str, str]:
         """Every spelling (alias_key) → the first value it names, for did-you-mean hints."""

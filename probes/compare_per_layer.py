@@ -110,7 +110,7 @@ _MISSING = ("", "None")
 _WHAT = "a UTF-8 text table (compare_per_layer_out.csv/.txt)"
 # Real tables have a row per layer output (tens of thousands at most, a few MB); the limit
 # leaves room for a million rows in either layout (csv about 180 MB, psql txt about 310 MB).
-MAX_TEXT_BYTES = 512 * 1024 * 1024
+MAX_TEXT_BYTES = 320 * 1024 * 1024
 _HBIR_SUFFIX = re.compile(r"\[[^\[\]]+\]$")
 _IDENTITY = "torch.nn.modules.linear.Identity"  # analysis op of a fused-away bn / relu
 
