@@ -94,3 +94,9 @@ def run_with_terminal_stderr(command: list[str], **kwargs) -> tuple[subprocess.C
         chunks.append(data)
     os.close(leader)
     return proc, b"".join(chunks).decode("utf-8", "replace")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--snapshot-update", action="store_true",
+                     help="rewrite examples/expected/ from the current reports (tests/test_example_snapshots.py) "
+                          "instead of comparing with it")

@@ -1,0 +1,86 @@
+"""Every bundled example's report, kept as the expected text (examples/expected/<case file>.json
+and .md), so that a rule or template change shows its effect on every example in review.
+
+A report is produced exactly as README's command does (`j6doctor diagnose
+examples/cases/<case> --format json|md --no-env`, from the repository folder) and compared
+byte for byte, after two normalisations only: the engine that ran (durable-rules or CLIPS,
+whichever this Python has) and the rule-base fingerprint (a hash of every rule file, which
+any edit changes). A difference fails with a diff;
+
+    python -m pytest tests/test_example_snapshots.py --snapshot-update
+
+rewrites the expected files (and removes those of deleted examples) for the change to be
+reviewed and committed with it."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+
+import pytest
+
+from conftest import EXAMPLES, REPO
+from j6doctor.cli import main
+
+EXPECTED = REPO / "examples" / "expected"
+CASES = sorted(p.name for p in EXAMPLES.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
+FORMATS = ("json", "md")
+UPDATE_HINT = "python -m pytest tests/test_example_snapshots.py --snapshot-update"
+_ENGINE_LINE = re.compile(r"^(规则引擎：).+?(；规则库指纹 )[0-9a-f]+", re.M)
+
+
+def normalise(text: str, fmt: str) -> str:
+    if fmt == "json":
+        verdict = json.loads(text)
+        verdict["rulebase"]["fingerprint"] = "<fingerprint>"
+        verdict["rulebase"]["engine"] = "<engine>"
+        return json.dumps(verdict, ensure_ascii=False, indent=2) + "\n"
+    normalised, count = _ENGINE_LINE.subn(r"\1<engine>\2<fingerprint>", text)
+    assert count == 1, "the report's engine line changed its wording: update _ENGINE_LINE"
+    return normalised
+
+
+def report(case: str, fmt: str, capsys, monkeypatch) -> str:
+    monkeypatch.chdir(REPO)
+    capsys.readouterr()
+    main(["diagnose", f"examples/cases/{case}", "--format", fmt, "--no-env"], exit_fast=False)
+    return normalise(capsys.readouterr().out, fmt)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("case", CASES)
+def test_example_report_is_as_expected(case, fmt, capsys, monkeypatch, request):
+    got = report(case, fmt, capsys, monkeypatch)
+    expected_file = EXPECTED / f"{case}.{fmt}"
+    if request.config.getoption("--snapshot-update"):
+        EXPECTED.mkdir(exist_ok=True)
+        expected_file.write_text(got, encoding="utf-8", newline="\n")
+        return
+    if not expected_file.is_file():
+        pytest.fail(f"no expected report {expected_file.relative_to(REPO)}; create it with: {UPDATE_HINT}")
+    expected = expected_file.read_text(encoding="utf-8")
+    if got != expected:
+        diff = difflib.unified_diff(expected.splitlines(), got.splitlines(), f"expected/{case}.{fmt}",
+                                    f"now/{case}.{fmt}", lineterm="", n=2)
+        shown = "\n".join(list(diff)[:80])
+        pytest.fail(f"the {fmt} report of examples/cases/{case} changed:\n{shown}\n"
+                    f"if the change is intended: {UPDATE_HINT}", pytrace=False)
+
+
+def test_no_expected_report_without_its_example(request):
+    wanted = {f"{case}.{fmt}" for case in CASES for fmt in FORMATS}
+    stale = sorted(p.name for p in EXPECTED.iterdir() if p.name not in wanted) if EXPECTED.is_dir() else []
+    if request.config.getoption("--snapshot-update"):
+        for name in stale:
+            (EXPECTED / name).unlink()
+        return
+    assert not stale, f"expected reports of examples that no longer exist: {stale}; remove them with: {UPDATE_HINT}"
+
+
+def test_the_normalisation_only_touches_engine_and_fingerprint():
+    md = "# t\n规则引擎：durable-rules 2.0.28；规则库指纹 7093f5e5748b（269 条规则）\n正文 durable-rules\n"
+    assert normalise(md, "md") == "# t\n规则引擎：<engine>；规则库指纹 <fingerprint>（269 条规则）\n正文 durable-rules\n"
+    verdict = {"stage": "convert", "rulebase": {"fingerprint": "abc", "rules": 3, "engine": "clips"}}
+    assert json.loads(normalise(json.dumps(verdict), "json")) == {
+        "stage": "convert", "rulebase": {"fingerprint": "<fingerprint>", "rules": 3, "engine": "<engine>"}}
