@@ -443,7 +443,7 @@ def read_artifacts(found: list[FoundFile], facts, problem: Problem, limit: int, 
                 _conversion(item, facts, limit)
             elif item.kind == "abnormal_layer_advisor":
                 from .probes.layer_advisor import read_layer_advisor
-                from .probes.model_check import Signal
+                from .probes.module_signal import Signal
 
                 findings = [Signal(f.kind, f.mod_name, f.text, f.line)
                             for f in read_layer_advisor(item.path, item.display)]

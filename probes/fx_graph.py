@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .input_error import InputError
-from .model_check import Signal
+from .module_signal import Signal
 from .text_file import load_text, split_lines
 from .text_tables import is_simple_start, parse_simple, skip_blank
 

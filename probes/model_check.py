@@ -14,14 +14,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from .fx_graph import FxGraph, graph_signals, opcode_counts, read_fx_table
 from .input_error import InputError
+from .module_signal import Signal
 from .text_file import load_text, split_lines
 from .text_tables import Table, is_psql_start, is_simple_start, parse_psql, parse_simple, skip_blank
-
-if TYPE_CHECKING:
-    from .fx_graph import FxGraph
 
 WHAT = "model_check_result.txt"
 # A table row per layer: a few MB for large models; parsed rows cost about 20 times the
@@ -68,15 +66,6 @@ _FLOAT_GEMM_MSG = re.compile(r"^Unexpect(?:ed)? gemm input (torch\.\w+x\w+)")
 # Layer types whose inputs are multiplied by weights: a float input means a missing QuantStub.
 _GEMM_TYPES = re.compile(r"conv|linear|matmul|gemm", re.IGNORECASE)
 _DEQUANT_STUBS = {"DeQuantStub", "DeQuantize"}
-
-
-@dataclass(frozen=True)
-class Signal:
-    kind: str      # e.g. "unfused", "shared_module", "scale_frozen" (FORMATS.md §13.6)
-    module: str    # module name the signal is about ("" if global)
-    detail: str    # short English detail
-    line: int      # 1-based line in the file
-    type: str = ""  # class name of the module, where the file gives it (Conv2d, MaxPool2d ...)
 
 
 @dataclass
@@ -334,8 +323,6 @@ def _read_rows(lines: list[str], sec: _Section, display: str, wanted: dict[str, 
 
 
 def _read_graph(lines: list[str], sec: _Section, display: str) -> FxGraph:
-    from .fx_graph import FxGraph, graph_signals, opcode_counts, read_fx_table  # avoids an import cycle
-
     i = skip_blank(lines, sec.start, sec.end)
     if i >= sec.end:
         raise InputError(display, "expected the FX graph table under 'Graph:'", sec.line)
