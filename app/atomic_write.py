@@ -26,14 +26,23 @@ def is_protected(target: Path, protected: list[Path]) -> bool:
 
 def write_atomic(target: Path, text: str) -> None:
     """Write `text` (UTF-8) to `target` through a unique temporary file; OSError on failure."""
+    write_bytes_atomic(target, text.encode("utf-8"))
+
+
+def write_bytes_atomic(target: Path, data: bytes, mode: int | None = None) -> None:
+    """Write `data` to `target` through a unique temporary file beside it, renamed over it in
+    one step; OSError on failure (the temporary file is then removed). `mode`: the file's
+    permission bits; None keeps those of the file replaced, or gives a new file the umask's."""
     import tempfile  # only when a file is written (not for a report on stdout)
 
     target = Path(os.path.realpath(target))  # replace the file a symlink points at, not the link
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".j6doctor-tmp", dir=target.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-        if target.exists():
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        if mode is not None:
+            os.chmod(temporary, mode)
+        elif target.exists():
             os.chmod(temporary, os.stat(target).st_mode & 0o7777)
         else:
             umask = os.umask(0)

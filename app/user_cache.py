@@ -3,8 +3,9 @@ schema checks, generated dataclass code): `$XDG_CACHE_HOME/j6doctor` or `~/.cach
 
 What is kept there is pickled or marshalled code, so a file is only ever read when it and
 its folder belong to this user and nobody else can write to them; anything else is ignored
-and rebuilt, never trusted. J6DOCTOR_CACHE=0 turns every cache off. This module imports
-nothing of j6doctor: the dataclass code cache needs it before any other module is loaded.
+and rebuilt, never trusted. J6DOCTOR_CACHE=0 turns every cache off. Of j6doctor this module
+imports only atomic_write.py (no record classes): the dataclass code cache needs it before
+any other module is loaded.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+
+from .atomic_write import write_bytes_atomic
 
 
 def cache_dir(environ=None) -> Path | None:
@@ -42,16 +45,7 @@ def write_private(folder: Path, name: str, data: bytes) -> bool:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not is_private(folder, stat.S_IFDIR):
             return False  # someone else's (or shared) folder: do not write there either
-        import tempfile  # only when an entry is written
-
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(data)
-            os.replace(temporary, folder / name)  # 0600 from mkstemp; atomic for concurrent writers
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_bytes_atomic(folder / name, data, mode=0o600)
         return True
     except OSError:
         return False
