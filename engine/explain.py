@@ -88,6 +88,38 @@ def matching_facts(cond: Condition, facts: list[Fact], bound: dict[str, Fact],
     return out
 
 
+def satisfying_binding(conditions: tuple[Condition, ...], facts: list[Fact],
+                       pushed: dict[str, tuple[Test, ...]], limit: int = 20_000) -> dict[str, Fact] | None:
+    """Facts for the aliases under which every condition holds, as the engine matches them
+    (any combination, not only the first fact of each type), or None: none found within
+    `limit` candidate facts. A `not:` comparing with an alias no condition binds counts as
+    holding, as check_rule reports it."""
+    tried = 0
+
+    def search(at: int, bound: dict[str, Fact]) -> dict[str, Fact] | None:
+        nonlocal tried
+        if at == len(conditions):
+            return dict(bound)
+        cond = conditions[at]
+        found = matching_facts(cond, facts, bound, pushed.get(cond.alias or "", ()))
+        if cond.negated:
+            unbound = any(isinstance(t.value, Ref) and t.value.alias not in bound for t in cond.tests)
+            return search(at + 1, bound) if unbound or not found else None
+        for fact in found if cond.alias else found[:1]:  # without an alias one match is as good as any
+            tried += 1
+            if tried > limit:
+                return None
+            if cond.alias:
+                bound[cond.alias] = fact
+            result = search(at + 1, bound)
+            if result is not None:
+                return result
+            bound.pop(cond.alias or "", None)
+        return None
+
+    return search(0, {})
+
+
 # ---------------------------------------------------------------------------- why not
 
 @dataclass
@@ -190,6 +222,9 @@ def check_rule(rule: Rule, result: RunResult, rules: list[Rule], vocab_input_typ
         if not fired_on:
             check.needs_input = f"{reads} 的描述中写明（匹配 {' | '.join(rule.text.match)}，且同一子句不含否定）"
         checks.append(check)
+    # the facts under which the rule holds, where some do: the conditions are then shown with
+    # them (the first fact of each type may fail a later join that another one passes)
+    preferred = satisfying_binding(rule.when, facts, pushed) or {}
     for cond in rule.when:
         extra = pushed.get(cond.alias or "", ())
         matches = matching_facts(cond, facts, bound, extra)
@@ -203,7 +238,8 @@ def check_rule(rule: Rule, result: RunResult, rules: list[Rule], vocab_input_typ
             continue
         if matches:
             if cond.alias:
-                bound[cond.alias] = matches[0]
+                chosen = preferred.get(cond.alias)
+                bound[cond.alias] = chosen if chosen is not None and chosen in matches else matches[0]
             checks.append(ConditionCheck(text, False, True, [f.id for f in matches[:5]]))
             continue
         check = ConditionCheck(text, False, False)
