@@ -245,11 +245,24 @@ def rules_lint(dirs: list[Path], strict: bool) -> None:
         sys.exit(EXIT_INTERNAL)
 
 
-def rules_test(dirs: list[Path], verbose: bool, engine: str | None) -> None:
+def _id_matcher(pattern: str | None):
+    """-k PATTERN: a glob (with * ? [) or a part of the rule id."""
+    if pattern is None:
+        return None
+    if any(c in pattern for c in "*?["):
+        from fnmatch import fnmatchcase
+
+        return lambda rule_id: fnmatchcase(rule_id, pattern)
+    return lambda rule_id: pattern in rule_id
+
+
+def rules_test(dirs: list[Path], verbose: bool, engine: str | None, pattern: str | None = None) -> None:
     from .rule_tests import coverage_failures, run_rule_tests
 
     rulebase = _rulebase(tuple(dirs), engine)
-    results, coverage = run_rule_tests(rulebase)
+    results, coverage = run_rule_tests(rulebase, _id_matcher(pattern))
+    if pattern is not None and not coverage:
+        _fail(f"-k {pattern}: no rule id matches (see `j6doctor rules list`)", EXIT_INPUT)
     for r in results:
         if verbose or not r.passed:
             _echo(f"{'PASS' if r.passed else 'FAIL'} {r.file}:{r.line} {r.rule}: {r.name}")
@@ -267,6 +280,30 @@ def rules_test(dirs: list[Path], verbose: bool, engine: str | None) -> None:
     _echo(f"{len(results) - failed} passed, {failed} failed; {covered}/{len(coverage)} rules fired by their examples")
     if failed or uncovered:
         sys.exit(EXIT_INTERNAL)
+
+
+def rules_list(dirs: list[Path], fmt: str, pattern: str | None = None) -> None:
+    import json
+
+    from .rule_catalog import listing, render_listing
+
+    matcher = _id_matcher(pattern)
+    entries = [e for e in listing(_rulebase(tuple(dirs))) if matcher is None or matcher(e["id"])]
+    _echo(json.dumps(entries, ensure_ascii=False, indent=2) if fmt == "json" else render_listing(entries))
+
+
+def rules_show(rule_id: str, dirs: list[Path], fmt: str) -> None:
+    import json
+
+    from .rule_catalog import detail, find, render_detail
+
+    rulebase = _rulebase(tuple(dirs))
+    rule, close = find(rulebase, rule_id)
+    if rule is None:
+        hint = f"; did you mean {', '.join(close)}?" if close else " (see `j6doctor rules list`)"
+        _fail(f"no rule with id {rule_id!r}{hint}", EXIT_INPUT)
+    found = detail(rulebase, rule)
+    _echo(json.dumps(found, ensure_ascii=False, indent=2) if fmt == "json" else render_detail(found))
 
 
 def rules_schema(plain: bool) -> None:
@@ -483,8 +520,26 @@ def build_parser() -> argparse.ArgumentParser:
                                    "fires it.")
     q.add_argument("dirs", nargs="*", type=_path_type("folder"), metavar="DIR")
     q.add_argument("-v", "--verbose", action="store_true", help="List every example, not only failures.")
+    q.add_argument("-k", dest="pattern", metavar="PATTERN",
+                   help="Only the rules whose id contains PATTERN (or matches it as a glob: *, ?, [...]).")
     _add_engine(q)
     q.set_defaults(run=rules_test)
+    q = sub.add_parser("list", formatter_class=_Formatter, help="List the rules: id, title, seed section, file:line.",
+                       description="List the bundled rules plus those of the packs DIRS, in rule-base order.")
+    q.add_argument("dirs", nargs="*", type=_path_type("folder"), metavar="DIR")
+    q.add_argument("-k", dest="pattern", metavar="PATTERN",
+                   help="Only the rules whose id contains PATTERN (or matches it as a glob: *, ?, [...]).")
+    q.add_argument("--format", dest="fmt", choices=["text", "json"], default="text")
+    q.set_defaults(run=rules_list)
+    q = sub.add_parser("show", formatter_class=_Formatter, help="Show one rule: conditions, conclusions, examples, "
+                       "the rules around it.",
+                       description="Show the rule ID (bundled, or from the packs DIRS): its title, seed section and\n"
+                                   "file, its conditions in words, its conclusions, its examples, the rules that\n"
+                                   "conclude what it reads and the rules that read what it concludes.")
+    q.add_argument("rule_id", metavar="ID")
+    q.add_argument("dirs", nargs="*", type=_path_type("folder"), metavar="DIR")
+    q.add_argument("--format", dest="fmt", choices=["text", "json"], default="text")
+    q.set_defaults(run=rules_show)
     q = sub.add_parser("schema", formatter_class=_Formatter, help="Print the JSON Schema of a rule file.",
                        description="Print the JSON Schema of a rule file (for editors), with fact types, fields and values.")
     q.add_argument("--plain", action="store_true", help="The generic schema, without the fact vocabulary.")
