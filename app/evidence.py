@@ -280,9 +280,10 @@ class Evidence:
 
 def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     facts = FactList()
+    metrics_path, tolerance = _metrics_settings(case, options)
     if case is not None:
         facts.extend_case(case)
-        _add_metric_drops(facts, _metrics_settings(case, options)[1])
+        _add_metric_drops(facts, tolerance)
     base = case.folder if case is not None else (options.workdirs[0] if options.workdirs else None)
     paths: list[Path] = []
     display_of: dict[Path, str] = {}
@@ -296,7 +297,6 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
                 _problem(facts, raw, "scripts lists Python files (.py); this one was not checked")
     paths.extend(options.workdirs)
     found: list[FoundFile] = []
-    metrics_path, tolerance = _metrics_settings(case, options)
     if paths:
         from .probes.artifacts import find_artifacts, looked_for
 

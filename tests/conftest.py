@@ -69,6 +69,15 @@ def cli(tmp_path):
     return run
 
 
+def write_file(folder: Path, name: str, content: str | bytes) -> Path:
+    """folder/name holding `content` exactly: bytes as given, text as UTF-8 with its own line
+    ends (no newline translation); the folder is created if missing."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return path
+
+
 def write_case(tmp_path: Path, text: str, name: str = "case.yaml") -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")

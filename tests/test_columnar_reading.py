@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import write_file
 from j6doctor.evidence import EvidenceOptions, collect
 from j6doctor.probes import InputError
 from j6doctor.probes.artifacts import FoundFile, find_artifacts, hashing_reads
@@ -27,16 +28,6 @@ from synthetic import CONV, IDENT, QCONV, VB_HEADER, big_rows, csv_text, psql, s
 FIELDS = ("qscale", "cosine", "l1", "atol", "max_qscale_diff", "base_min", "analy_min", "base_max",
           "analy_max", "base_mean", "analy_mean")
 HEADER_OF = dict(zip(FIELDS, VB_HEADER[5:]))
-
-
-def write(folder: Path, name: str, text: str | bytes) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8", newline="")
-    return path
 
 
 def bits(value: float | None):
@@ -197,7 +188,7 @@ def test_columnar_table_and_summary_equal_a_row_by_row_reading(tmp_path, seed, s
     nan, wide = seed % 2 == 1, seed % 3 == 0
     rows = random_rows(rng, rng.choice([1, 7, 150, 900]), nan, wide)
     text = csv_text(rows) if suffix == ".csv" else psql(rows)
-    table = read_compare_per_layer(write(tmp_path, "compare_per_layer_out" + suffix, text))
+    table = read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out" + suffix, text))
     if suffix == ".txt" and not any(ord(ch) > 127 for ch in text):
         assert type(table.raw_text("mod_name")).__name__ == "_ByteCells"  # the aligned-grid reading
     same_cells(as_tuples(table.rows), reference_rows(text, suffix == ".csv"))
@@ -224,7 +215,7 @@ def test_summary_edge_cases(tmp_path, suffix, case):
     else:
         rows = [vb_row(f"c{i}", None, None, base_op=CONV, analy_op=QCONV) for i in range(20)]
     text = csv_text(rows) if suffix == ".csv" else psql(rows)
-    table = read_compare_per_layer(write(tmp_path, "compare_per_layer_out" + suffix, text))
+    table = read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out" + suffix, text))
     got, want = summary_of(table), reference_summary(table.rows)
     assert got == want
     if case == "last_row":
@@ -235,7 +226,7 @@ def test_summary_edge_cases(tmp_path, suffix, case):
 
 def test_the_summary_makes_row_objects_only_for_the_rows_it_names(tmp_path):
     text = csv_text(big_rows(30_000, 20_002))
-    table = read_compare_per_layer(write(tmp_path, "compare_per_layer_out.csv", text))
+    table = read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out.csv", text))
     summary = summarize(table)
     assert summary.origin.row.index == 20_002 and summary.origin.fused_group == ("m6667.conv", "m6667.relu1")
     assert metric_row_for(table, "m6667.conv").index == 20_002
@@ -260,7 +251,7 @@ def test_floats_arrive_as_python_reads_them(tmp_path, suffix):
     for row, value in zip(rows, texts):
         row["base_model_mean"] = value
     text = csv_text(rows) if suffix == ".csv" else psql(rows)
-    table = read_compare_per_layer(write(tmp_path, "compare_per_layer_out" + suffix, text))
+    table = read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out" + suffix, text))
     got = [bits(r.base_mean) for r in table.rows]
     assert got == [bits(float(t)) for t in texts]
 
@@ -269,7 +260,7 @@ def test_a_nan_word_or_an_underscore_number_is_read_like_python_does(tmp_path):
     rows = [vb_row(f"l{k}", 0.9999, 0.02) for k in range(6)]
     for row, value in zip(rows, ["nan", "-nan", "NaN", "1_000.5", "+inf", "None"]):
         row["Cosine"] = value
-    table = read_compare_per_layer(write(tmp_path, "compare_per_layer_out.csv", csv_text(rows)))
+    table = read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out.csv", csv_text(rows)))
     cosines = [r.cosine for r in table.rows]
     assert all(math.isnan(c) for c in cosines[:3]) and math.copysign(1, cosines[1]) == -1
     assert cosines[3:] == [1000.5, math.inf, None]
@@ -280,11 +271,11 @@ def test_a_nan_word_or_an_underscore_number_is_read_like_python_does(tmp_path):
 def test_line_ends_bom_blank_cells_and_trailing_blank_lines(tmp_path):
     rows = big_rows(300, 151)
     text = csv_text(rows)
-    reference = as_tuples(read_compare_per_layer(write(tmp_path, "a.csv", text)).rows)
+    reference = as_tuples(read_compare_per_layer(write_file(tmp_path, "a.csv", text)).rows)
     for variant in (text.replace("\n", "\r\n"), "\ufeff" + text, text + "\n \t\n\n", text.rstrip("\n"),
                     text.replace("m1.relu1,", "m1.relu1  ,")):
-        same_cells(as_tuples(read_compare_per_layer(write(tmp_path, "b.csv", variant)).rows), reference)
-    blank = read_compare_per_layer(write(tmp_path, "c.csv", text.replace(", None, ", ", , ")))
+        same_cells(as_tuples(read_compare_per_layer(write_file(tmp_path, "b.csv", variant)).rows), reference)
+    blank = read_compare_per_layer(write_file(tmp_path, "c.csv", text.replace(", None, ", ", , ")))
     same_cells(as_tuples(blank.rows), reference)
 
 
@@ -292,20 +283,20 @@ def test_ragged_hbir_rows_in_either_direction(tmp_path):
     lines = csv_text(big_rows(60, 31)).split("\n")
     for k in (2, 20, 59):
         lines[k] += ", 1.0, 3.0"
-    table = read_compare_per_layer(write(tmp_path, "c.csv", "\n".join(lines)))
+    table = read_compare_per_layer(write_file(tmp_path, "c.csv", "\n".join(lines)))
     assert table.ragged_rows == 3 and summarize(table).analysis_type == "hbir"
     assert [(r.same_in_qatbc_qdiff, r.same_in_intbc_qdiff) for r in table.rows if r.same_in_intbc_qdiff] \
         == [(1.0, 3.0)] * 3
     header = ", ".join(VB_HEADER + ["same_in_qatbc_qdiff", "same_in_intbc_qdiff"])
     body = [line + ", 0.0, 2.0" if k % 2 else line for k, line in enumerate(csv_text(big_rows(40)).split("\n")[1:-1])]
-    table = read_compare_per_layer(write(tmp_path, "d.csv", header + "\n" + "\n".join(body) + "\n"))
+    table = read_compare_per_layer(write_file(tmp_path, "d.csv", header + "\n" + "\n".join(body) + "\n"))
     assert table.ragged_rows == 20 and table.rows[1].same_in_intbc_qdiff == 2.0
     assert table.rows[0].same_in_intbc_qdiff is None
 
 
 def field_count_error(tmp_path, lines: list[str]) -> InputError:
     with pytest.raises(InputError) as caught:
-        read_compare_per_layer(write(tmp_path, "compare_per_layer_out.csv", "\n".join(lines)))
+        read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out.csv", "\n".join(lines)))
     return caught.value
 
 
@@ -333,7 +324,7 @@ def test_text_in_a_number_column_names_the_column_and_line(tmp_path, suffix, lin
     rows[3]["Atol"] = "12 3"
     text = csv_text(rows) if suffix == ".csv" else psql(rows)
     with pytest.raises(InputError) as caught:
-        read_compare_per_layer(write(tmp_path, "compare_per_layer_out" + suffix, text))
+        read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out" + suffix, text))
     assert caught.value.line == line and "column 'Atol': expected a number" in caught.value.message
     assert "'12 3'" in caught.value.message
 
@@ -346,19 +337,19 @@ def test_psql_rows_a_fixed_grid_cannot_read(tmp_path):
     odd = list(lines)
     odd[10] = odd[10].replace("m2.relu1 ", "m2|relu1 ", 1)
     odd[20] += "   "
-    table = read_compare_per_layer(write(tmp_path, "a.txt", "\n".join(odd)))
+    table = read_compare_per_layer(write_file(tmp_path, "a.txt", "\n".join(odd)))
     want = [t[:1] + ("m2|relu1",) + t[2:] if t[1] == "m2.relu1" else t for t in reference]
     same_cells(as_tuples(table.rows), want)
     # a continuation line (blank row number): its text joins the cell above it
     widths = [len(c) for c in lines[0].split("+")[1:-1]]
     cells = [" " * w for w in widths]
     cells[1] = " .tail".ljust(widths[1])
-    merged = read_compare_per_layer(write(tmp_path, "b.txt", "\n".join(
+    merged = read_compare_per_layer(write_file(tmp_path, "b.txt", "\n".join(
         lines[:5] + ["|" + "|".join(cells) + "|"] + lines[5:])))
     assert merged.rows[1].mod_name == reference[1][1] + "\n.tail" and merged.rows[2].line == 7
     # a row that is no table row
     with pytest.raises(InputError) as caught:
-        read_compare_per_layer(write(tmp_path, "c.txt", "\n".join(lines[:30] + ["| 27 | x |"] + lines[31:])))
+        read_compare_per_layer(write_file(tmp_path, "c.txt", "\n".join(lines[:30] + ["| 27 | x |"] + lines[31:])))
     assert caught.value.line == 31 and "aligned with the border" in caught.value.message
 
 
@@ -393,7 +384,7 @@ def test_wide_characters_in_psql_and_sensitivity_tables(tmp_path):
                "|" + "+".join("-" * (w + 2) for w in widths) + "|",
                *("|" + "|".join(f" {c} " for c in r) + "|" for r in padded[1:]), border]
     for text in (char_padded, "\n".join(display)):
-        table = read_compare_per_layer(write(tmp_path, "compare_per_layer_out.txt", text))
+        table = read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out.txt", text))
         assert [r.mod_name for r in table.rows] == names
         assert [r.cosine for r in table.rows] == [0.9999, 0.9999, 0.9999, 0.5]
         assert summarize(table).origin.row.mod_name == "头部.融合"
@@ -405,7 +396,7 @@ def test_wide_characters_in_psql_and_sensitivity_tables(tmp_path):
     padded, widths = display_padded(sens_rows, [False, False, False, True, False, False])
     text = "\n".join(["  ".join(padded[0]).rstrip(), "  ".join("-" * w for w in widths),
                       *("  ".join(r).rstrip() for r in padded[1:])])
-    table = read_sensitivity_txt(write(tmp_path, "output_0_L1_sensitive_ops.txt", text))
+    table = read_sensitivity_txt(write_file(tmp_path, "output_0_L1_sensitive_ops.txt", text))
     assert [(r.op_name, r.op_type, r.value, r.quant_dtype) for r in table.rows] == [
         ("骨干.卷积", "<class 'x'>", 0.5, "qint8"), ("头.卷积 二", "<class 'y'>", 0.2, "qint8"),
         ("ascii.conv", "<class 'z'>", 0.1, None)]
@@ -459,7 +450,7 @@ def test_sensitivity_summary_equals_the_row_by_row_one(tmp_path, seed, metric):
     text = simple(["op_name", "sensitive_type", "op_type", metric, "quant_dtype", "flops"],
                   [[name, "activation", f"<class '{QCONV}'>", v, "qint8", "0(0%)"] for name, v in zip(names, values)],
                   [False, False, False, True, False, False])
-    table = read_sensitivity_txt(write(tmp_path, f"output_0_{metric}_sensitive_ops.txt", text))
+    table = read_sensitivity_txt(write_file(tmp_path, f"output_0_{metric}_sensitive_ops.txt", text))
     assert [(r.op_name, r.line) for r in table.rows] == [(name, k + 3) for k, name in enumerate(names)]
     assert [bits(r.value) for r in table.rows] == [bits(float(format(v, "g"))) for v in values]
     summary = summarize_sensitivity(table)
@@ -479,7 +470,7 @@ def test_sensitivity_row_errors_name_the_first_bad_row(tmp_path):
     for content, line, fragment in ((no_flops, 21, "flops"), (not_number, 26, "expected a number"),
                                      (both, 13, "flops")):
         with pytest.raises(InputError) as caught:
-            read_sensitivity_txt(write(tmp_path, "output_0_L1_sensitive_ops.txt", "\n".join(content)))
+            read_sensitivity_txt(write_file(tmp_path, "output_0_L1_sensitive_ops.txt", "\n".join(content)))
         assert caught.value.line == line and fragment in caught.value.message
 
 
@@ -487,9 +478,9 @@ def test_sensitivity_row_errors_name_the_first_bad_row(tmp_path):
 
 def test_each_artifact_file_is_read_once_and_hashed_from_those_bytes(tmp_path):
     folder = tmp_path / "qa"
-    write(folder, "compare_per_layer_out.csv", csv_text(big_rows(600, 301)))
-    write(folder, "compare_per_layer_out.txt", psql(big_rows(600, 301)))
-    write(folder, "output_0_L1_sensitive_ops.txt",
+    write_file(folder, "compare_per_layer_out.csv", csv_text(big_rows(600, 301)))
+    write_file(folder, "compare_per_layer_out.txt", psql(big_rows(600, 301)))
+    write_file(folder, "output_0_L1_sensitive_ops.txt",
           simple(["op_name", "sensitive_type", "op_type", "L1", "quant_dtype", "flops"],
                  [["m100.conv", "activation", f"<class '{QCONV}'>", 0.3, "qint8", "0(0%)"],
                   ["m3.conv", "weight", f"<class '{QCONV}'>", 0.01, "qint8", "0(0%)"]],
@@ -510,7 +501,7 @@ def test_each_artifact_file_is_read_once_and_hashed_from_those_bytes(tmp_path):
 
 
 def test_hashing_reads_gives_a_found_file_the_digest_of_the_bytes_read(tmp_path):
-    path = write(tmp_path, "compare_per_layer_out.csv", csv_text(big_rows(50)))
+    path = write_file(tmp_path, "compare_per_layer_out.csv", csv_text(big_rows(50)))
     found, _, _ = find_artifacts([tmp_path], tmp_path, hash_now=False)
     (item,) = found
     assert isinstance(item, FoundFile) and item.digest is None
@@ -523,7 +514,7 @@ def test_hashing_reads_gives_a_found_file_the_digest_of_the_bytes_read(tmp_path)
 
 def test_chart_series_are_built_when_the_report_draws_them(tmp_path):
     folder = tmp_path / "qa"
-    write(folder, "compare_per_layer_out.csv", csv_text(big_rows(3_000, 2_002)))
+    write_file(folder, "compare_per_layer_out.csv", csv_text(big_rows(3_000, 2_002)))
     evidence = collect(None, EvidenceOptions(workdirs=[folder], use_environment=False))
     assert len(evidence.charts) == 1 and callable(evidence.charts._items[0])  # not built yet
     (chart,) = list(evidence.charts)

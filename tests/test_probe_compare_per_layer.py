@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import write_file
 from j6doctor.probes import InputError
 from synthetic import CONV, IDENT, QCONV, VB_HEADER, big_rows, csv_text, psql, vb_row
 from j6doctor.probes.compare_per_layer import (
@@ -28,18 +29,9 @@ FLOAT_FIELDS = ("qscale", "cosine", "l1", "atol", "max_qscale_diff", "base_min",
 TEXT_FIELDS = ("index", "mod_name", "base_op_type", "analy_op_type", "shape", "dtype", "advice")
 
 
-def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
-    path = tmp_path / name
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content, encoding="utf-8", newline="")
-    return path
-
-
 def table_of(tmp_path: Path, rows: list[dict], suffix: str = ".csv") -> CompareTable:
     content = csv_text(rows) if suffix == ".csv" else psql(rows)
-    return read_compare_per_layer(write(tmp_path, "compare_per_layer_out" + suffix, content))
+    return read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out" + suffix, content))
 
 
 def by_name(table: CompareTable, name: str) -> CompareRow:
@@ -363,14 +355,14 @@ def test_function_call_ops():
 # --- csv details ------------------------------------------------------------------------
 
 def test_empty_csv_is_valid(tmp_path):
-    table = read_compare_per_layer(write(tmp_path, "compare_per_layer_out.csv", b""))
+    table = read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out.csv", b""))
     assert table.rows == [] and table.columns == [] and table.ragged_rows == 0
     summary = summarize(table)
     assert summary.rows == 0 and summary.pattern == "no_metrics"
 
 
 def test_header_only_csv_is_valid(tmp_path):
-    table = read_compare_per_layer(write(tmp_path, "c.csv", ", ".join(VB_HEADER) + "\n"))
+    table = read_compare_per_layer(write_file(tmp_path, "c.csv", ", ".join(VB_HEADER) + "\n"))
     assert table.rows == [] and table.columns == VB_HEADER
 
 
@@ -378,7 +370,7 @@ def test_csv_without_trailing_newline_and_with_crlf(tmp_path):
     text = (QA / "compare_per_layer_out.csv").read_text()
     reference = read_compare_per_layer(QA / "compare_per_layer_out.csv")
     for variant in (text.rstrip("\n"), text.replace("\n", "\r\n")):
-        table = read_compare_per_layer(write(tmp_path, "c.csv", variant))
+        table = read_compare_per_layer(write_file(tmp_path, "c.csv", variant))
         assert_same_rows(table, reference, tol=0)
 
 
@@ -387,7 +379,7 @@ def test_csv_blank_cells_and_empty_mod_name(tmp_path):
     row["qscale"] = row["max_qscale_diff"] = None
     text = csv_text([row]).replace(", None, ", ", , ", 1)
     assert ", , " in text
-    table = read_compare_per_layer(write(tmp_path, "c.csv", text))
+    table = read_compare_per_layer(write_file(tmp_path, "c.csv", text))
     assert table.rows[0].mod_name == "" and table.rows[0].shape == "torch.Size([1, 8, 4, 4])"
     assert table.rows[0].qscale is None and table.rows[0].max_qscale_diff is None
     assert summarize(table).function_call_rows == [""]
@@ -398,7 +390,7 @@ def test_csv_header_with_same_in_and_shorter_rows(tmp_path):
     header = ", ".join(VB_HEADER + ["same_in_qatbc_qdiff", "same_in_intbc_qdiff"])
     first = csv_text([vb_row("a", 0.9999, 0.02)]).splitlines()[1] + ", 0.0, 1.0"
     second = csv_text([vb_row("b", 0.9999, 0.02)]).splitlines()[1]
-    table = read_compare_per_layer(write(tmp_path, "c.csv", f"{header}\n{first}\n{second}\n"))
+    table = read_compare_per_layer(write_file(tmp_path, "c.csv", f"{header}\n{first}\n{second}\n"))
     assert table.ragged_rows == 1
     assert (table.rows[0].same_in_qatbc_qdiff, table.rows[0].same_in_intbc_qdiff) == (0.0, 1.0)
     assert table.rows[1].same_in_intbc_qdiff is None
@@ -479,7 +471,7 @@ BROKEN = [
 
 @pytest.mark.parametrize("name,file,content,line,fragment", BROKEN, ids=[b[0] for b in BROKEN])
 def test_broken_inputs_raise_input_error(tmp_path, name, file, content, line, fragment):
-    path = write(tmp_path, file, content)
+    path = write_file(tmp_path, file, content)
     with pytest.raises(InputError) as caught:
         read_compare_per_layer(path, display=f"run1/{file}")
     error = caught.value
@@ -492,7 +484,7 @@ def test_broken_inputs_raise_input_error(tmp_path, name, file, content, line, fr
 
 
 def test_metric_error_names_the_column(tmp_path):
-    path = write(tmp_path, "c.csv", metric_abc(".csv"))
+    path = write_file(tmp_path, "c.csv", metric_abc(".csv"))
     with pytest.raises(InputError, match=r"c\.csv:3: column 'Cosine': expected a number"):
         read_compare_per_layer(path)
 
@@ -511,7 +503,7 @@ def test_txt_multiline_cell_is_merged(tmp_path):
     widths = [b - a - 2 for a, b in zip(bounds, bounds[1:])]
     cont = "|" + "|".join(f" {c.ljust(w)} " for c, w in zip(blank, widths)) + "|"
     lines.insert(6, cont)                   # right after data row 2 (line 6)
-    table = read_compare_per_layer(write(tmp_path, "c.txt", "\n".join(lines)))
+    table = read_compare_per_layer(write_file(tmp_path, "c.txt", "\n".join(lines)))
     assert len(table.rows) == 4
     assert table.rows[2].advice == "use int16 or a fixed scale\nand more"
     assert table.rows[3].line == 8

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import write_file
 from j6doctor.probes.input_error import InputError
 from j6doctor.probes.sensitivity import (
     SensitivityName,
@@ -134,18 +135,12 @@ def simple_table(metric: str, rows: list[tuple[str, str, str]], flops: bool = Tr
     return "\n".join(lines)
 
 
-def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
-    path = tmp_path / name
-    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
-    return path
-
-
 def test_accumulation_pattern(tmp_path):
     rows = [("a.conv", "activation", "0.1"), ("b.conv", "activation", "0.09"),
             ("c.conv", "activation", "0.085"), ("d.conv", "activation", "0.08"),
             ("a.conv", "weight", "0.02"), ("e.conv", "activation", "0.001"),
             ("f.conv", "weight", "0.0005"), ("g.conv", "weight", "0.0001")]
-    table = read_sensitivity_txt(write(tmp_path, "output_0_MSE_sensitive_ops.txt",
+    table = read_sensitivity_txt(write_file(tmp_path, "output_0_MSE_sensitive_ops.txt",
                                        simple_table("MSE", rows)))
     assert table.order == "descending"
     summary = summarize_sensitivity(table)
@@ -158,7 +153,7 @@ def test_accumulation_pattern(tmp_path):
 def test_flat_pattern_when_nothing_moves_the_output(tmp_path):
     rows = [("a", "activation", "0.9999"), ("b", "activation", "0.99995"), ("c", "weight", "1")]
     summary = summarize_sensitivity(read_sensitivity_txt(
-        write(tmp_path, "output_x_Cosine_sensitive_ops.txt", simple_table("Cosine", rows))))
+        write_file(tmp_path, "output_x_Cosine_sensitive_ops.txt", simple_table("Cosine", rows))))
     assert summary.pattern == "flat"
     assert summary.tail_ok is True
 
@@ -167,7 +162,7 @@ def test_large_cosine_tail_is_not_ok(tmp_path):
     rows = [("a", "activation", "0.5"), ("b", "activation", "0.6"), ("c", "weight", "0.7"),
             ("d", "weight", "0.8")]
     summary = summarize_sensitivity(read_sensitivity_txt(
-        write(tmp_path, "output_x_Cosine_sensitive_ops.txt", simple_table("Cosine", rows))))
+        write_file(tmp_path, "output_x_Cosine_sensitive_ops.txt", simple_table("Cosine", rows))))
     assert summary.tail_ok is False
     assert summary.pattern == "accumulation"  # distances 0.5, 0.4, 0.3: three close ops
 
@@ -176,14 +171,14 @@ def test_flat_pattern_between_dominant_and_accumulation(tmp_path):
     rows = [("a", "activation", "0.5"), ("b", "activation", "0.7"), ("c", "weight", "0.9"),
             ("d", "weight", "0.99")]
     summary = summarize_sensitivity(read_sensitivity_txt(
-        write(tmp_path, "output_x_Cosine_sensitive_ops.txt", simple_table("Cosine", rows))))
+        write_file(tmp_path, "output_x_Cosine_sensitive_ops.txt", simple_table("Cosine", rows))))
     assert summary.pattern == "flat"  # 0.5 vs 0.3: not 3x apart, and only two ops close
 
 
 def test_sqnr_ascending_and_worst_first(tmp_path):
     rows = [("a", "activation", "5.5"), ("b", "activation", "31"), ("c", "weight", "40"),
             ("d", "weight", "inf")]
-    table = read_sensitivity_txt(write(tmp_path, "output_y_SQNR_sensitive_ops.txt",
+    table = read_sensitivity_txt(write_file(tmp_path, "output_y_SQNR_sensitive_ops.txt",
                                        simple_table("SQNR", rows)))
     assert table.order == "ascending"
     summary = summarize_sensitivity(table)
@@ -193,7 +188,7 @@ def test_sqnr_ascending_and_worst_first(tmp_path):
 def test_reversed_file_still_reports_the_worst_op(tmp_path):
     # reverse=True writes L1 ascending; the worst op is still the largest value
     rows = [("a", "weight", "0"), ("b", "activation", "0.001"), ("c", "activation", "0.5")]
-    table = read_sensitivity_txt(write(tmp_path, "output_0_L1_sensitive_ops.txt",
+    table = read_sensitivity_txt(write_file(tmp_path, "output_0_L1_sensitive_ops.txt",
                                        simple_table("L1", rows)))
     assert table.order == "ascending"
     assert summarize_sensitivity(table).top.op_name == "c"
@@ -201,7 +196,7 @@ def test_reversed_file_still_reports_the_worst_op(tmp_path):
 
 def test_unsorted_order_and_old_table_without_flops(tmp_path):
     rows = [("a", "activation", "0.2"), ("b", "activation", "0.5"), ("c", "weight", "0.1")]
-    table = read_sensitivity_txt(write(tmp_path, "sensitive_ops.txt",
+    table = read_sensitivity_txt(write_file(tmp_path, "sensitive_ops.txt",
                                        simple_table("L1", rows, flops=False)))
     assert table.order == "unsorted"
     assert table.name == SensitivityName("", None, None, None)
@@ -212,7 +207,7 @@ def test_unsorted_order_and_old_table_without_flops(tmp_path):
 def test_cells_with_spaces_and_blank_quant_dtype(tmp_path):
     text = simple_table("L1", [("a", "activation", "0.3"), ("b", "weight", "0.1")])
     text = text.replace("qint8", "     ", 1)  # quantized analysis: blank quant_dtype
-    table = read_sensitivity_txt(write(tmp_path, "output_0_L1_sensitive_ops.txt", text + "\n"))
+    table = read_sensitivity_txt(write_file(tmp_path, "output_0_L1_sensitive_ops.txt", text + "\n"))
     assert table.rows[0].quant_dtype is None
     assert table.rows[1].quant_dtype == "qint8"
     assert table.rows[0].op_type == "<class 'horizon_plugin_pytorch.nn.qat.conv2d.Conv2d'>"
@@ -228,7 +223,7 @@ PSQL_V33 = """\
 
 
 def test_psql_table_with_extra_column(tmp_path):
-    table = read_sensitivity_txt(write(tmp_path, "output_0_case_1_ATOL_sensitive_ops.txt", PSQL_V33))
+    table = read_sensitivity_txt(write_file(tmp_path, "output_0_case_1_ATOL_sensitive_ops.txt", PSQL_V33))
     assert table.name == SensitivityName("0", "ATOL", 1, None)
     assert table.metric == "ATOL"
     assert table.order == "descending"
@@ -242,7 +237,7 @@ def test_psql_table_with_extra_column(tmp_path):
 def test_psql_table_without_closing_border_is_truncated(tmp_path):
     text = "\n".join(PSQL_V33.split("\n")[:-1])
     with pytest.raises(InputError, match="truncated"):
-        read_sensitivity_txt(write(tmp_path, "output_0_ATOL_sensitive_ops.txt", text))
+        read_sensitivity_txt(write_file(tmp_path, "output_0_ATOL_sensitive_ops.txt", text))
 
 
 # --- broken input ----------------------------------------------------------------------
@@ -267,7 +262,7 @@ def fixture_text() -> str:
      "unexpected text after the table"),
 ])
 def test_broken_input_raises_input_error_naming_the_file(tmp_path, label, content, fragment):
-    path = write(tmp_path, L1_FILE, content)
+    path = write_file(tmp_path, L1_FILE, content)
     with pytest.raises(InputError) as info:
         read_sensitivity_txt(path)
     assert info.value.file == L1_FILE
@@ -279,7 +274,7 @@ def test_truncated_row_error_names_the_line(tmp_path):
     text = fixture_text()
     cut = text[:text.index("neck.add") + 60]
     with pytest.raises(InputError) as info:
-        read_sensitivity_txt(write(tmp_path, L1_FILE, cut))
+        read_sensitivity_txt(write_file(tmp_path, L1_FILE, cut))
     assert info.value.line == 5
 
 
@@ -290,5 +285,5 @@ def test_missing_file_raises_input_error(tmp_path):
 
 def test_trailing_newline_and_crlf_are_accepted(tmp_path):
     text = fixture_text().replace("\n", "\r\n") + "\r\n"
-    table = read_sensitivity_txt(write(tmp_path, L1_FILE, text))
+    table = read_sensitivity_txt(write_file(tmp_path, L1_FILE, text))
     assert len(table.rows) == 24 and table.rows[-1].flops == "40960(0.12%)"
