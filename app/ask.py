@@ -18,14 +18,9 @@ from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from .atomic_write import write_atomic
-from .facts import label, resolve
-from .probes.case_file import normalize_platform, platform_forms, resolve_package
+from .facts import attr, enum_values, label, resolve
+from .probes.case_file import named_value, platform_forms, resolve_package
 
-GATE_PACKAGES = ("horizon-plugin-pytorch", "horizon-plugin-profiler", "hbdk4-compiler")
-VERSION_EXAMPLES = {"hbdk4-compiler": "4.4.2", "hbdk3": "3.49.15", "openexplorer": "3.0.31", "hb-mapper": "1.24.3"}
-# What a PTQ user's conversion yaml says about the model's input (input_parameters).
-INPUT_PARAMETERS = ("input_type_rt", "input_type_train", "input_layout_train", "norm_type", "mean_value", "scale_value")
-EVIDENCE = ("dataset_eval", "badcase", "multi_frame_visual", "single_frame")
 MAX_TRIES = 3
 
 
@@ -94,7 +89,7 @@ def _artifacts(text: str) -> list[str] | None:
     out = []
     for part in text.replace("，", ",").replace("、", ",").split(","):
         name = resolve("artifact", part.strip())
-        if name is None or name == "float":
+        if name is None or attr("artifact", name, "chain") is None:  # not on the chain (the float reference)
             return None
         out.append(name)
     return out
@@ -114,98 +109,159 @@ def _yes_no(text: str) -> bool | None:
 
 
 def ask_missing(data: dict[str, Any], verdict: dict[str, Any], ask: Ask, say: Callable[[str], None]) -> dict[str, Any]:
-    """Answers for the missing gate items, as case keys to merge. Raises nothing on end of
-    input: returns what was answered so far."""
+    """Answers for the missing gate items, as case keys to merge. Each item is asked the way
+    its vocabulary entry says (gate_item: answer, question, key, of, fields, fields_key).
+    Raises nothing on end of input: returns what was answered so far."""
     updates: dict[str, Any] = {}
     try:
         for item in verdict["missing_detail"]:
             say(f"\n[{item['label']}] {item['why']}")
-            getattr(_Questions, item["id"])(data, verdict, ask, updates)
+            kind = attr("gate_item", item["id"], "answer", "text")
+            _ANSWER_KINDS.get(kind, _text)(_Item(item), data, verdict, ask, updates)
     except EndOfAnswers:
         say("\n（输入结束，保存已回答的内容）")
-    return {key: value for key, value in updates.items() if value not in ({}, None, "")}
+    return _pruned(updates)
 
 
-class _Questions:
-    """One static method per gate item id (facts/vocabulary.yaml gate_item)."""
+def _pruned(value: Any) -> Any:
+    if isinstance(value, dict):
+        value = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in value.items() if v not in ({}, None, "")}
+    return value
 
-    @staticmethod
-    def symptom(data, verdict, ask, updates) -> None:
-        text = ask("当前异常现象（哪个指标、在什么数据上、掉了多少）：").strip()
-        if text:
-            updates["symptom"] = text
 
-    @staticmethod
-    def stage_results(data, verdict, ask, updates) -> None:
-        known = data.get("results") or {}
-        results: dict[str, Any] = updates.setdefault("results", {})  # filled as answers come
-        wanted = [e["artifact"] for e in verdict["evaluate_next"] if e["artifact"] not in known]
-        for artifact in wanted:  # the fewest inputs first: the artifact the gap needs
-            status = _ask_valid(ask, f"{label('artifact', artifact)} 的评测结论 [normal/abnormal]：",
-                                _choice(("normal", "abnormal")), "请填 normal 或 abnormal")
-            if status:
-                results[artifact] = {"status": status, "evidence": "dataset_eval"}
-        if not wanted:
-            for status, word in (("normal", "正常"), ("abnormal", "异常")):
-                names = _ask_valid(ask, f"已验证{word}的产物（逗号分隔：qat_pt, qat_export_pt, qat_bc, "
-                                        "quantized_bc, hbm, hbm_x86, board；留空跳过）：", _artifacts,
-                                   "产物 id 见提示")
-                for artifact in names or []:
-                    if artifact not in known:
-                        results[artifact] = {"status": status, "evidence": "dataset_eval"}
-        if results:
-            evidence = _ask_valid(ask, f"这些结论的证据类型 [{'/'.join(EVIDENCE)}]（默认 dataset_eval）：",
-                                  _choice(EVIDENCE), f"请填 {' / '.join(EVIDENCE)} 之一")
-            for entry in results.values():
-                entry["evidence"] = evidence or "dataset_eval"
+class _Item:
+    """A missing gate item of the verdict, with its vocabulary attributes."""
 
-    @staticmethod
-    def badcase(data, verdict, ask, updates) -> None:
-        if "badcase" in data:
-            return
-        reproducible = _ask_valid(ask, "是否有稳定可复现的 badcase 或可复现的实验数据集？[y/n]：", _yes_no, "请填 y 或 n")
-        if reproducible is None:
-            return
-        entry: dict[str, Any] = {"reproducible": reproducible}
-        if reproducible:
-            path = ask("badcase 文件路径（可留空）：").strip()
-            if path:
-                entry["path"] = path
-        updates["badcase"] = entry
+    def __init__(self, missing: dict[str, Any]):
+        self.id = missing["id"]
+        self.asks = list(missing.get("ask") or [])  # what the gate rule asks for, when it says
 
-    @staticmethod
-    def platform(data, verdict, ask, updates) -> None:
-        value = _ask_valid(ask, f"平台 / march（{platform_forms()}）：",
-                           lambda text: text if normalize_platform(text) else None, "例如 J6M、nash-m 或 RDK X5")
-        if value:
-            updates["platform"] = value
+    def attr(self, key: str, default: Any = None) -> Any:
+        return attr("gate_item", self.id, key, default)
 
-    @staticmethod
-    def versions(data, verdict, ask, updates) -> None:
-        known = {resolve_package(str(k), str(v)) for k, v in (data.get("versions") or {}).items()}
-        item = next((m for m in verdict["missing_detail"] if m["id"] == "versions"), {})
-        versions = updates.setdefault("versions", {})
-        for package in item.get("ask") or GATE_PACKAGES:
-            if package in known:
-                continue
-            text = ask(f"{label('package', package)} 版本（如 {VERSION_EXAMPLES.get(package, '3.1.2')}；留空跳过）：").strip()
+    @property
+    def key(self) -> tuple[str, ...]:
+        return tuple(str(self.attr("key") or f"answers.{self.id}").split("."))
+
+    @property
+    def question(self) -> str:
+        return str(self.attr("question") or self.attr("label") or self.id)
+
+
+def _get(data: Any, key: tuple[str, ...]) -> Any:
+    for part in key:
+        if not isinstance(data, dict) or part not in data:
+            return None
+        data = data[part]
+    return data
+
+
+def _slot(updates: dict[str, Any], key: tuple[str, ...]) -> dict[str, Any]:
+    for part in key:
+        updates = updates.setdefault(part, {})
+    return updates
+
+
+def _put(updates: dict[str, Any], key: tuple[str, ...], value: Any) -> None:
+    _slot(updates, key[:-1])[key[-1]] = value
+
+
+def _text(item: _Item, data, verdict, ask: Ask, updates) -> None:
+    """One free-text answer, written to the item's key (or its sub-keys, when the gate rule
+    asks for the item's fields_key)."""
+    fields_key = item.attr("fields_key")
+    if fields_key and fields_key in item.asks:
+        _fields(item, data, verdict, ask, updates)
+        return
+    if _get(data, item.key) is not None:
+        return
+    text = ask(f"{item.question}：").strip()
+    if text:
+        _put(updates, item.key, text)
+
+
+def _fields(item: _Item, data, verdict, ask: Ask, updates) -> None:
+    """One text answer per sub-key (item `fields`) under item `fields_key`."""
+    key = tuple(str(item.attr("fields_key") or ".".join(item.key)).split("."))
+    known = _get(data, key) or {}
+    for name in item.attr("fields", ()):
+        if name not in known:
+            text = ask(f"{item.attr('fields_question') or '.'.join(key)} {name}（留空跳过）：").strip()
             if text:
-                versions[package] = text
+                _put(updates, (*key, str(name)), text)
 
-    @staticmethod
-    def deploy_adaptation(data, verdict, ask, updates) -> None:
-        item = next((m for m in verdict["missing_detail"] if m["id"] == "deploy_adaptation"), {})
-        if "input_parameters" in (item.get("ask") or []):
-            params = updates.setdefault("input_parameters", {})
-            for name in INPUT_PARAMETERS:
-                if name not in (data.get("input_parameters") or {}):
-                    text = ask(f"转换配置 yaml 的 {name}（留空跳过）：").strip()
-                    if text:
-                        params[name] = text
-            return
-        text = ask("部署适配说明（输入格式、layout、前后处理、插入 / 删除的节点等）：").strip()
+
+def _named(item: _Item, data, verdict, ask: Ask, updates) -> None:
+    """An answer that must name a value of the enum `of` (a value, an alias, a board name)."""
+    if _get(data, item.key) is not None:
+        return
+    enum = str(item.attr("of"))
+    forms = platform_forms() if enum == "platform" else ", ".join(enum_values(enum))
+    example = "、".join(enum_values(enum)[1:3])
+    value = _ask_valid(ask, f"{item.question}（{forms}）：",
+                       lambda text: text if named_value(enum, text) else None, f"例如 {example}")
+    if value:
+        _put(updates, item.key, value)
+
+
+def _results(item: _Item, data, verdict, ask: Ask, updates) -> None:
+    """The evaluation status of the artifacts the gap needs (the fewest inputs first), or of
+    any artifacts the user has verified; then the kind of evidence behind them."""
+    known = _get(data, item.key) or {}
+    results = _slot(updates, item.key)  # filled as answers come: end of input keeps them
+    wanted = [e["artifact"] for e in verdict["evaluate_next"] if e["artifact"] not in known]
+    for artifact in wanted:
+        status = _ask_valid(ask, f"{label('artifact', artifact)} 的评测结论 [normal/abnormal]：",
+                            _choice(("normal", "abnormal")), "请填 normal 或 abnormal")
+        if status:
+            results[artifact] = {"status": status, "evidence": "dataset_eval"}
+    if not wanted:
+        chain = ", ".join(v for v in enum_values("artifact") if attr("artifact", v, "chain") is not None)
+        for status, word in (("normal", "正常"), ("abnormal", "异常")):
+            names = _ask_valid(ask, f"已验证{word}的产物（逗号分隔：{chain}；留空跳过）：", _artifacts, "产物 id 见提示")
+            for artifact in names or []:
+                if artifact not in known:
+                    results[artifact] = {"status": status, "evidence": "dataset_eval"}
+    if results:
+        kinds = tuple(v for v in enum_values("evidence") if v != "unspecified")
+        evidence = _ask_valid(ask, f"这些结论的证据类型 [{'/'.join(kinds)}]（默认 {kinds[0]}）：",
+                              _choice(kinds), f"请填 {' / '.join(kinds)} 之一")
+        for entry in results.values():
+            entry["evidence"] = evidence or kinds[0]
+
+
+def _badcase(item: _Item, data, verdict, ask: Ask, updates) -> None:
+    """Whether a reproducible badcase exists, and where."""
+    if _get(data, item.key) is not None:
+        return
+    reproducible = _ask_valid(ask, f"{item.question}[y/n]：", _yes_no, "请填 y 或 n")
+    if reproducible is None:
+        return
+    entry: dict[str, Any] = {"reproducible": reproducible}
+    if reproducible:
+        path = ask("badcase 文件路径（可留空）：").strip()
+        if path:
+            entry["path"] = path
+    _put(updates, item.key, entry)
+
+
+def _versions(item: _Item, data, verdict, ask: Ask, updates) -> None:
+    """A version for each package the gate rule asks for (else the item's `fields`)."""
+    known = {resolve_package(str(k), str(v)) for k, v in (_get(data, item.key) or {}).items()}
+    for package in item.asks or item.attr("fields", ()):
+        if package in known:
+            continue
+        example = attr("package", package, "example", "1.0.0")
+        text = ask(f"{label('package', package)} 版本（如 {example}；留空跳过）：").strip()
         if text:
-            updates["deployment"] = {"notes": text}
+            _put(updates, (*item.key, package), text)
+
+
+# How `ask` asks a gate item, by its vocabulary attribute `answer`.
+_ANSWER_KINDS = {"text": _text, "fields": _fields, "named": _named, "results": _results,
+                 "badcase": _badcase, "versions": _versions}
+ANSWER_KINDS = tuple(_ANSWER_KINDS)
 
 
 def merge(data: Any, updates: dict[str, Any]) -> None:

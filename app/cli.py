@@ -170,7 +170,8 @@ def inspect(paths: list[Path], fmt: str, output: Path | None) -> None:
     _write(text, output, list(paths) + [Path.cwd() / f["path"] for f in data["files"]])
 
 
-def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None) -> None:
+def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None,
+        rule_packs: list[Path] | tuple[Path, ...] = ()) -> None:
     from .ask import EndOfAnswers, ask_missing, read_answer, write_case
     from .report import render_markdown
 
@@ -202,7 +203,8 @@ def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None)
         if not case.exists() and not workdirs_t:
             write_case(case, {})
         # _run reads and validates the case: a bad case file exits 2 before anything is written
-        diagnosis, protected = _run(case if case.exists() else None, workdirs_t, None, None, False, False, env)
+        diagnosis, protected = _run(case if case.exists() else None, workdirs_t, None, None, False, False, env,
+                                    tuple(rule_packs))
         verdict = dict(diagnosis.verdict)
         verdict["missing_detail"] = [m for m in verdict["missing_detail"] if m["id"] not in asked]
         if not verdict["missing_detail"]:
@@ -216,7 +218,7 @@ def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None)
         _echo(f"\n已写入 {case}")
         diagnosis = None  # the case changed: diagnose again
     if diagnosis is None:
-        diagnosis, protected = _run(case, workdirs_t, None, None, False, False, env)
+        diagnosis, protected = _run(case, workdirs_t, None, None, False, False, env, tuple(rule_packs))
     _echo("")
     _write(render_markdown(diagnosis), output, protected)
 
@@ -231,11 +233,16 @@ def _rule_dirs(dirs: list[Path]):
 
 
 def rules_lint(dirs: list[Path], strict: bool) -> None:
+    from .engine.errors import VocabularyError
     from .engine.lint import lint
-    from .facts import vocabulary
+    from .facts import with_packs
 
     folders, display = _rule_dirs(dirs)
-    issues = lint(folders, vocabulary(), display)
+    try:
+        vocab = with_packs([d for d in dirs if d.is_dir()], {d: str(d) for d in dirs})
+    except (OSError, VocabularyError) as exc:
+        _fail(str(exc), EXIT_INPUT)
+    issues = lint(folders, vocab, display)
     for issue in issues:
         _echo(issue.render())
     errors = sum(1 for i in issues if i.level == "error")
@@ -476,6 +483,9 @@ def build_parser() -> argparse.ArgumentParser:
                    type=_path_type("folder"), help="Folder of artifacts to scan (repeatable).")
     p.add_argument("--env", action=argparse.BooleanOptionalAction, default=None,
                    help="Read (or not) this machine's package versions and board type (default: config, else on).")
+    p.add_argument("--rules", dest="rule_packs", action="append", default=[], metavar="PACK",
+                   type=_path_type("folder"),
+                   help="Extra rule pack folder (repeatable); its rules and vocabulary decide what is asked.")
     _add_output(p, "the final report")
     p.set_defaults(run=ask)
 

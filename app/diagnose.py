@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .engine import Fact, RuleBase, RunResult
+from .engine import Fact, RuleBase, RuleBaseError, RuleBaseErrors, RunResult
+from .engine.errors import VocabularyError
 from .engine.backends import resolve as resolve_engine
 from .evidence import EvidenceOptions, collect
-from .facts import vocabulary
+from .facts import activate, with_packs
 from .probes.case_file import Case, case_from_data, read_case
 from .rules import BUNDLED_RULES_DIR
 from .verdict import build_verdict
@@ -34,15 +35,22 @@ class Diagnosis:
 def _rulebase(extra: tuple[tuple[Path, str], ...], engine: str) -> RuleBase:
     directories = [BUNDLED_RULES_DIR, *(path for path, _ in extra)]
     display = {BUNDLED_RULES_DIR: "rules", **{path: shown for path, shown in extra}}
-    return RuleBase.load(directories, vocabulary(), display, engine)
+    try:
+        vocab = with_packs([path for path, _ in extra], display)
+    except (OSError, VocabularyError) as exc:
+        raise RuleBaseErrors([RuleBaseError(str(exc), hint="a pack's vocabulary.yaml adds enum values, "
+                                            "attributes and fact types (docs/AUTHORING.md)")]) from None
+    return RuleBase.load(directories, vocab, display, engine)
 
 
 def load_rulebase(extra_rule_dirs: list[Path] | tuple[Path, ...] = (), engine: str | None = None) -> RuleBase:
     """The bundled rule base plus rule packs (a later pack overrides rules by id), compiled
     for `engine` (None: the default, see engine/backends.py). Pack files are shown by the
     folder name the user gave, so reports do not depend on cwd."""
-    return _rulebase(tuple((Path(p).resolve(), Path(p).as_posix().rstrip("/")) for p in extra_rule_dirs),
-                     resolve_engine(engine))
+    rulebase = _rulebase(tuple((Path(p).resolve(), Path(p).as_posix().rstrip("/")) for p in extra_rule_dirs),
+                         resolve_engine(engine))
+    activate(rulebase.vocab)  # the packs' vocabulary is what the probes and reports read
+    return rulebase
 
 
 def diagnose(case: Case | None, rulebase: RuleBase | None = None,

@@ -30,24 +30,11 @@ from .diagnose import Diagnosis
 from .facts import attr, enum_values, label
 from .templates import script_environment
 
-DEPLOYMENT_TEMPLATE = "deployment.py.j2"
-TEMPLATE_OF_STAGE = {  # the J6 (hbdk4) procedure of each stage
-    "pre_export": "pre_export.py.j2",
-    "export": "export.py.j2",
-    "convert": "convert.py.j2",
-    "qat_training": "qat_training.py.j2",
-    "compile": DEPLOYMENT_TEMPLATE,
-    "board": DEPLOYMENT_TEMPLATE,
-}
-HBDK3_DEPLOYMENT_TEMPLATE = "deployment_hbdk3.py.j2"  # compile / board on X3 / X5 / J5
 MANUAL_TEMPLATE = "manual.py.j2"  # no script for this family and stage: the steps, by hand
-
-# Values of the vocabulary's platform_series enum the toolchain choice rests on (checked
-# against facts/vocabulary.yaml below): which platform is in which series is the vocabulary's.
-J6_SERIES = "J6"  # horizon_plugin_pytorch 3.x + hbdk4: the procedure scripts
-NON_HORIZON_SERIES = "other"  # no Horizon toolchain at all
-if not {J6_SERIES, NON_HORIZON_SERIES} <= set(enum_values("platform_series")):
-    raise RuntimeError("facts/vocabulary.yaml: platform_series must keep the values J6 and other")
+# The toolchains the script templates are written for, the least specific first: a case
+# naming platforms of different toolchains gets the procedure all of them share.
+TOOLCHAINS = ("other", "hbdk3", "hbdk4")
+DEFAULT_TOOLCHAIN = "hbdk4"  # no platform known: j6doctor's first target, J6
 
 
 class PyLiteral(str):
@@ -87,31 +74,32 @@ def _environment():
 
 
 def toolchain(diagnosis: Diagnosis) -> str:
-    """Which toolchain the case's platform uses, from the series of its platform facts:
-    "hbdk4" (J6, or no platform known: j6doctor's default), "other" (a non-Horizon
-    platform), else "hbdk3" (the other Horizon series: X3 / X5 / J5)."""
-    series = {p["series"] for p in diagnosis.run.by_type("platform")}
-    if series <= {J6_SERIES}:
-        return "hbdk4"
-    return "other" if NON_HORIZON_SERIES in series else "hbdk3"
+    """Which toolchain the case's platform uses: the `toolchain` of its platforms' series in
+    the vocabulary ("hbdk4", "hbdk3" or "other"; hbdk4 when no platform is known)."""
+    named = {attr("platform_series", p["series"], "toolchain", "other") for p in diagnosis.run.by_type("platform")}
+    return next((t for t in TOOLCHAINS if t in named), DEFAULT_TOOLCHAIN)
 
 
 def _plan(diagnosis: Diagnosis) -> tuple[str, str] | None:
-    """(chain stage, template) of the next step, or None when there is none to write."""
+    """(chain stage, template) of the next step, or None when there is none to write. Each
+    stage's scripts are named in the vocabulary (stage: next_step, next_step_hbdk3,
+    next_step_ptq); a stage with none gets the manual steps."""
     stages = sorted({f["stage"] for f in diagnosis.run.by_type("chain_stage")})
-    if len(stages) != 1 or stages[0] not in TEMPLATE_OF_STAGE or diagnosis.run.by_type("first_failure"):
+    if len(stages) != 1 or diagnosis.run.by_type("first_failure"):
         return None
     stage = stages[0]
-    deployment = TEMPLATE_OF_STAGE[stage] == DEPLOYMENT_TEMPLATE
+    if not attr("stage", stage, "committal", True):
+        return None
     chain = toolchain(diagnosis)
-    if chain == "hbdk3" and deployment:
-        return stage, HBDK3_DEPLOYMENT_TEMPLATE
-    if chain != "hbdk4":
+    if chain == "hbdk3":
+        return stage, attr("stage", stage, "next_step_hbdk3") or MANUAL_TEMPLATE
+    template = attr("stage", stage, "next_step")
+    if chain != "hbdk4" or not template:
         return stage, MANUAL_TEMPLATE
     flows = {f["flow"] for f in diagnosis.run.by_type("flow")}
-    if "ptq" in flows and not deployment:
+    if "ptq" in flows and not attr("stage", stage, "next_step_ptq", False):
         return None
-    return stage, TEMPLATE_OF_STAGE[stage]
+    return stage, template
 
 
 def script_stage(diagnosis: Diagnosis) -> str | None:
@@ -156,7 +144,7 @@ def render_next_step(diagnosis: Diagnosis) -> str | None:
         "march": march,
         "march_known": march is not None,
         "split_run": any(f["differ"] for f in facts.by_type("input_formats")),
-        "consistency_strategy": bool(families & {"J6E", "J6M"}),
+        "consistency_strategy": any(attr("platform", f, "consistency_strategy", False) for f in families),
         "checklist": checklist,
         "manual_steps": [step["text"] for step in diagnosis.verdict["next_steps"]],
     }

@@ -12,16 +12,6 @@ from .facts import attr, enum_values, label
 from .next_step_script import script_stage
 from .templates import report_environment
 
-# What 关键发现 says for a slot no rule filled.
-_EMPTY_SLOT = {
-    "first_layer": ("未提供逐层对比产物（compare_per_layer_out），暂无", "暂不能判断（阶段未确定，不做逐层归因）"),
-    "metrics": ("暂无（Cosine / L1 / Atol / qscale / range 来自 compare_per_layer_out）", "暂无"),
-    "error_source": ("暂不能判断（需要逐层对比与敏感度分析）", "暂不能判断"),
-    "fixes": ("未提供", "未提供"),
-    "qa_summary": ("未提供 QuantAnalysis 产出物", "未提供 QuantAnalysis 产出物"),
-}
-
-
 def _checks(diagnosis: Diagnosis) -> list[dict[str, Any]]:
     """What the rule base checked: each rule file, in order, with the rules that fired."""
     fired = diagnosis.run.fired_rules()
@@ -55,7 +45,7 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         "verdict": verdict,
         "stage": verdict["stage"],
         "stage_label": verdict["stage_label"],
-        "undetermined": verdict["stage"] == "undetermined",
+        "undetermined": bool(attr("stage", verdict["stage"], "open", False)),
         "key_findings": _key_findings(verdict),
         "script_stage": script_stage(diagnosis),
         "command_args": diagnosis.command_args,
@@ -91,12 +81,13 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
 
 def _key_findings(verdict: dict[str, Any]) -> list[dict[str, Any]]:
     """The five 关键发现 entries of the report template, in order, filled by the rules."""
-    undetermined = not attr("stage", verdict["stage"], "committal", True)
+    committal = attr("stage", verdict["stage"], "committal", True)
     out = []
-    for slot in enum_values("key_slot"):
+    for slot in enum_values("key_slot"):  # a slot no rule filled says what its vocabulary entry says
         texts = [k["text"] for k in verdict["key_findings"] if k["slot"] == slot]
         if not texts:
-            texts = [_EMPTY_SLOT[slot][1 if undetermined else 0]]
+            empty = attr("key_slot", slot, "empty", "暂无")
+            texts = [empty if committal else attr("key_slot", slot, "empty_open", empty)]
         out.append({"label": label("key_slot", slot), "texts": texts})
     return out
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from .errors import RuleBaseError, RuleBaseErrors
 from .rule_model import OPERATORS, Condition, Conclusion, Example, Ref, Rule, RuleFile, Test, TextSpec
 from .strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
-from .vocabulary import FieldSpec, Vocabulary
+from .vocabulary import PACK_VOCABULARY, FieldSpec, Vocabulary
 
 if TYPE_CHECKING:  # jsonschema is imported when rule files are checked, not when a cached rule base is used
     import jsonschema
@@ -473,8 +473,9 @@ def rule_file_bytes(directories: list[Path], display_root: dict[Path, str] | Non
 def rule_files_in(directory: Path) -> list[Path]:
     """The rule files of a folder, in a stable order. Every `*.yaml` entry is listed, not only
     regular files: a pipe, a device (or a link to one) or a folder named like a rule file is
-    refused by load_rule_file with a message, instead of being dropped without a word."""
-    return sorted(directory.glob("*.yaml"))
+    refused by load_rule_file with a message, instead of being dropped without a word. A
+    pack's vocabulary additions (PACK_VOCABULARY) are not rules."""
+    return sorted(p for p in directory.glob("*.yaml") if p.name != PACK_VOCABULARY)
 
 
 def load_rule_dirs(directories: list[Path], vocab: Vocabulary,
@@ -487,7 +488,7 @@ def load_rule_dirs(directories: list[Path], vocab: Vocabulary,
     errors: list[RuleBaseError] = []
     for directory in directories:
         files = rule_files_in(directory) if directory.is_dir() else [directory]
-        if directory.is_dir() and not files:
+        if directory.is_dir() and not files and not (directory / PACK_VOCABULARY).is_file():
             errors.append(RuleBaseError("no *.yaml rule files in this folder", file=str(directory)))
         seen_here: dict[str, Rule] = {}
         for path in files:

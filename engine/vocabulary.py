@@ -17,7 +17,10 @@ from .errors import VocabularyError
 FIELD_TYPES = ("str", "int", "number", "bool", "enum")
 # Attributes every enum value may carry; a vocabulary declares its own others under
 # `enum_attributes:` (a typo or a stray comma in YAML must not pass silently).
-ATTRIBUTE_KINDS = ("str", "int", "bool", "list")
+ATTRIBUTE_KINDS = ("str", "int", "number", "bool", "list")
+# A rule pack's additions to the vocabulary: this file in the pack's folder (not a rule file).
+PACK_VOCABULARY = "vocabulary.yaml"
+_EXTENSION_KEYS = ("enum_attributes", "enums", "types")
 # Keys the engine puts on every fact it hands to durable-rules.
 RESERVED_FIELDS = frozenset({"id", "type", "sid", "_k", "_d"})
 
@@ -235,6 +238,60 @@ def _attribute_ok(kind: str, value: Any) -> bool:
                                                for v in value)
     if kind == "int":
         return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if kind == "bool":
         return isinstance(value, bool)
     return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def extend_data(base: dict[str, Any], extension: Any, origin: str) -> dict[str, Any]:
+    """The vocabulary data `base` plus a rule pack's `extension`: new attribute kinds, new
+    enums, new values of existing enums and new fact types. Nothing of `base` may be
+    redefined (a pack that silently changed a bundled value would change every report)."""
+    if extension is None:
+        return base
+    if not isinstance(extension, dict):
+        raise VocabularyError(f"{origin}: expected a mapping with any of {', '.join(_EXTENSION_KEYS)}")
+    unknown = [k for k in extension if k not in _EXTENSION_KEYS]
+    if unknown:
+        raise VocabularyError(f"{origin}: unknown key {unknown[0]!r}; a pack's vocabulary may hold "
+                              f"{', '.join(_EXTENSION_KEYS)}")
+    out = dict(base)
+    attributes = dict(base.get("enum_attributes") or {})
+    for key, kind in (extension.get("enum_attributes") or {}).items():
+        if key in attributes and attributes[key] != kind:
+            raise VocabularyError(f"{origin}: enum_attributes.{key}: already declared as {attributes[key]}")
+        attributes[key] = kind
+    out["enum_attributes"] = attributes
+    enums = dict(base.get("enums") or {})
+    for name, spec in _mapping(extension.get("enums"), f"{origin}: enums").items():
+        if name not in enums:
+            enums[name] = spec
+            continue
+        values = _mapping(spec, f"{origin}: enums.{name}").get("values")
+        added = _mapping(values, f"{origin}: enums.{name}.values")
+        merged = dict(enums[name]["values"])
+        for value, attrs in added.items():
+            if value in merged:
+                raise VocabularyError(f"{origin}: enums.{name}.values.{value}: already defined; "
+                                      "a pack adds values, it does not change them")
+            merged[value] = attrs
+        enums[name] = {**enums[name], "values": merged}
+    out["enums"] = enums
+    types = dict(base.get("types") or {})
+    for name, spec in _mapping(extension.get("types"), f"{origin}: types").items():
+        if name in types:
+            raise VocabularyError(f"{origin}: types.{name}: already defined; a pack adds fact types, "
+                                  "it does not change them")
+        types[name] = spec
+    out["types"] = types
+    return out
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise VocabularyError(f"{where}: expected a mapping")
+    return value

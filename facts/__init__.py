@@ -1,29 +1,101 @@
 """The fact vocabulary of j6doctor, as data (vocabulary.yaml), and the helpers that
-read domain constants out of it (chain positions, labels, gate order)."""
+read domain constants out of it (chain positions, labels, gate order).
+
+A rule pack may add to the vocabulary with its own `vocabulary.yaml` (new values, new
+attributes, new fact types); `activate` makes such an extended vocabulary the one every
+probe, report and prompt of this process reads.
+"""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, wraps
 from pathlib import Path
+from typing import Any, Callable, TypeVar
 
+from ..engine.errors import VocabularyError
 from ..engine.rulebase_cache import key_of, load_or_build
-from ..engine.strict_yaml import load_yaml
-from ..engine.vocabulary import Vocabulary
+from ..engine.strict_yaml import YamlInputError, load_yaml
+from ..engine.vocabulary import PACK_VOCABULARY, Vocabulary, extend_data
 
 VOCABULARY_FILE = "vocabulary.yaml"
 
+_active: Vocabulary | None = None
+
+
+def _bundled_bytes() -> bytes:
+    return (Path(__file__).resolve().parent / VOCABULARY_FILE).read_bytes()
+
 
 @lru_cache(maxsize=1)
-def vocabulary() -> Vocabulary:
-    """The vocabulary, parsed once and kept in the user's private cache, keyed by the
+def bundled() -> Vocabulary:
+    """The bundled vocabulary, parsed once and kept in the user's private cache, keyed by the
     file's bytes (parsing the YAML with line numbers costs more than the rest of a start)."""
-    data = (Path(__file__).resolve().parent / VOCABULARY_FILE).read_bytes()
+    data = _bundled_bytes()
 
     def build() -> Vocabulary:
-        text = data.decode("utf-8")
-        return Vocabulary.from_data(load_yaml(text).data, origin=VOCABULARY_FILE)
+        return Vocabulary.from_data(load_yaml(data.decode("utf-8")).data, origin=VOCABULARY_FILE)
 
     return load_or_build(key_of("vocabulary", data), build, kind="vocabulary")
+
+
+def vocabulary() -> Vocabulary:
+    """The vocabulary in use: the bundled one, or the one a rule pack extended (activate)."""
+    return _active if _active is not None else bundled()
+
+
+def pack_vocabulary_files(packs: list[Path] | tuple[Path, ...]) -> list[Path]:
+    return [p / PACK_VOCABULARY for p in packs if (p / PACK_VOCABULARY).is_file()]
+
+
+def with_packs(packs: list[Path] | tuple[Path, ...], display: dict[Path, str] | None = None) -> Vocabulary:
+    """The bundled vocabulary plus the additions of each pack's vocabulary.yaml, in order.
+    Raises VocabularyError naming the pack file and what is wrong."""
+    files = pack_vocabulary_files(packs)
+    if not files:
+        return bundled()
+    parts = [(f, f.read_bytes()) for f in files]
+
+    def build() -> Vocabulary:
+        data = load_yaml(_bundled_bytes().decode("utf-8")).data
+        for path, raw in parts:
+            shown = f"{(display or {}).get(path.parent, str(path.parent))}/{PACK_VOCABULARY}"
+            try:
+                extension = load_yaml(raw.decode("utf-8")).data
+            except UnicodeDecodeError:
+                raise VocabularyError(f"{shown}: not UTF-8 text") from None
+            except YamlInputError as exc:
+                raise VocabularyError(f"{shown}{f':{exc.line}' if exc.line else ''}: {exc.message}") from None
+            data = extend_data(data, extension, shown)
+        return Vocabulary.from_data(data, origin="+".join(str(f) for f, _ in parts))
+
+    return load_or_build(key_of("vocabulary", _bundled_bytes(), *(raw for _, raw in parts)), build,
+                         kind="vocabulary")
+
+
+def activate(vocab: Vocabulary | None) -> None:
+    """Make `vocab` the vocabulary of this process (None: the bundled one)."""
+    global _active
+    _active = None if vocab is None or vocab is bundled() else vocab
+
+
+T = TypeVar("T")
+
+
+def per_vocabulary(build: Callable[[], T]) -> Callable[[], T]:
+    """Cache what `build` derives from the vocabulary, once per vocabulary in use."""
+    memo: dict[int, tuple[Vocabulary, Any]] = {}
+
+    @wraps(build)
+    def get() -> T:
+        vocab = vocabulary()
+        hit = memo.get(id(vocab))
+        if hit is None or hit[0] is not vocab:
+            if len(memo) > 4:
+                memo.clear()
+            hit = memo[id(vocab)] = (vocab, build())
+        return hit[1]
+
+    return get
 
 
 def enum_values(name: str) -> tuple[str, ...]:
@@ -43,3 +115,11 @@ def resolve(enum: str, text: str) -> str | None:
     spaces, '-', '_' and '.'), or None when it names none or several."""
     found = vocabulary().enums[enum].resolve(text)
     return found[0] if len(found) == 1 else None
+
+
+def threshold(name: str) -> float:
+    """A probe's threshold, from the vocabulary's `threshold` enum (where it is explained)."""
+    value = attr("threshold", name, "value")
+    if value is None:
+        raise VocabularyError(f"{VOCABULARY_FILE}: threshold {name!r} has no value")
+    return value

@@ -23,10 +23,9 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
-from ..facts import vocabulary
+from ..facts import per_vocabulary, vocabulary
 from .input_error import InputError
 from .text_file import observing_reads
 
@@ -93,7 +92,7 @@ class _Kind:
     magic: tuple[bytes, ...]
 
 
-@lru_cache(maxsize=1)
+@per_vocabulary
 def _kinds() -> tuple[_Kind, ...]:
     enum = vocabulary().enums["file_kind"]
     return tuple(_Kind(

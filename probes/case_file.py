@@ -17,14 +17,13 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ..engine import Fact, Source
 from ..engine.schema_check import fast_check
 from ..engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
 from ..engine.vocabulary import alias_key
-from ..facts import attr, enum_values, vocabulary
+from ..facts import attr, enum_values, per_vocabulary, vocabulary
 from .input_error import InputError
 from .text_file import decode_text, read_bytes
 
@@ -45,13 +44,20 @@ def platform_forms() -> str:
     enum = vocabulary().enums["platform"]
     named = [v for v in enum.values if v != "other"]
     marches = [m for m in (attr("platform", v, "march") for v in named) if m]
-    return f"{' '.join(named)}, {' '.join(marches)}, RDK S100 / S100P / S600 / X5 / X3 / Ultra, or other"
+    boards = [b for b in (attr("platform", v, "board") for v in named) if b]
+    return f"{' '.join(named)}, {' '.join(marches)}, {' / '.join(boards)}, or other"
 
 
 def normalize_platform(text: str) -> str | None:
     """The platform a text names (`J6M`, `nash-m`, `RDK S100P`, `J6M (nash-m)`), or None
     when it names none or two different ones."""
-    enum = vocabulary().enums["platform"]
+    return named_value("platform", text)
+
+
+def named_value(enum_name: str, text: str) -> str | None:
+    """The value of an enum a text names: the whole text is a value or an alias, or exactly
+    one value is named by runs of its words (longest first), or None."""
+    enum = vocabulary().enums[enum_name]
     found = enum.resolve(text)
     if found:
         return found[0]
@@ -97,7 +103,7 @@ def _enum(name: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"enum": [*enum_values(name), *extra]}
 
 
-@lru_cache(maxsize=1)
+@per_vocabulary
 def _case_schema() -> dict[str, Any]:
     string = {"type": "string"}
     scalar = {"type": ["string", "number", "boolean"]}
@@ -215,6 +221,10 @@ def _case_schema() -> dict[str, Any]:
                 },
             },
             "tried": {"type": "array", "maxItems": MAX_LIST["tried"], "items": string},
+            # answers to info-gate items that have no case key of their own (`j6doctor ask`)
+            "answers": {"type": "object", "additionalProperties": False,
+                        "properties": {i: string for i in enum_values("gate_item")
+                                       if attr("gate_item", i, "key", f"answers.{i}") == f"answers.{i}"}},
         },
     }
 
@@ -310,7 +320,10 @@ def _format_errors(err: "jsonschema.ValidationError") -> Iterator[tuple[tuple, s
         allowed = list((err.schema.get("properties") or {}).keys())
         where = f"under {key}" if path else "at the top level"
         for name in sorted(set(err.instance) - set(allowed), key=str):  # YAML keys: str, int, null, date
-            yield path + (name,), f"unknown key {name!r} {where}{_suggest(name, allowed)}; allowed: {', '.join(allowed)}"
+            yield path + (name,), (f"unknown key {name!r} {where}{_suggest(name, allowed)}; allowed: {', '.join(allowed)}"
+                                   if allowed else f"unknown key {name!r} {where}; nothing is allowed there"
+                                   + (" (answers holds answers to a rule pack's info-gate items that have no case key "
+                                      "of their own; write the others under their own keys)" if key == "answers" else ""))
         return
     if err.validator == "enum":
         allowed = [str(v) for v in err.validator_value]
@@ -887,6 +900,10 @@ def case_facts(case: Case, start: int = 1) -> list[Fact]:
         except OSError:  # e.g. a folder on the way that cannot be searched
             exists = False
         add("artifact_path", {"path": raw_path, "exists": exists}, case.source("artifacts", index))
+    for item in enum_values("gate_item"):  # answers to gate items that have no key of their own
+        text = ((data.get("answers") or {}).get(item) or "").strip()  # (the schema allows no other)
+        if text:
+            add("gate_answer", {"item": item, "text": text}, case.source("answers", item))
     for where, text in case.notes:
         add("intake_note", {"key": ".".join(str(k) for k in where), "text": text},
             Source("case", file=case.display, line=case.doc.line_of(where), key=".".join(str(k) for k in where)))

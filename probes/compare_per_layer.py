@@ -27,6 +27,7 @@ from functools import cached_property
 from itertools import pairwise
 from pathlib import Path
 
+from ..facts import threshold
 from .input_error import InputError
 from .text_file import decode_text, read_bytes
 from .text_tables import check_table_width, is_psql_start, skip_blank
@@ -59,29 +60,31 @@ __all__ = [
 ]
 
 # --- thresholds (FORMATS.md §13.1-13.3) ------------------------------------------------
+# The values live in facts/vocabulary.yaml (enum `threshold`, each with its meaning); why
+# this probe uses each one is said here.
 # A metric row is healthy when its Cosine is at least this (blank Cosine does not count
 # against it) and every metric it has is finite.
-COSINE_HEALTHY = 0.99
+COSINE_HEALTHY = threshold("cosine_healthy")
 # A sudden Cosine drop: at least this much below the healthy upstream row, ending below
 # COSINE_HEALTHY (the planted origin falls 0.9999 -> 0.873). Drops between rows that are
 # already degraded never count: the upstream row must be healthy.
-COSINE_DROP = 0.02
+COSINE_DROP = threshold("cosine_drop")
 # An Atol surge: this many times the largest Atol of the healthy rows seen so far
 # ("one or more orders of magnitude").
-ATOL_SURGE_FACTOR = 10.0
+ATOL_SURGE_FACTOR = threshold("atol_surge_factor")
 # Healthy fake-quant rounding error is ~0.5-2 quantisation steps; more than this many steps
 # means clipping or propagated error. A row above it is not healthy.
-QSCALE_DIFF_SURGE = 10.0
+QSCALE_DIFF_SURGE = threshold("qscale_diff_surge")
 # ...and to count as a sudden jump it must also exceed this many times the largest healthy
 # max_qscale_diff so far, so that a slowly creeping value is not mistaken for a step.
-QSCALE_DIFF_JUMP_FACTOR = 4.0
+QSCALE_DIFF_JUMP_FACTOR = threshold("qscale_diff_jump_factor")
 # Clamp reading: the analysis range is narrower than the baseline's by more than this
 # fraction of the baseline span on the max or min side...
-CLAMP_MARGIN = 0.10
+CLAMP_MARGIN = threshold("clamp_margin")
 # ...and the narrowed bound sits within this many quantisation steps of the integer limit.
-PIN_TOLERANCE_STEPS = 1.5
+PIN_TOLERANCE_STEPS = threshold("pin_tolerance_steps")
 # A fused group has at most 4 ops (e.g. conv-bn-add-relu), so at most 3 cleared prefix rows.
-FUSED_GROUP_MAX = 4
+FUSED_GROUP_MAX = threshold("fused_group_max")
 
 _QUANT_LIMITS = {"qint8": (-128, 127), "qint16": (-32768, 32767),
                  "qint32": (-2147483648, 2147483647)}

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from ..facts import threshold
 from .input_error import InputError
 from .text_file import load_text, split_lines
 from .text_tables import parse_number
@@ -56,21 +57,23 @@ EXPECTED = ("an hb_mapper makertbin / hb_compile log (lines like '2026-05-04 10:
             "'The main quantized node information:' / 'The quantized model output:')")
 
 # --- thresholds of the cosine helpers ---------------------------------------------------
+# The values live in facts/vocabulary.yaml (enum `threshold`, each with its meaning); why
+# this probe uses each one is said here.
 # A node is healthy when its cosine is finite and at least this. The same value as the
 # per-layer compare reader (compare_per_layer.py), so that "healthy" means one thing in
 # every probe: int8 PTQ nodes of a sound model sit at 0.99-1.0.
-COSINE_HEALTHY = 0.99
+COSINE_HEALTHY = threshold("cosine_healthy")
 # A sudden fall: the cosine ends below COSINE_HEALTHY and is at least this much below the
 # healthy node before it. Slow drift (0.999 -> 0.995 -> 0.989) is not a fall; a step such
 # as 0.9991 -> 0.8123 is.
-COSINE_DROP = 0.02
+COSINE_DROP = threshold("cosine_drop")
 # First-node collapse: the leading (preprocess) node is below this while the nodes after
 # it are healthy. Even int8 rounding keeps a preprocess node above ~0.99, so a value under
 # 0.9 (0.54 in the R4 example) cannot be quantization noise: the calibration data and the
 # declared input preprocessing disagree.
-FIRST_NODE_COLLAPSE = 0.9
+FIRST_NODE_COLLAPSE = threshold("first_node_collapse")
 # How many nodes with a cosine after the leading node(s) must be healthy for that reading.
-FOLLOWING_NODES = 3
+FOLLOWING_NODES = threshold("following_nodes")
 
 # --- line patterns -----------------------------------------------------------------------
 _PREFIX = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2},\d{3}) +"

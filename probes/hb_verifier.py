@@ -24,6 +24,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..facts import threshold
 from .input_error import InputError
 from .text_file import load_text, split_lines
 from .text_tables import Row, Table, parse_grid, parse_number
@@ -38,12 +39,14 @@ __all__ = [
 MAX_TEXT_BYTES = 16 * 1024 * 1024
 
 # --- thresholds of the summary helpers ---------------------------------------------------
+# The values live in facts/vocabulary.yaml (enum `threshold`, each with its meaning); why
+# this probe uses each one is said here.
 # The same numbers as compare_per_layer.py (FORMATS.md §13), so that "a clear cosine drop"
 # means one thing in every probe. A per-layer cosine of a healthy int8 model stays at or
 # above 0.99 and moves between neighbouring layers in the third or fourth decimal; a drop
 # of 0.02 below the best cosine seen so far is an order of magnitude above that noise.
-COSINE_HEALTHY = 0.99
-COSINE_DROP = 0.02
+COSINE_HEALTHY = threshold("cosine_healthy")
+COSINE_DROP = threshold("cosine_drop")
 # A finite cosine further outside [-1, 1] than rounding explains means a shifted column.
 _COSINE_SLACK = 1e-3
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from ..facts import threshold
 from .input_error import InputError
 from .text_file import load_text, split_lines
 from .text_tables import (ColumnTable, is_psql_start, parse_number, parse_psql, parse_simple_columns,
@@ -40,21 +41,23 @@ SQNR_METRICS = frozenset({"sqnr"})
 KNOWN_METRICS = ERROR_METRICS | COSINE_METRICS | SQNR_METRICS
 
 # --- summary thresholds --------------------------------------------------------------------
+# The values live in facts/vocabulary.yaml (enum `threshold`, each with its meaning); why
+# this probe uses each one is said here.
 # "dominant": the worst op's distance is at least this many times the runner-up's.
-DOMINANT_RATIO = 3.0
+DOMINANT_RATIO = threshold("dominant_ratio")
 # "accumulation": at least this many distinct ops (top included) whose distance is at
 # least ACCUMULATION_SHARE of the top distance.
-ACCUMULATION_MIN_OPS = 3
-ACCUMULATION_SHARE = 0.5
+ACCUMULATION_MIN_OPS = threshold("accumulation_min_ops")
+ACCUMULATION_SHARE = threshold("accumulation_share")
 # The tail is the better half of the rows (in worst-first order).
-TAIL_FRACTION = 0.5
+TAIL_FRACTION = threshold("tail_fraction")
 # Error metrics have no absolute scale (it depends on the output's magnitude), so the tail
 # is "near 0" when its worst value is at most this share of the top value.
-ERROR_TAIL_SHARE = 0.1
+ERROR_TAIL_SHARE = threshold("error_tail_share")
 # Cosine tail "near 1": cosine >= 0.999.
-COSINE_TAIL_MAX_DISTANCE = 1e-3
+COSINE_TAIL_MAX_DISTANCE = threshold("cosine_tail_max_distance")
 # SQNR tail healthy at >= 30 dB (noise amplitude <= ~3 % of the signal).
-SQNR_TAIL_MIN_DB = 30.0
+SQNR_TAIL_MIN_DB = threshold("sqnr_tail_min_db")
 
 SUFFIXES = ("_sensitive_ops.txt", "_sensitive_ops.pt")
 BARE_NAMES = ("sensitive_ops.txt", "sensitive_ops.pt")

@@ -1,0 +1,186 @@
+"""AUTHORING.md's promise: knowledge is added without touching Python. A throw-away rule pack
+with its own vocabulary.yaml adds a platform, a stage, an info-gate item and a key-findings
+slot; `diagnose`, `ask`, `next-step`, `rules test` and `rules lint` use them as they use the
+bundled ones, with no Python change."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import write_file
+
+VOCABULARY = """\
+enums:
+  platform:
+    values:
+      J7X: {board: RDK Z1, march: nova-x, series: J6, label: "J7X (nova-x, RDK Z1)",
+            aliases: [nova-x, RDK Z1, journey 7x]}
+  stage:
+    values:
+      calibration_data: {label: 校准数据, next_step_ptq: true, aliases: [校准数据集]}
+  gate_item:
+    values:
+      calib_set: {label: 校准数据集说明, why: 校准数据决定量化 scale, answer: text,
+                  question: 校准用了哪些数据（多少张、是否与训练同分布）}
+  key_slot:
+    values:
+      calib_notes: {label: 校准数据摘要, empty: 未提供校准数据说明}
+"""
+
+RULES = """\
+title: 校准数据（试验规则包）
+seed: 核心原则
+rules:
+  - id: map.ptq_calibration
+    title: PTQ：校准模型本身异常 → 校准数据
+    when:
+      - first_abnormal: {artifact: qat_pt}
+      - flow: {flow: ptq}
+      - chain_open: {}
+    then:
+      - chain_stage: {stage: calibration_data, next_step: "核对校准数据集与训练数据的分布"}
+    examples:
+      - name: 校准模型掉点
+        case: {flow: ptq, results: {calibrated_model: abnormal}}
+        expect: {stage: calibration_data}
+  - id: gate.calib_set
+    title: 校准数据阶段，但没有说明校准数据
+    when:
+      - verdict: {stage: calibration_data}
+      - not:
+          gate_answer: {item: calib_set}
+    then:
+      - missing: {item: calib_set}
+    examples:
+      - name: 没说校准数据
+        case: {flow: ptq, results: {calibrated_model: abnormal}}
+        expect: {stage: calibration_data}
+      - name: 说了
+        fires: false
+        case: {flow: ptq, results: {calibrated_model: abnormal}, answers: {calib_set: "验证集 100 张"}}
+        expect: {stage: calibration_data}
+  - id: finding.calib_notes
+    title: 校准数据的说明进入关键发现
+    when:
+      - gate_answer: {item: calib_set}
+        as: a
+    then:
+      - key_finding: {slot: calib_notes, text: "${a.text}"}
+    examples:
+      - name: 说明了校准数据
+        case: {flow: ptq, results: {calibrated_model: abnormal}, answers: {calib_set: "验证集 100 张"}}
+        expect: {stage: calibration_data}
+"""
+
+CASE = """\
+# a PTQ case on a board the bundled vocabulary does not know
+flow: ptq
+platform: RDK Z1
+results:
+  calibrated_model: {status: abnormal, evidence: dataset_eval}
+"""
+
+
+@pytest.fixture
+def pack(tmp_path):
+    write_file(tmp_path / "pack", "vocabulary.yaml", VOCABULARY)
+    write_file(tmp_path / "pack", "calibration.yaml", RULES)
+    write_file(tmp_path, "case.yaml", CASE)
+    return tmp_path
+
+
+def test_without_the_pack_the_new_platform_is_refused(pack, cli):
+    done = cli("diagnose", "case.yaml", "--no-env")
+    assert done.returncode == 2
+    assert "case.yaml:3: platform: unknown platform 'RDK Z1'" in done.stderr
+
+
+def test_diagnose_uses_the_packs_stage_platform_gate_item_and_slot(pack, cli):
+    done = cli("diagnose", "case.yaml", "--no-env", "--rules", "pack", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    verdict = json.loads(done.stdout)
+    assert verdict["stage"] == "calibration_data"
+    assert [m["id"] for m in verdict["missing_detail"]][-1] == "calib_set"
+    report = cli("diagnose", "case.yaml", "--no-env", "--rules", "pack").stdout
+    assert "当前最可能阶段：**校准数据**（`calibration_data`）" in report
+    assert "平台：J7X (nova-x, RDK Z1)（用户写作 RDK Z1）" in report
+    assert "- 校准数据摘要：未提供校准数据说明" in report  # the new slot's empty text
+    assert "  - 校准数据集说明：校准数据决定量化 scale" in report  # the new gate item, with its reason
+
+
+def test_ask_asks_the_new_item_and_the_answer_closes_it(pack):
+    answers = "3.0.31\n" + "\n" * 6 + "验证集 100 张\n"
+    done = subprocess.run([sys.executable, "-m", "j6doctor", "ask", "case.yaml", "--no-env", "--rules", "pack"],
+                          input=answers, cwd=pack, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "[校准数据集说明] 校准数据决定量化 scale" in done.stdout
+    assert "校准用了哪些数据（多少张、是否与训练同分布）：" in done.stdout
+    text = (pack / "case.yaml").read_text(encoding="utf-8")
+    assert text.startswith(CASE)  # what was there is kept as written
+    assert 'answers:\n  calib_set: "验证集 100 张"\n' in text
+    assert "- 校准数据摘要：验证集 100 张" in done.stdout  # the final report: the rule filled the slot
+    assert "  - 校准数据集说明" not in done.stdout.split("已写入")[-1]  # no longer missing
+
+
+def test_next_step_writes_the_manual_steps_of_a_stage_without_a_script(pack, cli):
+    done = cli("next-step", "case.yaml", "--no-env", "--rules", "pack", "-o", "step.py")
+    assert done.returncode == 0, done.stderr
+    script = (pack / "step.py").read_text(encoding="utf-8")
+    assert "no script is generated for this stage" in script
+    assert "STAGE = 'calibration_data'" in script and "PLATFORM = 'J7X'" in script
+    run = subprocess.run([sys.executable, "step.py"], cwd=pack, capture_output=True, text=True, timeout=60)
+    assert run.stdout.splitlines()[0] == "1. 核对校准数据集与训练数据的分布"
+    assert run.returncode == 1 and "no script for this stage" in run.stderr
+
+
+def test_rules_test_and_lint_read_the_packs_vocabulary(pack, cli):
+    lint = cli("rules", "lint", "pack")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    tested = cli("rules", "test", "pack", "-k", "*.calib_*")
+    assert "FAIL" not in tested.stdout, tested.stdout
+    assert "3 passed, 0 failed" in tested.stdout
+    assert "gate.calib_set" in tested.stdout and "finding.calib_notes" in tested.stdout
+
+
+@pytest.mark.parametrize("text, message", [
+    ("enums: {stage: {values: {convert: {label: x}}}}",
+     "pack/vocabulary.yaml: enums.stage.values.convert: already defined"),
+    ("types: {result: {origin: input, fields: {}}}", "pack/vocabulary.yaml: types.result: already defined"),
+    ("rules: []", "pack/vocabulary.yaml: unknown key 'rules'"),
+    ("enums: {stage: {values: {x: {colour: red}}}}", "enum stage.x: unknown attribute 'colour'"),
+    ("enums: [1, 2", "pack/vocabulary.yaml:2: not valid YAML"),
+])
+def test_a_bad_pack_vocabulary_is_refused_with_its_file_and_place(pack, cli, text, message):
+    write_file(pack / "pack", "vocabulary.yaml", text)
+    done = cli("diagnose", "case.yaml", "--no-env", "--rules", "pack")
+    assert done.returncode == 2
+    assert message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_bundled_vocabulary_declares_what_ask_report_and_next_step_read():
+    from pathlib import Path
+
+    from j6doctor.ask import ANSWER_KINDS
+    from j6doctor.facts import attr, enum_values
+    from j6doctor.templates import __file__ as templates_init
+
+    scripts = Path(templates_init).parent / "next_step"
+    for item in enum_values("gate_item"):
+        assert attr("gate_item", item, "answer") in ANSWER_KINDS, item
+        assert attr("gate_item", item, "why"), item
+    for slot in enum_values("key_slot"):
+        assert attr("key_slot", slot, "empty"), slot
+    for stage in enum_values("stage"):
+        for key in ("next_step", "next_step_hbdk3"):
+            name = attr("stage", stage, key)
+            assert name is None or (scripts / name).is_file(), (stage, key, name)
+    assert [s for s in enum_values("stage") if attr("stage", s, "open")] == ["undetermined"]
+    for series in enum_values("platform_series"):
+        assert attr("platform_series", series, "toolchain") in ("hbdk4", "hbdk3", "other"), series
+    for name in enum_values("threshold"):
+        assert isinstance(attr("threshold", name, "value"), (int, float)) and attr("threshold", name, "meaning"), name
