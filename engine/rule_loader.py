@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from .errors import RuleBaseError, RuleBaseErrors
+from .schema_errors import messages, shown
 from .rule_model import OPERATORS, Condition, Conclusion, Example, Ref, Rule, RuleFile, Test, TextSpec
 from .strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
 from .vocabulary import PACK_VOCABULARY, FieldSpec, Vocabulary
@@ -67,15 +68,17 @@ class _FileChecker:
         found = False
         for err in sorted(validator.iter_errors(self.doc.data), key=lambda e: list(map(str, e.absolute_path))):
             found = True
-            path = tuple(err.absolute_path)
-            rule_id = None
-            if len(path) >= 2 and path[0] == "rules" and isinstance(path[1], int):
-                rules = self.doc.data.get("rules") or []
-                if path[1] < len(rules) and isinstance(rules[path[1]], dict):
-                    rule_id = rules[path[1]].get("id")
-            field = ".".join(str(p) for p in path[2:]) if len(path) > 2 else (
-                ".".join(str(p) for p in path) or None)
-            self.error(_schema_message(err), path, rule_id, field or None, _schema_hint(err))
+            specific = _rule_file_message(err)
+            problems = [(tuple(err.absolute_path), specific)] if specific else list(messages(err))
+            for path, message in problems:
+                rule_id = None
+                if len(path) >= 2 and path[0] == "rules" and isinstance(path[1], int):
+                    rules = self.doc.data.get("rules") or []
+                    if path[1] < len(rules) and isinstance(rules[path[1]], dict):
+                        rule_id = rules[path[1]].get("id")
+                field = ".".join(str(p) for p in path[2:]) if len(path) > 2 else (
+                    ".".join(str(p) for p in path) or None)
+                self.error(message, path, rule_id, field or None, _schema_hint(err))
         return not found
 
     # -------------------------------------------------------------- model pass
@@ -365,14 +368,8 @@ def _kind(spec: FieldSpec) -> str:
     return "number" if spec.type in ("int", "number") else spec.type
 
 
-def _schema_message(err: "jsonschema.ValidationError") -> str:
-    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        allowed = sorted((err.schema.get("properties") or {}).keys())
-        extra = sorted(set(err.instance) - set(allowed), key=str)  # YAML keys may be numbers, dates
-        if allowed and extra:
-            return f"unknown key {extra[0]!r}; allowed: {', '.join(allowed)}"
-    if err.validator == "required":
-        return err.message.replace("is a required property", "is required")
+def _rule_file_message(err: "jsonschema.ValidationError") -> str | None:
+    """What only a rule file's schema needs said; None: the shared translation says it."""
     if err.validator == "oneOf" and isinstance(err.instance, dict) and "then" in err.instance:
         if "when" in err.instance and "match" in err.instance:
             return "a rule has either `when:` (conditions on facts) or `match:` (a text rule), not both"
@@ -381,10 +378,8 @@ def _schema_message(err: "jsonschema.ValidationError") -> str:
         limit = _size_limit(err)
         if limit is not None:
             return limit[0]
-        # shown cut short: a 5,000-value list is no message
-        shown = json.dumps(err.instance, ensure_ascii=False, default=str)
-        return f"not a valid test: {shown if len(shown) <= 200 else shown[:200] + ' …'}"
-    return err.message
+        return f"not a valid test: {shown(err.instance, 200)}"  # cut short: a 5,000-value list is no message
+    return None
 
 
 def _size_limit(err: "jsonschema.ValidationError") -> tuple[str, str] | None:

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from ..engine import Fact, Source
 from ..engine.schema_check import fast_check
+from ..engine.schema_errors import describe_type as _describe_type
+from ..engine.schema_errors import key_of, messages
 from ..engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
 from ..engine.vocabulary import alias_key
 from ..facts import attr, enum_values, per_vocabulary, vocabulary
@@ -293,72 +295,23 @@ class Case:
         return Source("case", file=self.display, line=self.doc.line_of(written), key=dotted)
 
 
-def _describe_type(value: Any) -> str:
-    names = {bool: "boolean", int: "number", float: "number", str: "string", list: "list",
-             dict: "mapping", type(None): "nothing (null)"}
-    return f"{names.get(type(value), type(value).__name__)} {_shown(value)[:60]}"
-
-
-def _shown(value: Any) -> str:
-    """JSON-like text of a value from the case; YAML also gives dates, bytes and sets."""
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (RecursionError, ValueError):  # nested too deeply / circular
-        return f"<{type(value).__name__}>"
-
-
-def _suggest(word: str, allowed: list[str]) -> str:
-    close = _close_matches(str(word), allowed, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _format_errors(err: "jsonschema.ValidationError") -> Iterator[tuple[tuple, str]]:
-    """One message per problem; an object with three unknown keys gives three."""
+    """The shared translation (engine/schema_errors.py), with what only a case file knows."""
     path = tuple(err.absolute_path)
-    key = ".".join(str(p) for p in path) or "(top level)"
-    if err.validator == "additionalProperties":
-        allowed = list((err.schema.get("properties") or {}).keys())
-        where = f"under {key}" if path else "at the top level"
-        for name in sorted(set(err.instance) - set(allowed), key=str):  # YAML keys: str, int, null, date
-            yield path + (name,), (f"unknown key {name!r} {where}{_suggest(name, allowed)}; allowed: {', '.join(allowed)}"
-                                   if allowed else f"unknown key {name!r} {where}; nothing is allowed there"
-                                   + (" (answers holds answers to a rule pack's info-gate items that have no case key "
-                                      "of their own; write the others under their own keys)" if key == "answers" else ""))
-        return
-    if err.validator == "enum":
-        allowed = [str(v) for v in err.validator_value]
-        yield path, (f"{key}: {_shown(err.instance)} is not allowed{_suggest(str(err.instance).lower(), allowed)}; "
-                     f"allowed: {', '.join(allowed)}")
-        return
-    if err.validator == "type":
-        expected = err.validator_value
-        expected = " or ".join(expected) if isinstance(expected, list) else expected
-        extra = ""
-        if expected == "string" and isinstance(err.instance, (int, float)) and not isinstance(err.instance, bool):
-            extra = " (quote it, e.g. \"4.4.2\": YAML reads 4.4 as a number)"
-        words = {"object": "a mapping", "array": "a list", "string": "a string",
-                 "number": "a number", "boolean": "true or false", "integer": "a whole number",
-                 "string or number": "a string", "string or array": "a string or a list"}
-        yield path, f"{key}: expected {words.get(expected, expected)}, got {_describe_type(err.instance)}{extra}"
-        return
-    if err.validator == "required":
-        missing = err.message.split("'")[1] if "'" in err.message else err.message
-        hint = " (or `failure:` for a failure to compile, load or run)" if missing == "status" and "results" in path else ""
-        yield path, f"{key}: {missing!r} is required{hint}"
-        return
-    if err.validator in ("maxItems", "maxProperties"):
-        what = "entries" if err.validator == "maxItems" else "keys"
-        yield path, (f"{key}: {len(err.instance)} {what}; at most {err.validator_value} are read "
-                     "(keep the ones that matter for this report)")
-        return
-    if err.validator in ("minimum", "exclusiveMinimum"):
-        word = "at least" if err.validator == "minimum" else "greater than"
-        yield path, f"{key}: must be {word} {err.validator_value}"
-        return
-    if err.validator == "anyOf":
+    key = key_of(path)
+    if err.validator == "anyOf":  # the only anyOf of the case schema: a value or a list of values
         yield path, f"{key}: expected a value or a list of values, got {_describe_type(err.instance)}"
         return
-    yield path, f"{key}: {err.message}"
+    for where, message in messages(err):
+        if message.startswith("unknown key"):
+            if key == "answers" and message.endswith("nothing is allowed there"):
+                message += (" (answers holds answers to a rule pack's info-gate items that have no case key "
+                            "of their own; write the others under their own keys)")
+            yield where, message
+            continue
+        if err.validator == "required" and message == "'status' is required" and "results" in path:
+            message += " (or `failure:` for a failure to compile, load or run)"
+        yield where, f"{key}: {message}"
 
 
 def _parse(text: str, suffix: str, display: str) -> LocatedDocument:

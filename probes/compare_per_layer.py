@@ -19,18 +19,16 @@ from __future__ import annotations
 import csv
 import io
 import math
-import operator
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import pairwise
 from pathlib import Path
 
 from ..facts import threshold
 from .input_error import InputError
-from .text_file import decode_text, read_bytes
-from .text_tables import check_table_width, is_psql_start, skip_blank
+from .text_file import decode_text, read_bytes, split_lines
+from .text_tables import check_table_width, cut_psql_row, is_psql_start, parse_psql, skip_blank
 
 
 class _LazyModule:
@@ -468,14 +466,6 @@ def _content_end(raw: bytes) -> int:
     return 0
 
 
-def _split_lines(text: str) -> list[str]:
-    """Lines without the trailing blank ones (files may or may not end with a newline)."""
-    lines = text.split("\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return lines
-
-
 def _layout(columns: list[str]) -> str:
     lower = {c.lower() for c in columns}
     if lower & _WIDE23_ONLY:
@@ -811,8 +801,10 @@ def _read_psql(raw: bytes, display: str) -> CompareTable:
                                          len(columns))
         lines: Sequence[int] = range(first + 4, first + 4 + rows)
     except _NotVouched:
-        lines = _split_lines(raw[:end].decode("utf-8"))
-        data, lines = _psql_rows(lines, first + 3, border, bounds, has_index, display)
+        table = parse_psql(split_lines(raw[:end].decode("utf-8"), drop_trailing_blank=True), first, 1, display,
+                           numbered=has_index, multiline=has_index, alone=True, loose=True)
+        data = [row.cells for row in table.rows]
+        lines = [row.line for row in table.rows]
         rows = len(data)
         skip = 1 if has_index else 0
         cells = {pos: np.array([r[skip + pos] for r in data], dtype=object)
@@ -931,34 +923,13 @@ def _psql_numbers(grid, bounds: list[int], span: dict[str, tuple[int, int]], fie
     return numbers
 
 
-def _cell_splitter(bounds: list[int]) -> Callable[[str], list[str] | None]:
-    """Returns a function giving the cells of one psql line, or None if it does not fit."""
-    width = bounds[-1] + 1
-    separators = operator.itemgetter(*bounds)
-    bars = ("|",) * len(bounds)
-    spans = [slice(a + 1, b) for a, b in pairwise(bounds)]
-
-    def split(line: str) -> list[str] | None:
-        line = line.rstrip()
-        if len(line) == width and separators(line) == bars:
-            return [line[span].strip() for span in spans]
-        # Wide (e.g. CJK) characters are padded by display width, so the spans shift; the
-        # separators still count right unless a cell itself holds a '|'.
-        parts = line.split("|")
-        if line.startswith("|") and line.endswith("|") and len(parts) == len(bounds) + 1:
-            return [p.strip() for p in parts[1:-1]]
-        return None
-
-    return split
-
-
 def _psql_header(lines: list[str], at: int, bounds: list[int], display: str) -> list[str]:
-    cells = _cell_splitter(bounds)(lines[at]) if at < len(lines) else None
+    cells = cut_psql_row(lines[at], bounds, loose=True) if at < len(lines) else None
     if cells is None:
         raise InputError(display, f"expected the header row '| mod_name | ... |' with "
                                   f"{len(bounds) - 1} cells aligned with the border",
                          line=min(at, len(lines)) + 1)
-    return cells
+    return list(cells)
 
 
 def _expect_header_rule(lines: list[str], at: int, border: str, display: str) -> None:
@@ -966,45 +937,6 @@ def _expect_header_rule(lines: list[str], at: int, border: str, display: str) ->
     if at >= len(lines) or lines[at].rstrip() != rule:
         raise InputError(display, "expected the header rule '|----+----|' under the header",
                          line=min(at, len(lines)) + 1)
-
-
-def _psql_rows(lines: list[str], at: int, border: str, bounds: list[int], has_index: bool,
-               display: str) -> tuple[list[list[str]], list[int]]:
-    data: list[list[str]] = []
-    line_numbers: list[int] = []
-    split = _cell_splitter(bounds)
-    for i in range(at, len(lines)):
-        if lines[i].rstrip() == border:
-            _expect_nothing_after(lines, i + 1, display)
-            return data, line_numbers
-        cells = split(lines[i])
-        if cells is None:
-            raise InputError(display, f"expected a table row '| ... |' with {len(bounds) - 1} "
-                                      "cells aligned with the border (truncated or ragged row)",
-                             line=i + 1)
-        if has_index and cells[0] == "" and data:
-            _merge_continuation(data[-1], cells)     # multi-line cell (FORMATS.md §0.3 rule 6)
-            continue
-        if has_index and not cells[0].isdigit():
-            raise InputError(display, f"expected the row number in the first column, got "
-                                      f"{cells[0]!r}", line=i + 1)
-        data.append(cells)
-        line_numbers.append(i + 1)
-    raise InputError(display, "truncated: expected the closing border '+----+' after the last "
-                              "row", line=len(lines))
-
-
-def _merge_continuation(previous: list[str], cells: list[str]) -> None:
-    for k, cell in enumerate(cells):
-        if cell:
-            previous[k] = f"{previous[k]}\n{cell}" if previous[k] else cell
-
-
-def _expect_nothing_after(lines: list[str], at: int, display: str) -> None:
-    for i in range(at, len(lines)):
-        if lines[i].strip():
-            raise InputError(display, "expected the end of the file after the closing border",
-                             line=i + 1)
 
 
 # --- cells -> numbers ------------------------------------------------------------------

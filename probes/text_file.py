@@ -112,10 +112,15 @@ def _line_at(raw: bytes, offset: int) -> int:
     return raw.count(b"\n", 0, offset) + 1
 
 
-def split_lines(text: str) -> list[str]:
+def split_lines(text: str, drop_trailing_blank: bool = False) -> list[str]:
     """Lines without terminators; only '\\n' (and a '\\r' before it) ends a line, because
-    str.splitlines would also break on form feeds or U+2028 that may sit inside a cell."""
+    str.splitlines would also break on form feeds or U+2028 that may sit inside a cell.
+    `drop_trailing_blank`: also without the blank lines at the end (so that "the table ends
+    at line N" names its last line, however many newlines the file ends with)."""
     lines = [line.removesuffix("\r") for line in text.split("\n")]
-    if lines and lines[-1] == "":
+    if drop_trailing_blank:
+        while lines and not lines[-1].strip():
+            lines.pop()
+    elif lines and lines[-1] == "":
         lines.pop()
     return lines

@@ -189,11 +189,38 @@ def _simple_gaps_blank(line: str, spans: list[tuple[int, int]]) -> bool:
 _GRID_RULE = re.compile(r"^\+(?:[-=]+\+)+$")
 
 
-def parse_psql(lines: list[str], start: int, first_line: int, display: str) -> Table:
-    """A psql table whose top border is lines[start]; it must end with a closing border."""
+def parse_psql(lines: list[str], start: int, first_line: int, display: str, *, numbered: bool = False,
+               multiline: bool = False, alone: bool = False, loose: bool = False) -> Table:
+    """A psql table whose top border is lines[start]; it must end with a closing border.
+
+    numbered: the first column holds the row number. multiline: with `numbered`, a row whose
+    number cell is empty continues the cells of the row above (a cell wrapped onto several
+    lines). alone: nothing but blank lines may follow the table. loose: a row whose cells do
+    not line up with the border (widths the writer measured differently) is still read when
+    it has exactly the table's number of '|' separators."""
     border = lines[start].rstrip() if start < len(lines) else ""
-    return _parse_bordered(lines, start, first_line, display, _PSQL_RULE, "a header row and a |---+---| rule under the "
-                           "table border", lambda i: lines[i].rstrip() == border)
+    table = _parse_bordered(lines, start, first_line, display, _PSQL_RULE, "a header row and a |---+---| rule under the "
+                            "table border", lambda i: lines[i].rstrip() == border, loose=loose)
+    if numbered:
+        table = _numbered_rows(table, display, multiline)
+    if alone:
+        for i in range(table.end, len(lines)):
+            if lines[i].strip():
+                raise InputError(display, "expected the end of the file after the closing border", first_line + i)
+    return table
+
+
+def _numbered_rows(table: Table, display: str, multiline: bool) -> Table:
+    rows: list[Row] = []
+    for row in table.rows:
+        if multiline and row.cells[0] == "" and rows:
+            merged = [f"{old}\n{new}" if old and new else (old or new) for old, new in zip(rows[-1].cells, row.cells)]
+            rows[-1] = Row(rows[-1].line, tuple(merged))
+            continue
+        if not row.cells[0].isdigit():
+            raise InputError(display, f"expected the row number in the first column, got {row.cells[0]!r}", row.line)
+        rows.append(row)
+    return Table(table.headers, rows, table.end, table.header_line)
 
 
 def parse_grid(lines: list[str], start: int, first_line: int, display: str) -> Table:
@@ -208,7 +235,7 @@ def parse_grid(lines: list[str], start: int, first_line: int, display: str) -> T
 
 
 def _parse_bordered(lines: list[str], start: int, first_line: int, display: str, rule: re.Pattern,
-                    expected_header: str, closes, skip=lambda i: False) -> Table:
+                    expected_header: str, closes, skip=lambda i: False, loose: bool = False) -> Table:
     """The shared reading of a table framed by +---+ borders: column bounds from the top
     border, the header row, the rule under it (`rule`), rows until `closes(i)`; `skip(i)`
     lines between rows are separators."""
@@ -220,7 +247,7 @@ def _parse_bordered(lines: list[str], start: int, first_line: int, display: str,
     spans = [(a + 1, b) for a, b in zip(bounds, bounds[1:])]
     if start + 2 >= len(lines) or not rule.match(lines[start + 2].rstrip()):
         raise InputError(display, f"expected {expected_header} (truncated table?)", first_line + start + 1)
-    headers = _cut_psql(lines[start + 1], bounds, spans)
+    headers = cut_psql_row(lines[start + 1], bounds, spans, loose)
     if headers is None:
         raise InputError(display, "table header does not line up with the border", first_line + start + 1)
     rows: list[Row] = []
@@ -228,27 +255,38 @@ def _parse_bordered(lines: list[str], start: int, first_line: int, display: str,
     while True:
         if i >= len(lines) or not lines[i].strip():
             raise InputError(display, "table ends without its closing +---+ border "
-                                      "(truncated file?)", first_line + min(i, len(lines) - 1))
+                                      "(truncated file?); expected a closing border after the last row",
+                             first_line + min(i, len(lines) - 1))
         if closes(i):
             return Table(headers, rows, i + 1, first_line + start + 1)
         if skip(i):
             i += 1
             continue
-        cells = _cut_psql(lines[i].rstrip(), bounds, spans)
+        cells = cut_psql_row(lines[i], bounds, spans, loose)
         if cells is None and i == len(lines) - 1:
             raise InputError(display, "table is cut off: incomplete last row and no closing "
-                                      "+---+ border (truncated file?)", first_line + i)
+                                      "+---+ border (truncated file?); expected complete rows and a closing border",
+                             first_line + i)
         if cells is None:
             raise _misaligned(display, len(spans), first_line + i)
         rows.append(Row(first_line + i, cells))
         i += 1
 
 
-def _cut_psql(line: str, bounds: list[int], spans: list[tuple[int, int]]) -> tuple[str, ...] | None:
+def cut_psql_row(line: str, bounds: list[int], spans: list[tuple[int, int]] | None = None,
+                 loose: bool = False) -> tuple[str, ...] | None:
+    """The cells of one |-separated row of a table whose border has '+' at `bounds`, or None
+    when the row does not line up (see parse_psql for `loose`)."""
     line = line.rstrip()
+    if spans is None:
+        spans = [(a + 1, b) for a, b in zip(bounds, bounds[1:])]
     for candidate in _width_models(line):
         if len(candidate) == bounds[-1] + 1 and all(candidate[b] == "|" for b in bounds):
             return _slice(candidate, spans, open_end=False)
+    if loose:
+        parts = line.split("|")
+        if line.startswith("|") and line.endswith("|") and len(parts) == len(bounds) + 1:
+            return tuple(p.strip() for p in parts[1:-1])
     return None
 
 
@@ -263,7 +301,7 @@ def check_table_width(columns: int, display: str, line: int | None, what: str = 
 
 def _misaligned(display: str, columns: int, line: int) -> InputError:
     return InputError(display, f"row does not line up with the {columns} table columns "
-                               "(garbled or truncated)", line)
+                               "(garbled or truncated); expected '| ... |' cells aligned with the border", line)
 
 
 def _width_models(line: str) -> list[str]:

@@ -1,5 +1,6 @@
 """Jinja templates of the reports and the next-step scripts, and the environments that
-render them: built once per process, templates compiled once (Jinja's own cache)."""
+render them, built by one function with the shared settings: once per process, templates
+compiled once (Jinja's own cache)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,15 @@ if TYPE_CHECKING:  # jinja2 is imported only by a run that renders a template
 TEMPLATES_DIR = Path(__file__).resolve().parent
 
 
-@lru_cache(maxsize=1)
-def report_environment() -> "jinja2.Environment":
-    """The reports: Markdown as text, `*.html.j2` with every value escaped (autoescape)."""
+def _build(folder: Path, autoescape: Any, finalize: Callable[[Any], Any] | None = None) -> "jinja2.Environment":
+    """The settings every template of the project is rendered with (one place for them):
+    strict undefined values, trimmed block lines, kept trailing newline, no reload."""
     import jinja2
 
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
-        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2", "html", "htm"), default=False),
+        loader=jinja2.FileSystemLoader(str(folder)),
+        autoescape=autoescape,
+        finalize=finalize,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -29,25 +31,24 @@ def report_environment() -> "jinja2.Environment":
     )
 
 
+@lru_cache(maxsize=1)
+def report_environment() -> "jinja2.Environment":
+    """The reports: Markdown as text, `*.html.j2` with every value escaped (autoescape)."""
+    import jinja2
+
+    return _build(TEMPLATES_DIR, jinja2.select_autoescape(enabled_extensions=("html.j2", "html", "htm"), default=False))
+
+
 def script_environment(finalize: Callable[[Any], Any], filters: dict[str, Callable]) -> "jinja2.Environment":
     """The next-step scripts (Python source, templates/next_step): no HTML escaping; every
-    output goes through `finalize`, which the caller uses to require Python literals."""
+    output goes through `finalize`, which the caller uses to require Python literals. A
+    separate environment from the reports', so that no template (not even one made from a
+    string) renders a script without that check."""
     return _script_environment(finalize, tuple(sorted(filters.items())))
 
 
 @lru_cache(maxsize=2)
 def _script_environment(finalize: Callable[[Any], Any], filters: tuple) -> "jinja2.Environment":
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "next_step")),
-        autoescape=False,
-        finalize=finalize,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-        auto_reload=False,
-    )
+    env = _build(TEMPLATES_DIR / "next_step", False, finalize)
     env.filters.update(dict(filters))
     return env

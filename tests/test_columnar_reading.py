@@ -351,6 +351,7 @@ def test_psql_rows_a_fixed_grid_cannot_read(tmp_path):
     with pytest.raises(InputError) as caught:
         read_compare_per_layer(write_file(tmp_path, "c.txt", "\n".join(lines[:30] + ["| 27 | x |"] + lines[31:])))
     assert caught.value.line == 31 and "aligned with the border" in caught.value.message
+    assert "row does not line up with the 17 table columns" in caught.value.message
 
 
 def display_padded(rows: list[list[str]], numeric: list[bool]) -> list[str]:

@@ -27,7 +27,7 @@ BROKEN = [
     ("bad enum value", GOOD.replace("artifact: qat_bc", "artifact: qat_bcc"), 6, ["'qat_bcc' is not one of", "did you mean 'qat_bc'"]),
     ("wrong literal type", GOOD.replace("status: normal", "pos: high"), 6, ["expected an integer"]),
     ("unknown operator", GOOD.replace("status: normal", "pos: {between: 3}"), 6, ["not a valid test", "hint:"]),
-    ("unknown rule key", GOOD.replace("    title: fine\n", "    title: fine\n    whne: []\n"), 3, ["unknown key 'whne'"]),
+    ("unknown rule key", GOOD.replace("    title: fine\n", "    title: fine\n    whne: []\n"), 5, ["unknown key 'whne'", "did you mean 'when'"]),
     ("missing then", GOOD.replace("    then:\n      - finding: {topic: t, text: fine}\n", ""), 3, ["'then' is required"]),
     ("input type in then", GOOD.replace("- finding: {topic: t, text: fine}", "- symptom: {text: x}"), 8, ["input fact type"]),
     ("missing required field", GOOD.replace("{topic: t, text: fine}", "{topic: t}"), 8, ["needs field 'text'"]),
