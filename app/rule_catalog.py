@@ -50,7 +50,7 @@ def detail(rulebase: RuleBase, rule: Rule) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": rule.id, "title": rule.title, "seed": rule.seed, "file": rule.file, "line": rule.line,
         "file_title": rule.file_title, "knowledge": rule.knowledge, "priority": rule.priority,
-        "overrides": rule.overrides,
+        "overrides": rule.overrides, "table": rule.table or None,
         "when": [{"condition": ("not " if c.negated else "") + c.describe(), "alias": c.alias, "line": c.line}
                  for c in rule.when],
         "then": [{"type": c.type, "fields": {k: _value(v) for k, v in c.fields.items()}, "line": c.line}
@@ -79,6 +79,8 @@ def render_detail(d: dict[str, Any]) -> str:
     where = f"{d['file']}:{d['line']}" if d["line"] else d["file"]
     lines = [f"{d['id']}: {d['title']}", f"  seed section: {d['seed']}", f"  file: {where}"
              + (f"  ({d['file_title']})" if d["file_title"] else "")]
+    if d["table"]:
+        lines.append(f"  a row of the decision table {d['table']} (its cells are the conditions below)")
     if d["overrides"]:
         lines.append(f"  replaces the rule of the same id in {d['overrides']}")
     if d["knowledge"]:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from .errors import RuleBaseError, RuleBaseErrors
+from .decision_table import check_hit_policy
+from .decision_table import expand as expand_tables
 from .schema_errors import messages, shown
 from .rule_model import OPERATORS, Condition, Conclusion, Example, Ref, Rule, RuleFile, Test, TextSpec
 from .strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
@@ -46,7 +48,9 @@ def _suggest(word: str, choices: Iterable[str]) -> str:
 class _FileChecker:
     """Turns one located YAML document into rules, collecting every error."""
 
-    def __init__(self, path: str, doc: LocatedDocument, vocab: Vocabulary, folder: str = ""):
+    def __init__(self, path: str, doc: LocatedDocument, vocab: Vocabulary, folder: str = "",
+                 known_tables: dict[str, dict] | None = None):
+        self.known_tables = known_tables if known_tables is not None else {}  # by id, from earlier files
         self.path = path
         self.folder = folder
         self.doc = doc
@@ -87,6 +91,17 @@ class _FileChecker:
         if not isinstance(data, dict):
             self.error("a rule file must be a mapping with a 'rules' list", ())
             return None
+        tables: list[dict] = []
+        if "tables" in data:  # decision tables: expanded into rules, each with its row's line
+            expanded = expand_tables(data, self.doc.lines, len(data.get("rules") or []), self.known_tables)
+            for path, message in expanded.errors:
+                self.error(message, path)
+            if expanded.errors:
+                return None
+            data = {**{k: v for k, v in data.items() if k != "tables"},
+                    "rules": [*(data.get("rules") or []), *expanded.rules]}
+            self.doc = LocatedDocument(data, {**self.doc.lines, **expanded.lines})
+            tables = expanded.tables
         if not self.check_schema():
             return None
         file_seed = data.get("seed", "")
@@ -98,6 +113,19 @@ class _FileChecker:
             rule = self.build_rule(index, raw, file_seed, file_knowledge)
             if rule is not None:
                 rules.append(rule)
+        by_id = {rule.id: rule for rule in rules}
+        for table in tables:
+            for row in table["rows"]:
+                rule = by_id.get(row.id)
+                if row.id in table["new"] and rule is not None:
+                    rule.table = table["id"]
+                    table["outputs"][row.id] = tuple(sorted(
+                        (c.type, f, str(c.fields.get(f))) for c in rule.then for f in self.vocab.types[c.type].exclusive))
+            for path, message in check_hit_policy(table, lambda row, t=table: t["outputs"].get(row.id, ())):
+                self.error(message, path, hint="make the rows exclusive (a column both fill differently, "
+                                               "or a `contradicts` / `one` declaration), or give them one conclusion")
+            if not self.errors:
+                self.known_tables[table["id"]] = table
         return RuleFile(self.path, data.get("title", ""), file_seed, rules)
 
     def build_rule(self, index: int, raw: dict, file_seed: str, file_knowledge: str) -> Rule | None:
@@ -412,8 +440,10 @@ def _schema_hint(err: "jsonschema.ValidationError") -> str | None:
     return None
 
 
-def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None) -> RuleFile:
-    """Read and check one rule file; raise RuleBaseErrors listing every problem."""
+def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None,
+                   known_tables: dict[str, dict] | None = None) -> RuleFile:
+    """Read and check one rule file; raise RuleBaseErrors listing every problem. `known_tables`:
+    the decision tables of the files loaded before (a table may add rows to one of them)."""
     name = display or str(path)
     try:
         raw = _read_regular(path, name)
@@ -427,7 +457,7 @@ def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None) ->
         doc = load_yaml(text)
     except YamlInputError as exc:
         raise RuleBaseErrors([RuleBaseError(exc.message, file=name, line=exc.line)]) from None
-    checker = _FileChecker(name, doc, vocab, str(path.resolve().parent))
+    checker = _FileChecker(name, doc, vocab, str(path.resolve().parent), known_tables)
     rule_file = checker.build()
     if checker.errors or rule_file is None:
         raise RuleBaseErrors(checker.errors or [RuleBaseError("empty rule file", file=name)])
@@ -481,6 +511,7 @@ def load_rule_dirs(directories: list[Path], vocab: Vocabulary,
     by_id: dict[str, Rule] = {}
     order: list[str] = []
     errors: list[RuleBaseError] = []
+    tables: dict[str, dict] = {}  # decision tables by id, for the files that add rows to them
     for directory in directories:
         files = rule_files_in(directory) if directory.is_dir() else [directory]
         if directory.is_dir() and not files and not (directory / PACK_VOCABULARY).is_file():
@@ -490,7 +521,7 @@ def load_rule_dirs(directories: list[Path], vocab: Vocabulary,
             shown = (display_root or {}).get(directory)
             display = f"{shown}/{path.name}" if shown else str(path)
             try:
-                rule_file = load_rule_file(path, vocab, display)
+                rule_file = load_rule_file(path, vocab, display, tables)
             except RuleBaseErrors as exc:
                 errors.extend(exc.errors)
                 continue

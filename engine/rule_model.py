@@ -128,6 +128,7 @@ class Rule:
     file_title: str = ""  # title of the rule file: the table it encodes
     folder: str = ""  # folder of the rule file: relative paths in its examples refer to it
     text: TextSpec | None = None  # set for text rules (they have no `when`)
+    table: str = ""  # the decision table whose row this rule is
 
     @property
     def positive(self) -> tuple[Condition, ...]:

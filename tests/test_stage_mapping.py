@@ -6,46 +6,8 @@ import pytest
 
 from conftest import FULL_INFO, ok
 
-# (name, results, stage, rule that must conclude it, words the first next step must contain)
-ROWS = [
-    ("row1 qat_pt normal, qat_bc abnormal -> export",
-     {"qat_pt": ok("normal"), "qat_bc": ok("abnormal")}, "export", "map.export", "qat.export.pt"),
-    ("row2 qat_export_pt abnormal -> pre_export",
-     {"qat_pt": ok("normal"), "qat_export_pt": ok("abnormal"), "qat_bc": ok("abnormal")},
-     "pre_export", "map.pre_export", '"pre_export"'),
-    ("row3 qat_export_pt normal, qat_bc abnormal -> export",
-     {"qat_export_pt": ok("normal"), "qat_bc": ok("abnormal")}, "export",
-     "map.export_after_export_pt", 'QuantAnalysis(qat_export_pt, qat_bc, "export")'),
-    ("row4 qat_bc normal, quantized_bc abnormal -> convert",
-     {"qat_bc": ok("normal"), "quantized_bc": ok("abnormal")}, "convert", "map.convert",
-     'QuantAnalysis(qat_bc, quantized_bc, "convert")'),
-    ("row5 quantized_bc normal, hbm abnormal -> compile",
-     {"quantized_bc": ok("normal"), "hbm": ok("abnormal")}, "compile", "map.compile.hbm", "插入节点"),
-    ("row5 quantized_bc normal, board abnormal (x86 unknown) -> compile",
-     {"quantized_bc": ok("normal"), "board": ok("abnormal", "multi_frame_visual")}, "compile",
-     "map.compile.board_unsplit", "x86"),
-    ("row6 board abnormal, quantized_bc unverified -> baseline",
-     {"board": ok("abnormal")}, "baseline", "map.baseline", "quantized.bc"),
-    ("x86 and board abnormal -> compile",
-     {"quantized_bc": ok("normal"), "hbm_x86": ok("abnormal"), "board": ok("abnormal")},
-     "compile", "map.compile.x86", "compile 配置"),
-    ("x86 normal, board abnormal -> board",
-     {"quantized_bc": ok("normal"), "hbm_x86": ok("normal"), "board": ok("abnormal")},
-     "board", "map.board", "板端"),
-    ("qat_pt abnormal -> qat_training",
-     {"qat_pt": ok("abnormal")}, "qat_training", "map.qat_training", "训练侧"),
-]
-
-
-@pytest.mark.parametrize("name,results,stage,rule,words", ROWS, ids=[r[0] for r in ROWS])
-def test_mapping_row(diagnose, name, results, stage, rule, words):
-    d = diagnose({**FULL_INFO, "results": results})
-    assert d.verdict["stage"] == stage
-    assert rule in d.run.fired_rules()
-    conclusion_rules = {c["rule"] for c in d.verdict["conclusion"]}
-    assert conclusion_rules, "the verdict must name the rule that concluded it"
-    first = d.verdict["next_steps"][0]["text"]
-    assert words in first, first
+# Each row of the table is checked from its own cells in tests/test_decision_tables.py
+# (test_each_stage_table_row_concludes_its_stage_from_its_own_cells); here: how rows combine.
 
 
 def test_earliest_abnormal_wins(diagnose):
