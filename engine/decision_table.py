@@ -37,7 +37,7 @@ Path = tuple[Any, ...]
 
 ROW_KEYS = ("id", "title", "seed", "knowledge", "when", "then")
 _PLACEHOLDER = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
-HIT_POLICIES = ("unique", "any")
+HIT_POLICIES = ("unique", "any", "collect")  # collect: every matching row concludes, no check
 
 
 @dataclass
@@ -49,6 +49,7 @@ class Column:
     one: bool              # a run holds at most one value here ...
     together: list[set]    # ... except these values, which may hold together
     boolean: bool          # no "$": the cell says whether the condition holds
+    whole: bool = False    # a list cell goes into the condition as it is (e.g. under not_in)
 
 
 @dataclass
@@ -204,15 +205,16 @@ def _expand_table(table: Any, at: Path, lines: dict[Path, int], first_index: int
         extra = set(spec) - {"when", "as", "list", "one", "together"}
         if extra:
             error(where, f"column {name!r}: unknown key {sorted(extra)[0]!r}; allowed: when, as, list, one, together")
-        if spec.get("list", "each") not in ("each", "any"):
-            error(where + ("list",), f"column {name!r}: list is `each` (one condition per value) or `any` (one of them)")
+        if spec.get("list", "each") not in ("each", "any", "whole"):
+            error(where + ("list",), f"column {name!r}: list is `each` (one condition per value), `any` (one of "
+                                     "them) or `whole` (the list as it is, e.g. under not_in)")
         together = spec.get("together") or []
         if not isinstance(together, list) or not all(isinstance(g, list) for g in together):
             error(where + ("together",), f"column {name!r}: together is a list of lists of values")
             together = []
         columns[str(name)] = Column(str(name), spec["when"], spec.get("as"), spec.get("list", "each") == "each",
                                     bool(spec.get("one", False)), [set(map(str, g)) for g in together],
-                                    not _has_placeholder(spec["when"]))
+                                    not _has_placeholder(spec["when"]), spec.get("list") == "whole")
     contradicts = table.get("contradicts") or []
     for ci, pair in enumerate(contradicts if isinstance(contradicts, list) else [None]):
         if not (isinstance(pair, list) and len(pair) == 2 and all(p in columns for p in pair)):
@@ -312,6 +314,9 @@ def _conditions(column: Column, value: Any) -> list[Any]:
         if column.alias:
             condition["as"] = column.alias
         return [condition] if value else [_negated(column.template)]
+    if column.whole:
+        condition = _fill(column.template, value)
+        return [{**condition, "as": column.alias} if column.alias else condition]
     values = _cell_values(value)
     if column.each or len(values) == 1:
         found = []
@@ -380,7 +385,9 @@ def check_hit_policy(table: dict, outputs_of) -> list[tuple[Path, str]]:
     """Every pair of rows the table cannot prove disjoint: an error under `unique`; under
     `any`, an error when the two rows conclude different values of an exclusive field
     (`outputs_of(row)` gives them). Of a table that extends another, the pairs with a new row."""
-    problems = []
+    problems: list[tuple[Path, str]] = []
+    if table["hit"] == "collect":
+        return problems
     rows: list[Row] = table["rows"]
     for a, b in combinations(rows, 2):
         if a.id not in table["new"] and b.id not in table["new"]:

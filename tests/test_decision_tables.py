@@ -174,3 +174,20 @@ def test_the_authoring_guides_pack_row_works_as_written(tmp_path):
     write_file(tmp_path / "my_pack", "site_rows.yaml", block)
     rule = RuleBase.load([BUNDLED_RULES_DIR, tmp_path / "my_pack"], vocabulary()).rule("site.board_dump")
     assert rule.table == "stage_mapping" and rule.line == 6
+
+
+def test_the_info_gate_table_reads_as_its_rows_say():
+    rulebase = RuleBase.load([BUNDLED_RULES_DIR], vocabulary(), {BUNDLED_RULES_DIR: "rules"})
+    rule = rulebase.rule("gate.symptom")
+    assert rule.table == "info_gate"
+    assert [("not " if c.negated else "") + c.describe() for c in rule.when] == [
+        "chain_stage{stage∉[qat_training, undetermined, baseline]}",  # list: whole, under not_in
+        "not symptom{}",
+        "not result{status=abnormal, evidence≠unspecified}",
+        "not result{status=abnormal, metric≠}",
+        "not failed{}",
+    ]
+    assert [(c.type, c.fields["item"]) for c in rule.then] == [("missing", "symptom")]
+    gate = yaml.safe_load((BUNDLED_RULES_DIR / "60_info_gate.yaml").read_text(encoding="utf-8"))["tables"][0]
+    items = {row["item"] for row in gate["rows"]}
+    assert items == set(vocabulary().enums["gate_item"].values)  # every gate item has a row, no other
