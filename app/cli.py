@@ -263,30 +263,78 @@ def _id_matcher(pattern: str | None):
     return lambda rule_id: pattern in rule_id
 
 
-def rules_test(dirs: list[Path], verbose: bool, engine: str | None, pattern: str | None = None) -> None:
-    from .rule_tests import coverage_failures, run_rule_tests
+def rules_test(dirs: list[Path], verbose: bool, engine: str | None, pattern: str | None = None,
+               fmt: str = "text", min_coverage: float | None = None, show_coverage: bool = False,
+               everything: bool = False, output: Path | None = None) -> None:
+    from .rule_tests import condition_coverage, coverage_failures, render_junit, run_rule_tests
 
     rulebase = _rulebase(tuple(dirs), engine)
-    results, coverage = run_rule_tests(rulebase, _id_matcher(pattern))
+    matcher = _id_matcher(pattern)
+    packs = {str(d.resolve()) for d in dirs}
+    protected = [f for d in dirs for f in d.rglob("*") if f.is_file()]  # -o never overwrites a rule file
+    in_packs = (lambda rule: any(str(Path(rule.folder).resolve()) == p for p in packs)) if dirs and not everything \
+        else (lambda rule: True)
+    selected = {r.id for r in rulebase.rules if in_packs(r) and (matcher is None or matcher(r.id))}
+    results, coverage = run_rule_tests(rulebase, selected.__contains__)
     if pattern is not None and not coverage:
         _fail(f"-k {pattern}: no rule id matches (see `j6doctor rules list`)", EXIT_INPUT)
-    for r in results:
-        if verbose or not r.passed:
-            _echo(f"{'PASS' if r.passed else 'FAIL'} {r.file}:{r.line} {r.rule}: {r.name}")
-            for problem in r.problems:
-                _echo(f"    {problem}")
-    _echo("")
-    _echo(f"{'rule':44} {'examples':>8} {'fired':>6} {'fired by any':>12}")
-    for c in coverage:
-        _echo(f"{c.rule:44} {c.examples:>8} {c.fired_by_own:>6} {c.fired_by_any:>12}")
-    uncovered = coverage_failures(coverage)
-    for line in uncovered:
-        _echo(line)
     failed = sum(1 for r in results if not r.passed)
-    covered = sum(1 for c in coverage if c.fired_by_own)
-    _echo(f"{len(results) - failed} passed, {failed} failed; {covered}/{len(coverage)} rules fired by their examples")
-    if failed or uncovered:
+    uncovered = coverage_failures(coverage)
+    decided, conditions = condition_coverage(coverage)
+    percent = 100.0 * decided / conditions if conditions else 100.0
+    below = min_coverage is not None and percent < min_coverage
+    if fmt == "json":
+        import json
+
+        text = json.dumps({
+            "passed": len(results) - failed, "failed": failed,
+            "examples": [{"rule": r.rule, "name": r.name, "file": r.file, "line": r.line, "passed": r.passed,
+                          "problems": r.problems} for r in results],
+            "rules": [{"rule": c.rule, "file": c.file, "line": c.line, "examples": c.examples,
+                       "fired_by_own": c.fired_by_own, "fired_by_any": c.fired_by_any,
+                       "conditions": len(c.conditions), "decided": len(c.decided),
+                       "undecided": [{"line": line, "condition": words} for line, words in c.undecided]}
+                      for c in coverage],
+            "uncovered_rules": uncovered,
+            "condition_coverage": {"decided": decided, "conditions": conditions, "percent": round(percent, 1)},
+        }, ensure_ascii=False, indent=2) + "\n"
+        _write(text, output, protected)
+    elif fmt == "junit":
+        _write(render_junit(results, coverage), output, protected)
+    else:
+        lines = []
+        for r in results:
+            if verbose or not r.passed:
+                lines.append(f"{'PASS' if r.passed else 'FAIL'} {r.file}:{r.line} {r.rule}: {r.name}")
+                lines += [f"    {problem}" for problem in r.problems]
+        lines += ["", f"{'rule':44} {'examples':>8} {'fired':>6} {'fired by any':>12} {'decided':>8}"]
+        lines += [f"{c.rule:44} {c.examples:>8} {c.fired_by_own:>6} {c.fired_by_any:>12} "
+                  f"{len(c.decided):>3}/{len(c.conditions):<4}" for c in coverage]
+        if show_coverage:
+            lines += ["", "conditions no example decides (every other condition holds, this one does not):"]
+            lines += [f"  {c.file}:{line}: {c.rule}: {words}" for c in coverage for line, words in c.undecided]
+        lines += uncovered
+        lines.append(f"{len(results) - failed} passed, {failed} failed; "
+                     f"{sum(1 for c in coverage if c.fired_by_own)}/{len(coverage)} rules fired by their examples; "
+                     f"conditions decided by an example: {decided}/{conditions} ({percent:.1f}%)")
+        if below:
+            lines.append(f"condition coverage {percent:.1f}% is below --min-coverage {min_coverage:g}%")
+        _write("\n".join(lines) + "\n", output, protected)
+    if failed or uncovered or below:
         sys.exit(EXIT_INTERNAL)
+
+
+def rules_new(pack: Path, rule_id: str, title: str | None) -> None:
+    from .rule_scaffold import new_rule_file
+
+    try:
+        path = new_rule_file(pack, rule_id, title)
+    except ValueError as exc:
+        _fail(str(exc), EXIT_INPUT)
+    except OSError as exc:
+        _fail(f"{pack}: cannot write: {exc.strerror or exc}", EXIT_INPUT)
+    _echo(f"wrote {path}: its example does not fire the rule yet, so `j6doctor rules test {pack}` fails\n"
+          f"until the conditions and the example case are written (see docs/AUTHORING.md)")
 
 
 def rules_list(dirs: list[Path], fmt: str, pattern: str | None = None) -> None:
@@ -525,15 +573,33 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--strict", action="store_true", help="Warnings fail too.")
     q.set_defaults(run=rules_lint)
     q = sub.add_parser("test", formatter_class=_Formatter, help="Run every rule's examples; show coverage.",
-                       description="Run every rule's example cases (bundled rules plus the packs DIRS) and report\n"
-                                   "per-rule coverage. Fails when an example fails, or a rule has no example that\n"
-                                   "fires it.")
+                       description="Run the example cases of the packs DIRS' rules (of every bundled rule when no DIRS\n"
+                                   "are given, or with --all) and report per-rule coverage: examples that fire the\n"
+                                   "rule, and conditions an example decides (every other condition holds, this one\n"
+                                   "does not). Fails when an example fails, a rule has no example that fires it, or\n"
+                                   "condition coverage is below --min-coverage.")
     q.add_argument("dirs", nargs="*", type=_path_type("folder"), metavar="DIR")
     q.add_argument("-v", "--verbose", action="store_true", help="List every example, not only failures.")
     q.add_argument("-k", dest="pattern", metavar="PATTERN",
                    help="Only the rules whose id contains PATTERN (or matches it as a glob: *, ?, [...]).")
+    q.add_argument("--all", dest="everything", action="store_true",
+                   help="With DIRS: also run the bundled rules' examples (default: the packs' rules only).")
+    q.add_argument("--format", dest="fmt", choices=["text", "json", "junit"], default="text",
+                   help="text for people, json for tools, junit (XML) for CI test reports.")
+    q.add_argument("--coverage", dest="show_coverage", action="store_true",
+                   help="List every condition (when: line or not: guard) that no example decides.")
+    q.add_argument("--min-coverage", type=_finite_float, metavar="PCT",
+                   help="Fail when less than PCT %% of the conditions are decided by an example.")
+    _add_output(q, "the result")
     _add_engine(q)
     q.set_defaults(run=rules_test)
+    q = sub.add_parser("new", formatter_class=_Formatter, help="Start a rule: a rule file with a failing example.",
+                       description="Write PACK/<ID>.yaml: one rule with a placeholder condition and an example that\n"
+                                   "does not fire it yet, so that `rules test PACK` fails until both are written.")
+    q.add_argument("pack", type=Path, metavar="PACK")
+    q.add_argument("rule_id", metavar="ID")
+    q.add_argument("--title", help="The rule's title (what it recognises).")
+    q.set_defaults(run=rules_new)
     q = sub.add_parser("list", formatter_class=_Formatter, help="List the rules: id, title, seed section, file:line.",
                        description="List the bundled rules plus those of the packs DIRS, in rule-base order.")
     q.add_argument("dirs", nargs="*", type=_path_type("folder"), metavar="DIR")

@@ -1,7 +1,12 @@
 """`j6doctor rules test`: run every rule's own example cases through the real engine and
 report, per rule, whether its examples fire it (or, with `fires: false`, do not), whether
 the verdict matches what the example expects, and whether one run concluded two values of
-an exclusive field (two rules disagreeing on the same evidence)."""
+an exclusive field (two rules disagreeing on the same evidence).
+
+Condition coverage, as `opa test --coverage` reports lines: a condition of a rule (a
+`when:` line or a `not:` guard) is *decided* by an example of the rule when, on that
+example's facts, every other condition holds and this one does not — the example shows the
+condition doing its job. Conditions no example decides are listed with their lines."""
 
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ from typing import Any, Callable
 
 from .diagnose import diagnose_data
 from .engine import RuleBase
+from .engine.explain import satisfying_binding
+from .engine.rule_model import Rule
 from .probes import InputError
 
 
@@ -32,6 +39,37 @@ class RuleCoverage:
     examples: int
     fired_by_own: int
     fired_by_any: int
+    conditions: list[tuple[int | None, str]] = field(default_factory=list)  # (line, condition in words)
+    decided: set[int] = field(default_factory=set)  # indexes of conditions an example decides alone
+
+    @property
+    def undecided(self) -> list[tuple[int | None, str]]:
+        return [c for i, c in enumerate(self.conditions) if i not in self.decided]
+
+
+def _blocked_at(rule: Rule, facts) -> list[str]:
+    """Why an example did not fire its rule: the first condition that no longer holds with
+    the ones before it (a `not:` condition: a fact it forbids is there)."""
+    if rule.text is not None:
+        return []
+    for index in range(len(rule.when)):
+        if satisfying_binding(rule.when[:index + 1], facts, {}) is None:
+            cond = rule.when[index]
+            why = "a fact it forbids is there" if cond.negated else "no fact matches (with the conditions before it)"
+            return [f"blocked at line {cond.line}: {'not ' if cond.negated else ''}{cond.describe()} — {why}"]
+    return []
+
+
+def _decided_alone(rule: Rule, facts) -> set[int]:
+    """The conditions that alone keep `rule` from matching `facts` (every other one holds)."""
+    if rule.text is not None or not rule.when or satisfying_binding(rule.when, facts, {}) is not None:
+        return set()
+    out = set()
+    for index in range(len(rule.when)):
+        others = rule.when[:index] + rule.when[index + 1:]
+        if satisfying_binding(others, facts, {}) is not None:
+            out.add(index)
+    return out
 
 
 def _expectations(expect: dict[str, Any], verdict: dict[str, Any]) -> list[str]:
@@ -71,6 +109,7 @@ def run_rule_tests(rulebase: RuleBase, selected: Callable[[str], bool] | None = 
     results: list[ExampleResult] = []
     fired_any: dict[str, int] = {r.id: 0 for r in rules}
     fired_own: dict[str, int] = {r.id: 0 for r in rules}
+    decided: dict[str, set[int]] = {r.id: set() for r in rules}
     for rule in rules:
         for index, example in enumerate(rule.examples):
             name = example.name or f"example {index + 1}"
@@ -88,12 +127,18 @@ def run_rule_tests(rulebase: RuleBase, selected: Callable[[str], bool] | None = 
             problems = []
             if (rule.id in fired) != example.fires:
                 problems.append("did not fire the rule" if example.fires else "fired the rule, expected not to")
+                if example.fires:
+                    problems += _blocked_at(rule, d.run.facts)
             elif example.fires:
                 fired_own[rule.id] += 1
+            if rule.id not in fired:
+                decided[rule.id] |= _decided_alone(rule, d.run.facts)
             problems += _expectations(example.expect, d.verdict)
             problems += _disagreement(d.run, rulebase)
             results.append(ExampleResult(rule.id, name, rule.file, example.line, not problems, problems))
-    coverage = [RuleCoverage(r.id, r.file, r.line, len(r.examples), fired_own[r.id], fired_any[r.id])
+    coverage = [RuleCoverage(r.id, r.file, r.line, len(r.examples), fired_own[r.id], fired_any[r.id],
+                             [(c.line, ("not " if c.negated else "") + c.describe()) for c in r.when],
+                             decided[r.id])
                 for r in rules]
     return results, coverage
 
@@ -106,3 +151,40 @@ def coverage_failures(coverage: list[RuleCoverage]) -> list[str]:
         elif c.fired_by_own == 0:
             out.append(f"{c.file}:{c.line}: rule {c.rule}: none of its examples fires it")
     return out
+
+
+def condition_coverage(coverage: list[RuleCoverage]) -> tuple[int, int]:
+    """(conditions decided by an example, conditions) over the rules run."""
+    total = sum(len(c.conditions) for c in coverage)
+    return sum(len(c.decided) for c in coverage), total
+
+
+def render_junit(results: list[ExampleResult], coverage: list[RuleCoverage]) -> str:
+    """JUnit XML (the format CI systems show as test reports): one test suite per rule file,
+    one test case per example (classname: the rule id), failures with their problems; a
+    rule without an example that fires it is a failing case of its own."""
+    import xml.etree.ElementTree as ET
+
+    suites = ET.Element("testsuites", name="j6doctor rules test")
+    by_file: dict[str, list] = {}
+    for r in results:
+        by_file.setdefault(r.file, []).append(r)
+    for c in coverage:
+        by_file.setdefault(c.file, [])
+    for file in sorted(by_file):
+        cases = by_file[file]
+        missing = [c for c in coverage if c.file == file and (c.examples == 0 or c.fired_by_own == 0)]
+        failures = sum(1 for r in cases if not r.passed) + len(missing)
+        suite = ET.SubElement(suites, "testsuite", name=file, tests=str(len(cases) + len(missing)),
+                              failures=str(failures), errors="0")
+        for r in cases:
+            case = ET.SubElement(suite, "testcase", classname=r.rule, name=r.name, file=file, line=str(r.line or 0))
+            if not r.passed:
+                ET.SubElement(case, "failure", message=r.problems[0] if r.problems else "failed").text = \
+                    "\n".join(r.problems)
+        for c in missing:
+            case = ET.SubElement(suite, "testcase", classname=c.rule, name="has an example that fires it",
+                                 file=file, line=str(c.line or 0))
+            ET.SubElement(case, "failure", message="no example fires the rule" if c.examples else "no example case")
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"

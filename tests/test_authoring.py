@@ -202,9 +202,11 @@ def test_rules_test_on_bundled_rules(cli):
     proc = cli("rules", "test")
     assert proc.returncode == 0, proc.stdout[-2000:]
     last = proc.stdout.strip().splitlines()[-1]
-    assert " 0 failed;" in last and last.endswith("rules fired by their examples")
+    assert " 0 failed;" in last and "rules fired by their examples; conditions decided by an example: " in last
     covered, total = last.split(";")[1].split()[0].split("/")
     assert covered == total
+    decided, conditions = last.split(": ")[-1].split()[0].split("/")
+    assert 0 < int(decided) < int(conditions)  # the guards no example shows blocking are listed by --coverage
 
 
 def test_rules_test_fails_on_a_wrong_example_and_a_rule_without_examples(cli, tmp_path):
