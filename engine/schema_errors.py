@@ -25,7 +25,7 @@ def shown(value: Any, limit: int | None = None) -> str:
     """JSON-like text of a value; YAML also gives dates, bytes and sets."""
     try:
         text = json.dumps(value, ensure_ascii=False, default=str)
-    except (RecursionError, ValueError):  # nested too deeply / circular
+    except (RecursionError, ValueError, TypeError):  # nested too deeply, circular, keys YAML made (dates)
         text = f"<{type(value).__name__}>"
     return text if limit is None or len(text) <= limit else text[:limit] + " …"
 
