@@ -169,7 +169,7 @@ def _pt(found: FoundFile, facts, tables: dict[str, CompareTable], txt_twins: set
     rows = sensitivity_rows_from_pt(content)
     name = parse_sensitivity_name(PurePosixPath(found.display).name)
     if rows and name is not None:
-        # Only the .pt twin exists: its row list carries the same table (FORMATS.md §6).
+        # Only the .pt twin exists: its row list carries the same table (docs/file_formats.md §6).
         metric = name.metric or "L1"
         table = SensitivityTable(found.display, name, metric, "unsorted", [
             SensitivityRow(rank, 0, op, kind, "", value, None, None)
@@ -360,7 +360,7 @@ def _plugin_log(found: FoundFile, facts, limit: int) -> None:
                   _source(found, line=message.line, key=message.module))
 
 
-# plugin 3.0.x names each check `model_check_result_<YYMMDD>_<HHMM>_<n>.txt` (REAL_FORMATS.md R1)
+# plugin 3.0.x names each check `model_check_result_<YYMMDD>_<HHMM>_<n>.txt` (docs/file_formats.md R1)
 _CHECK_STAMP = re.compile(r"model_check_result_(\d{6})_(\d{4})_(\d+)\.txt$", re.IGNORECASE)
 
 

@@ -28,7 +28,7 @@ from .probes.tolerance import Tolerance
 if TYPE_CHECKING:  # imported where used: a case without files needs no discovery, metrics or board
     from .probes.artifacts import Digests, FoundFile
 
-MAX_SIGNALS_PER_KIND = 10  # facts stay few: probes summarise (shared/engine/DURABLE_RULES.md)
+MAX_SIGNALS_PER_KIND = 10  # facts stay few: probes summarise (docs/engine_notes.md §8)
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Render the concluded stage's next step as a ready-to-run Python script
-(templates/next_step/): the right imports and call order of KNOWLEDGE.md §10, the user's
+(templates/next_step/): the right imports and call order of docs/knowledge.md §10, the user's
 paths and march filled in where the case has them, clearly marked FILL IN placeholders
 (functions that raise NotImplementedError) where it does not.
 

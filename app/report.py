@@ -1,4 +1,4 @@
-"""Render a diagnosis as a Chinese report (templates/report.md.j2, KNOWLEDGE.md §11)."""
+"""Render a diagnosis as a Chinese report (templates/report.md.j2, docs/knowledge.md §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Assemble the public JSON verdict (shared/contracts/CASE_AND_OUTPUT.md) from the facts
+"""Assemble the public JSON verdict (docs/CONTRACT.md) from the facts
 a rule run produced. Nothing here decides a stage: it reads the rules' conclusions,
 orders them, and keeps the links to the facts they came from."""
 

@@ -1,14 +1,14 @@
 """Compile rules onto durable-rules rulesets.
 
-What the compiler guarantees (see the research notes in shared/engine/):
+What the compiler guarantees (see docs/engine_notes.md):
 - stratified negation: a rule that negates a fact type runs in a later stratum than every
   rule producing that type, and negated patterns match *shadow* copies of the facts that
   are asserted before any positive fact, because durable-rules decides `$not` when an
   activation is created and never revisits it;
-- every join pattern ends with the always-true `_k` sentinel (engine bug, NOTES §5.1);
-  no join on a rule's first pattern (ignored by the engine, §5.3); no nested `$or` in a
-  pattern with joins (joins after it are skipped, §5.2) - such `in` tests are expanded
-  into one durable rule per value;
+- every join pattern ends with the always-true `_k` sentinel (engine bug,
+  docs/engine_notes.md §4.1); no join on a rule's first pattern (ignored by the engine,
+  §4.3); no nested `$or` in a pattern with joins (joins after it are skipped, §4.2) - such
+  `in` tests are expanded into one durable rule per value;
 - rules are split into rulesets of at most PARTITION_SIZE rules, each checked against the
   engine's fixed tables before registration (limits.py), so that no rule base can hang it.
 """
@@ -27,7 +27,7 @@ from .text_rules import CompiledTextRule
 from .vocabulary import Vocabulary
 
 PARTITION_SIZE = 200
-START_TYPE = "__start"  # one per diagnosis and ruleset: makes delete_state safe (NOTES §5.4)
+START_TYPE = "__start"  # one per diagnosis and ruleset: makes delete_state safe (docs/engine_notes.md §5.2)
 READY_TYPE = "__ready"  # asserted after the shadows: triggers rules that only negate
 SHADOW_PREFIX = "~"
 _OPS = {"ne": "$neq", "lt": "$lt", "le": "$lte", "gt": "$gt", "ge": "$gte"}

@@ -1,6 +1,6 @@
 """The durable-rules backend: compiled partitions registered on one synchronous host.
 
-Runtime pattern (shared/engine/NOTES.md §6): one host per process without background
+Runtime pattern (docs/engine_notes.md §7): one host per process without background
 threads, rulesets registered once per compiled rule base, one sid per stratum run deleted
 at the end. Actions never assert: they report the match (rule, premise fact ids) to the
 session, and the driver (runtime.py) decides what it derives.
@@ -70,7 +70,7 @@ def check(compiled: CompiledRuleBase, vocab) -> list:
 
 
 class _SyncHost(Host):
-    """A Host without the two background threads the stock one starts (NOTES §0.4)."""
+    """A Host without the two background threads the stock one starts (docs/engine_notes.md §5.1)."""
 
     def __init__(self) -> None:
         self._handlers: dict[str, Any] = {}

@@ -88,7 +88,8 @@ class Fact:
         return (self.type, tuple(sorted((k, _freeze(v)) for k, v in self.fields.items())))
 
     def engine_payload(self, type_name: str | None = None) -> dict[str, Any]:
-        """The dict asserted into durable-rules (`_k` is the join sentinel, see NOTES §5.1).
+        """The dict asserted into durable-rules (`_k` is the join sentinel, see
+        docs/engine_notes.md §4.1).
 
         An empty field is left out: durable-rules cannot compare with null (errors 311 / 312),
         and the compiler tests emptiness with `$nex` (compiler.py)."""

@@ -1,8 +1,8 @@
 """Static check of a compiled ruleset against durable-rules' fixed tables.
 
 durable-rules 2.0.28 has compile-time limits whose overflow hangs the process inside C
-code holding the GIL, segfaults, or fails with a bare error code (shared/engine/NOTES.md
-§4). A rule base is checked here before registration, so an expert's YAML can never hang
+code holding the GIL, segfaults, or fails with a bare error code (docs/engine_notes.md
+§3). A rule base is checked here before registration, so an expert's YAML can never hang
 the tool. The alpha network is modelled as the engine builds it: one node per test, in
 pattern order, shared between patterns with the same prefix.
 """
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .compiler import Partition
     from .vocabulary import Vocabulary
 
-# Engine constants (NOTES §4) and the margins this checker keeps below them.
+# Engine constants (docs/engine_notes.md §3) and the margins this checker keeps below them.
 MAX_RULES = 4096
 MAX_POSITIVE_PATTERNS = 16  # MAX_MESSAGE_FRAMES
 MAX_CHILD_TESTS = 500  # NEXT_BUCKET_LENGTH 512: at 512 the first assert hangs

@@ -1,4 +1,4 @@
-"""badcase.txt of find_bad_case / QuantAnalysis.auto_find_bad_case (FORMATS.md §7).
+"""badcase.txt of find_bad_case / QuantAnalysis.auto_find_bad_case (docs/file_formats.md §7).
 
 Three tabulate "simple" tables under literal headings: the worst data index per output
 and metric, the metric values at those indices, and the worst index per metric across
@@ -29,7 +29,8 @@ SECTIONS = (("index", HEADING_INDEX), ("values", HEADING_VALUES), ("worst", HEAD
 NAME_HEADER = "Name/Index"
 WORST_HEADERS = ("metric", "dataloader index")
 # Name given to metric columns that tabulate left without a header: with a custom metric
-# the writer passes one header too few and the header list shifts right (FORMATS.md §0.3/7).
+# the writer passes one header too few and the header list shifts right
+# (docs/file_formats.md §0.3 rule 7, §7).
 CUSTOM_METRIC = "custom"
 EXPECTED = ("badcase.txt (three tables headed 'The bad case input index of each output:', "
             "'The metric results of each badcase:', 'The bad case input index of the worst output:')")

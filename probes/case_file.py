@@ -1,4 +1,4 @@
-"""The case file (case.yaml / case.json, shared/contracts/CASE_AND_OUTPUT.md) → input facts.
+"""The case file (case.yaml / case.json, docs/CONTRACT.md) → input facts.
 
 Knows the case format and nothing about rules. Every fact carries the case key and line
 it came from. What real users write is accepted: enum values in any case and under the

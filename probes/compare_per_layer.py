@@ -1,5 +1,5 @@
-"""compare_per_layer_out.csv / .txt (shared/formats/FORMATS.md §2, §3) → CompareTable, and
-the per-layer error-origin summary of FORMATS.md §13.
+"""compare_per_layer_out.csv / .txt (docs/file_formats.md §2, §3) → CompareTable, and
+the per-layer error-origin summary of docs/file_formats.md §13.
 
 Reads every known layout: vB (16 columns), the older wide23 and the v3.3 guess (`dtype`,
 upper-case metric names, `advice`). Knows the format and nothing about rules. Any bad input
@@ -57,7 +57,7 @@ __all__ = [
     "read_compare_per_layer", "summarize",
 ]
 
-# --- thresholds (FORMATS.md §13.1-13.3) ------------------------------------------------
+# --- thresholds (docs/file_formats.md §13.1-13.3) -------------------------------------
 # The values live in facts/vocabulary.yaml (enum `threshold`, each with its meaning); why
 # this probe uses each one is said here.
 # A metric row is healthy when its Cosine is at least this (blank Cosine does not count
@@ -137,7 +137,7 @@ class CompareRow:
     base_mean: float | None
     analy_mean: float | None
     advice: str | None = None
-    # hbir runs only (FORMATS.md §2 columns 17-18); None elsewhere
+    # hbir runs only (docs/file_formats.md §2 columns 17-18); None elsewhere
     same_in_qatbc_qdiff: float | None = None
     same_in_intbc_qdiff: float | None = None
 
@@ -159,7 +159,7 @@ def _optional_cell(value: object) -> str | None:
 
 
 def _shape_cell(value: object) -> str | None:
-    # The csv writer escapes the shape's commas as '*' (FORMATS.md §3).
+    # The csv writer escapes the shape's commas as '*' (docs/file_formats.md §3).
     text = _optional_cell(value)
     return text.replace("*", ",") if text else text
 
@@ -575,7 +575,7 @@ def _spoken_nan_rows(raw: bytes, start: int, body, hits: list[int], numbers: dic
 def _read_csv(raw: bytes, display: str) -> CompareTable:
     end = _content_end(raw)
     if not end:
-        # The writer creates an empty file when no rows matched (FORMATS.md §3).
+        # The writer creates an empty file when no rows matched (docs/file_formats.md §3).
         return CompareTable(display, "vB", [])
     nl = raw.find(b"\n", 0, end)
     header_end = end if nl < 0 else nl
@@ -618,7 +618,7 @@ def _read_csv(raw: bytes, display: str) -> CompareTable:
 
 def _allowed_field_counts(columns: list[str]) -> set[int]:
     """Header width, plus/minus the two same_in_* fields that only some hbir rows carry
-    (the header holds the first row's keys only, FORMATS.md §3)."""
+    (the header holds the first row's keys only, docs/file_formats.md §3)."""
     width = len(columns)
     lower = [c.lower() for c in columns]
     allowed = {width}
@@ -999,8 +999,8 @@ def _metric_columns(table: CompareTable, index):
 
 
 def summarize(table: CompareTable) -> CompareSummary:
-    """The summary of FORMATS.md §13, computed over the columns; the rows it names are the
-    only CompareRow objects it makes."""
+    """The summary of docs/file_formats.md §13, computed over the columns; the rows it names
+    are the only CompareRow objects it makes."""
     if not len(table):
         return CompareSummary(0, 0, _analysis_type(table), None,
                               "no_metrics", None, None, None, [])
@@ -1180,9 +1180,9 @@ def _analysis_type(table: CompareTable) -> str:
 
 
 def is_function_op(op_name: str) -> bool:
-    """Op-name strings of function calls (FORMATS.md §0.4): `torch.Tensor.<f>`, `torch.<f>`,
-    `<module>.<f>` or a `str(op)` fallback; modules end in a class name (`...Conv2d`) or a
-    class name plus method (`...FloatFunctional.add`)."""
+    """Op-name strings of function calls (docs/file_formats.md §0.4): `torch.Tensor.<f>`,
+    `torch.<f>`, `<module>.<f>` or a `str(op)` fallback; modules end in a class name
+    (`...Conv2d`) or a class name plus method (`...FloatFunctional.add`)."""
     name = _HBIR_SUFFIX.sub("", op_name.strip())
     if not name:
         return False
@@ -1198,9 +1198,10 @@ def is_function_op(op_name: str) -> bool:
 
 
 def metric_row_for(table: CompareTable, op_name: str) -> CompareRow | None:
-    """The metric-bearing compare row of a sensitivity op (FORMATS.md §13.5): sensitivity names
-    the QAT leaf (e.g. the conv of a fused conv-bn-relu); its metrics live on the last row of
-    the fused group, reached by walking forward over the cleared-metric rows."""
+    """The metric-bearing compare row of a sensitivity op (docs/file_formats.md §13.5):
+    sensitivity names the QAT leaf (e.g. the conv of a fused conv-bn-relu); its metrics live
+    on the last row of the fused group, reached by walking forward over the cleared-metric
+    rows."""
     k = table.find_name(op_name)
     if k is None:
         return None

@@ -1,4 +1,4 @@
-"""`hb_mapper makertbin` / `hb_compile` conversion logs (PTQ, REAL_FORMATS.md R4).
+"""`hb_mapper makertbin` / `hb_compile` conversion logs (PTQ, docs/file_formats.md R4).
 
 Every log line starts with a prefix
 `2026-05-04 10:21:07,512 file: model_builder.py func: model_builder line No: 38 <message>`;

@@ -1,4 +1,4 @@
-"""`fx_graph.txt` (torch.fx `print_tabular` output written by prepare(), FORMATS.md §10)
+"""`fx_graph.txt` (torch.fx `print_tabular` output written by prepare(), docs/file_formats.md §10)
 → FxGraph: the nodes, opcode counts and export-risk signals.
 
 Memory addresses in reprs (`<function scope_end at 0x7f...>`) change between runs, so

@@ -1,4 +1,4 @@
-"""`hb_model_info` output (REAL_FORMATS.md R6): what a compiled model (.bin / .hbm / .bc)
+"""`hb_model_info` output (docs/file_formats.md R6): what a compiled model (.bin / .hbm / .bc)
 expects, as the host tool prints it.
 
 Layout: `key : value` lines under `############# ... info #############` banners (model deps,

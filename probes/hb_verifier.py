@@ -1,4 +1,4 @@
-"""hb_verifier output (shared/formats/REAL_FORMATS.md §R3) → VerifierReport.
+"""hb_verifier output (docs/file_formats.md R3) → VerifierReport.
 
 Two tables in tabulate's pretty / grid style (+---+ above and below the header):
 
@@ -41,8 +41,8 @@ MAX_TEXT_BYTES = 16 * 1024 * 1024
 # --- thresholds of the summary helpers ---------------------------------------------------
 # The values live in facts/vocabulary.yaml (enum `threshold`, each with its meaning); why
 # this probe uses each one is said here.
-# The same numbers as compare_per_layer.py (FORMATS.md §13), so that "a clear cosine drop"
-# means one thing in every probe. A per-layer cosine of a healthy int8 model stays at or
+# The same numbers as compare_per_layer.py (docs/file_formats.md §13), so that "a clear
+# cosine drop" means one thing in every probe. A per-layer cosine of a healthy int8 model stays at or
 # above 0.99 and moves between neighbouring layers in the third or fourth decimal; a drop
 # of 0.02 below the best cosine seen so far is an order of magnitude above that noise.
 COSINE_HEALTHY = threshold("cosine_healthy")

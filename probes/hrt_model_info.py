@@ -1,4 +1,4 @@
-"""`hrt_model_exec model_info` output (REAL_FORMATS.md R7): what a compiled model expects, as
+"""`hrt_model_exec model_info` output (docs/file_formats.md R7): what a compiled model expects, as
 the board's runtime reads it.
 
 Layout: log lines in brackets with the runtime versions (`[UCP]: UCP version = 3.7.4`,

@@ -1,4 +1,4 @@
-"""`abnormal_layer_advisor.txt` (QuantAnalysis, FORMATS.md §4) → one AdvisorFinding per
+"""`abnormal_layer_advisor.txt` (QuantAnalysis, docs/file_formats.md §4) → one AdvisorFinding per
 finding fragment.
 
 The file is written only when something was found, so a missing file means "no
@@ -22,7 +22,7 @@ WHAT = "abnormal_layer_advisor.txt"
 MAX_TEXT_BYTES = 16 * 1024 * 1024
 COLUMNS = ("mod_name", "op_type", "abnormal_info", "advice")
 
-# Match token → kind, checked in this order (FORMATS.md §4).
+# Match token → kind, checked in this order (docs/file_formats.md §4).
 KINDS = (
     ("Asymmetric about 0", "asymmetric"),
     ("Large input range", "large_input_range"),

@@ -1,9 +1,9 @@
-"""`model_check_result.txt` (written by prepare()'s model check, FORMATS.md §9) → a
+"""`model_check_result.txt` (written by prepare()'s model check, docs/file_formats.md §9) → a
 ModelCheck with the red flags of §13.6 as Signals.
 
 Two layouts are read: the newer one ("Each module called times:", graph in a separate
 fx_graph.txt) and profiler vB ("not used" / "used multi times" sub-sections and a trailing
-"Graph:" table). Plugin 3.0.x files (REAL_FORMATS.md R1) open with a header of the plugin
+"Graph:" table). Plugin 3.0.x files (docs/file_formats.md R1) open with a header of the plugin
 and profiler versions and the march the model was prepared for, and add a "Gemm input
 dtypes statistics" table. Sections are found by their literal heading lines; any other
 block is skipped, so an unknown extra section does not stop the parse.
@@ -27,7 +27,7 @@ WHAT = "model_check_result.txt"
 MAX_TEXT_BYTES = 16 * 1024 * 1024
 DEFAULT_AVERAGING_CONSTANT = 0.01
 
-# Literal heading line → section key (FORMATS.md §9 table).
+# Literal heading line → section key (docs/file_formats.md §9 table).
 HEADINGS = {
     "All fusable modules are fused in model!": "all_fused",
     "Fusable modules are listed below:": "unfused",
@@ -480,8 +480,8 @@ def _message_signals(messages: list[tuple[str, str]], lines: list[int]) -> list[
 
 def _weight_table_signals(rows: list[dict[str, str]], lines: list[int],
                           existing: list[Signal]) -> list[Signal]:
-    """vB may filter the Msg list (FORMATS.md §9), so a non-qint8 weight is also taken from
-    the weight table when no Msg reported it."""
+    """vB may filter the Msg list (docs/file_formats.md §9), so a non-qint8 weight is also
+    taken from the weight table when no Msg reported it."""
     reported = {s.module for s in existing if s.kind == "weight_dtype"}
     signals: list[Signal] = []
     for row, line in zip(rows, lines):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 class Signal:
     """One sign about one module (or the whole model when `module` is empty)."""
 
-    kind: str      # e.g. "unfused", "shared_module", "scale_frozen" (FORMATS.md §13.6)
+    kind: str      # e.g. "unfused", "shared_module", "scale_frozen" (docs/file_formats.md §13.6)
     module: str    # module name the signal is about ("" if global)
     detail: str    # short English detail
     line: int      # 1-based line in the file

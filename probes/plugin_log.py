@@ -1,4 +1,4 @@
-"""Run logs of horizon_plugin_pytorch (`.horizon_plugin_pytorch_logs/*.log`, REAL_FORMATS.md R8).
+"""Run logs of horizon_plugin_pytorch (`.horizon_plugin_pytorch_logs/*.log`, docs/file_formats.md R8).
 
 One message per line:
 

@@ -1,4 +1,4 @@
-"""hb_mapper `*_quant_info.json` (PTQ, REAL_FORMATS.md R5).
+"""hb_mapper `*_quant_info.json` (PTQ, docs/file_formats.md R5).
 
 A JSON object keyed by node name, in graph order; each value has `type`, `inputs`,
 `outputs`, `thresholds` (a list of lists of numbers, possibly empty) and

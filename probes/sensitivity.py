@@ -1,4 +1,4 @@
-"""Sensitivity tables of QuantAnalysis.sensitivity() (FORMATS.md §6, §13.4).
+"""Sensitivity tables of QuantAnalysis.sensitivity() (docs/file_formats.md §6, §13.4).
 
 `output_<name>_<metric>_sensitive_ops.txt` lists, per quantizer, the model-output error
 when only that quantizer is enabled. This module parses the file name and the table and
@@ -81,7 +81,7 @@ class SensitivityName:
 
 
 def parse_sensitivity_name(filename: str) -> SensitivityName | None:
-    """Parse from the right (FORMATS.md §6); None if not a sensitivity file name."""
+    """Parse from the right (docs/file_formats.md §6); None if not a sensitivity file name."""
     base = Path(filename).name
     if base in BARE_NAMES:
         return SensitivityName("", None, None, None)
@@ -277,7 +277,7 @@ class SensitivitySummary:
     top: SensitivityRow                 # most sensitive (worst) row
     runner_up: SensitivityRow | None    # next row with a different op_name
     pattern: str                        # "dominant" | "accumulation" | "flat"
-    tail_ok: bool                       # tail near the ideal value (FORMATS.md §13.4)
+    tail_ok: bool                       # tail near the ideal value (docs/file_formats.md §13.4)
     top_ops: list[SensitivityRow]       # first 5 distinct op_names
 
 

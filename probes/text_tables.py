@@ -1,4 +1,4 @@
-"""The tabulate tables in Horizon text artifacts (FORMATS.md §0.3); reading the files
+"""The tabulate tables in Horizon text artifacts (docs/file_formats.md §0.3); reading the files
 themselves is text_file.py's job.
 
 Tables are at most MAX_TABLE_COLUMNS wide. Cells may contain single spaces, so rows are

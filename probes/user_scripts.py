@@ -1,4 +1,4 @@
-"""User scripts (.py): API misuse the debugging procedure warns about (KNOWLEDGE.md §3, §7,
+"""User scripts (.py): API misuse the debugging procedure warns about (docs/knowledge.md §3, §7,
 §9, §10; seed sections 正确 API 用法, J6E/M 高一致性 QAT 策略, 常见误区).
 
 The script is parsed with `ast` and never imported or executed: nothing it says at top
