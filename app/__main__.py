@@ -1,3 +1,3 @@
-from .cli import main
+from j6doctor.cli import main
 
 main()

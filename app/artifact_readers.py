@@ -16,13 +16,13 @@ from typing import Callable
 
 from typing import TYPE_CHECKING
 
-from .engine import Source
-from .probes import InputError
-from .probes.artifacts import FoundFile
+from j6doctor.engine import Source
+from j6doctor.probes import InputError
+from j6doctor.probes.artifacts import FoundFile
 
 if TYPE_CHECKING:
-    from .probes.compare_per_layer import CompareTable
-    from .probes.sensitivity import SensitivityTable
+    from j6doctor.probes.compare_per_layer import CompareTable
+    from j6doctor.probes.sensitivity import SensitivityTable
 
 # Each reader imports its probe when a file of its kind is found: a run reads few kinds, and
 # importing every probe would cost a cold start more than reading a case.
@@ -50,8 +50,8 @@ def _folder(found: FoundFile) -> str:
 
 
 def _compare(found: FoundFile, facts, tables: dict[str, CompareTable]) -> None:
-    from .charts import compare_series
-    from .probes.compare_per_layer import read_compare_per_layer, summarize
+    from j6doctor.charts import compare_series
+    from j6doctor.probes.compare_per_layer import read_compare_per_layer, summarize
 
     table = read_compare_per_layer(found.path, found.display)
     tables[_folder(found)] = table
@@ -125,9 +125,9 @@ def _compare_for(found: FoundFile, tables: dict[str, CompareTable]) -> CompareTa
 
 def _sensitivity(found: FoundFile, facts, tables: dict[str, CompareTable],
                  table: SensitivityTable | None = None) -> None:
-    from .charts import sensitivity_series
-    from .probes.compare_per_layer import metric_row_for
-    from .probes.sensitivity import read_sensitivity_txt, summarize_sensitivity
+    from j6doctor.charts import sensitivity_series
+    from j6doctor.probes.compare_per_layer import metric_row_for
+    from j6doctor.probes.sensitivity import read_sensitivity_txt, summarize_sensitivity
 
     table = table or read_sensitivity_txt(found.path, found.display)
     if not len(table):
@@ -148,7 +148,7 @@ def _sensitivity(found: FoundFile, facts, tables: dict[str, CompareTable],
 
 
 def _badcase(found: FoundFile, facts) -> None:
-    from .probes.badcase import read_badcase_txt
+    from j6doctor.probes.badcase import read_badcase_txt
 
     report = read_badcase_txt(found.path, found.display)
     facts.add("badcase_info", {
@@ -158,8 +158,8 @@ def _badcase(found: FoundFile, facts) -> None:
 
 
 def _pt(found: FoundFile, facts, tables: dict[str, CompareTable], txt_twins: set[str]) -> None:
-    from .probes.pt_file import read_pt, sensitivity_rows_from_pt
-    from .probes.sensitivity import SensitivityRow, SensitivityTable, parse_sensitivity_name
+    from j6doctor.probes.pt_file import read_pt, sensitivity_rows_from_pt
+    from j6doctor.probes.sensitivity import SensitivityRow, SensitivityTable, parse_sensitivity_name
 
     content = read_pt(found.path, found.display)
     facts.add("pt_file", {"path": found.display, "kind": found.kind, "readable": content.readable,
@@ -183,7 +183,7 @@ SCRIPT_USES = ("quant_analysis", "split_run", "single_run", "consistency_strateg
 
 
 def _script(found: FoundFile, facts, limit: int) -> None:
-    from .probes.user_scripts import check_script
+    from j6doctor.probes.user_scripts import check_script
 
     report = check_script(found.path, found.display)
     per_kind: Counter[str] = Counter()
@@ -207,9 +207,9 @@ def _signals(found: FoundFile, facts, source: str, signals, limit: int) -> None:
 
 
 def _hb_verifier(found: FoundFile, facts, limit: int) -> None:
-    from .charts import cosine_series
+    from j6doctor.charts import cosine_series
 
-    from .probes.hb_verifier import read_hb_verifier
+    from j6doctor.probes.hb_verifier import read_hb_verifier
 
     report = read_hb_verifier(found.path, found.display)
     kinds = {m.kind for m in report.models}
@@ -237,10 +237,10 @@ def _hb_verifier(found: FoundFile, facts, limit: int) -> None:
 def _conversion(found: FoundFile, facts, limit: int) -> None:
     """An hb_mapper / hb_compile conversion log or its *_quant_info.json: versions, march and
     input parameters (logs only), the per-node cosine reading, warnings verbatim."""
-    from .charts import cosine_series
+    from j6doctor.charts import cosine_series
 
     if found.kind == "conversion_log":
-        from .probes.conversion_log import read_conversion_log
+        from j6doctor.probes.conversion_log import read_conversion_log
 
         log = read_conversion_log(found.path, found.display, require_tables=False)
         nodes, outputs = log.nodes, log.outputs
@@ -264,7 +264,7 @@ def _conversion(found: FoundFile, facts, limit: int) -> None:
                       _source(found, line=warning.line))
         summary, tool = log.summary().nodes, "conversion_log"
     else:
-        from .probes.quant_info import read_quant_info
+        from j6doctor.probes.quant_info import read_quant_info
 
         info = read_quant_info(found.path, found.display)
         nodes, outputs = info.nodes, []
@@ -299,9 +299,9 @@ MODEL_INPUT_KEYS = ("input_type_rt", "input_type_train", "input_layout_rt", "inp
 
 def _model_info(found: FoundFile, facts, limit: int) -> None:
     if found.kind == "hb_model_info":
-        from .probes.hb_model_info import read_hb_model_info as read
+        from j6doctor.probes.hb_model_info import read_hb_model_info as read
     else:
-        from .probes.hrt_model_info import read_hrt_model_info as read
+        from j6doctor.probes.hrt_model_info import read_hrt_model_info as read
     info = read(found.path, found.display)
     facts.add("model_info", {
         "path": found.display, "tool": info.tool, "march": info.march.text.lower() if info.march else "",
@@ -340,7 +340,7 @@ def _model_info(found: FoundFile, facts, limit: int) -> None:
 
 
 def _plugin_log(found: FoundFile, facts, limit: int) -> None:
-    from .probes.plugin_log import read_plugin_log
+    from j6doctor.probes.plugin_log import read_plugin_log
 
     log = read_plugin_log(found.path, found.display)
     for fact in log.versions:
@@ -377,7 +377,7 @@ def _model_checks(found: list[FoundFile], facts, limit: int, problem: Problem) -
     checks = sorted((f for f in found if f.kind == "model_check_result"), key=_check_order)
     if not checks:
         return
-    from .probes.model_check import read_model_check
+    from j6doctor.probes.model_check import read_model_check
 
     current = checks[-1]
     try:  # read before its facts cite it: the sha256 then comes from the bytes read
@@ -428,7 +428,7 @@ def read_artifacts(found: list[FoundFile], facts, problem: Problem, limit: int, 
             elif item.kind in ("sensitivity_pt", "badcase_pt", "all_badcase_info"):
                 _pt(item, facts, tables, txt_twins)
             elif item.kind == "fx_graph":
-                from .probes.fx_graph import read_fx_graph
+                from j6doctor.probes.fx_graph import read_fx_graph
 
                 _signals(item, facts, "fx_graph", read_fx_graph(item.path, item.display).signals, limit)
             elif item.kind == "script":
@@ -442,8 +442,8 @@ def read_artifacts(found: list[FoundFile], facts, problem: Problem, limit: int, 
             elif item.kind in ("conversion_log", "quant_info"):
                 _conversion(item, facts, limit)
             elif item.kind == "abnormal_layer_advisor":
-                from .probes.layer_advisor import read_layer_advisor
-                from .probes.module_signal import Signal
+                from j6doctor.probes.layer_advisor import read_layer_advisor
+                from j6doctor.probes.module_signal import Signal
 
                 findings = [Signal(f.kind, f.mod_name, f.text, f.line)
                             for f in read_layer_advisor(item.path, item.display)]

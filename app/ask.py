@@ -17,9 +17,9 @@ from typing import Any, BinaryIO, Callable
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from .atomic_write import write_atomic
-from .facts import attr, enum_values, label, resolve
-from .probes.case_file import named_value, platform_forms, resolve_package
+from j6doctor.atomic_write import write_atomic
+from j6doctor.facts import attr, enum_values, label, resolve
+from j6doctor.probes.case_file import named_value, platform_forms, resolve_package, value_at
 
 MAX_TRIES = 3
 
@@ -149,14 +149,6 @@ class _Item:
         return str(self.attr("question") or self.attr("label") or self.id)
 
 
-def _get(data: Any, key: tuple[str, ...]) -> Any:
-    for part in key:
-        if not isinstance(data, dict) or part not in data:
-            return None
-        data = data[part]
-    return data
-
-
 def _slot(updates: dict[str, Any], key: tuple[str, ...]) -> dict[str, Any]:
     for part in key:
         updates = updates.setdefault(part, {})
@@ -174,7 +166,7 @@ def _text(item: _Item, data, verdict, ask: Ask, updates) -> None:
     if fields_key and fields_key in item.asks:
         _fields(item, data, verdict, ask, updates)
         return
-    if _get(data, item.key) is not None:
+    if value_at(data, item.key) is not None:
         return
     text = ask(f"{item.question}：").strip()
     if text:
@@ -184,7 +176,7 @@ def _text(item: _Item, data, verdict, ask: Ask, updates) -> None:
 def _fields(item: _Item, data, verdict, ask: Ask, updates) -> None:
     """One text answer per sub-key (item `fields`) under item `fields_key`."""
     key = tuple(str(item.attr("fields_key") or ".".join(item.key)).split("."))
-    known = _get(data, key) or {}
+    known = value_at(data, key) or {}
     for name in item.attr("fields", ()):
         if name not in known:
             text = ask(f"{item.attr('fields_question') or '.'.join(key)} {name}（留空跳过）：").strip()
@@ -194,7 +186,7 @@ def _fields(item: _Item, data, verdict, ask: Ask, updates) -> None:
 
 def _named(item: _Item, data, verdict, ask: Ask, updates) -> None:
     """An answer that must name a value of the enum `of` (a value, an alias, a board name)."""
-    if _get(data, item.key) is not None:
+    if value_at(data, item.key) is not None:
         return
     enum = str(item.attr("of"))
     forms = platform_forms() if enum == "platform" else ", ".join(enum_values(enum))
@@ -208,7 +200,7 @@ def _named(item: _Item, data, verdict, ask: Ask, updates) -> None:
 def _results(item: _Item, data, verdict, ask: Ask, updates) -> None:
     """The evaluation status of the artifacts the gap needs (the fewest inputs first), or of
     any artifacts the user has verified; then the kind of evidence behind them."""
-    known = _get(data, item.key) or {}
+    known = value_at(data, item.key) or {}
     results = _slot(updates, item.key)  # filled as answers come: end of input keeps them
     wanted = [e["artifact"] for e in verdict["evaluate_next"] if e["artifact"] not in known]
     for artifact in wanted:
@@ -233,7 +225,7 @@ def _results(item: _Item, data, verdict, ask: Ask, updates) -> None:
 
 def _badcase(item: _Item, data, verdict, ask: Ask, updates) -> None:
     """Whether a reproducible badcase exists, and where."""
-    if _get(data, item.key) is not None:
+    if value_at(data, item.key) is not None:
         return
     reproducible = _ask_valid(ask, f"{item.question}[y/n]：", _yes_no, "请填 y 或 n")
     if reproducible is None:
@@ -248,7 +240,7 @@ def _badcase(item: _Item, data, verdict, ask: Ask, updates) -> None:
 
 def _versions(item: _Item, data, verdict, ask: Ask, updates) -> None:
     """A version for each package the gate rule asks for (else the item's `fields`)."""
-    known = {resolve_package(str(k), str(v)) for k, v in (_get(data, item.key) or {}).items()}
+    known = {resolve_package(str(k), str(v)) for k, v in (value_at(data, item.key) or {}).items()}
     for package in item.asks or item.attr("fields", ()):
         if package in known:
             continue

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import argparse
 
-from . import __version__
+from j6doctor import __version__
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
 
@@ -35,7 +35,7 @@ def _fail(message: str, code: int) -> None:
 
 
 def _write(text: str, output: Path | None, protected: list[Path]) -> None:
-    from .atomic_write import is_protected, write_atomic
+    from j6doctor.atomic_write import is_protected, write_atomic
 
     if output is None:
         try:
@@ -58,8 +58,8 @@ def _write(text: str, output: Path | None, protected: list[Path]) -> None:
 
 def _rulebase(rule_packs: tuple[Path, ...], engine: str | None = None):
     """The bundled rule base plus packs; a broken pack is the user's input error (exit 2)."""
-    from .diagnose import load_rulebase
-    from .engine import EngineUnavailableError, RuleBaseErrors
+    from j6doctor.diagnose import load_rulebase
+    from j6doctor.engine import EngineUnavailableError, RuleBaseErrors
 
     for pack in rule_packs:
         if not pack.is_dir():
@@ -77,15 +77,15 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
          absolute: bool, lower_is_better: bool, env: bool | None, rule_packs: tuple[Path, ...] = (),
          engine: str | None = None):
     """Read the inputs and diagnose; every input problem exits 2 with its message."""
-    from .config import load_config
-    from .diagnose import diagnose as run_diagnosis
-    from .engine import EngineError, EngineLimitError, RuleBaseErrors
-    from .evidence import EvidenceOptions
-    from .probes import InputError
-    from .probes.artifacts import require_folder
-    from .probes.case_file import read_case
-    from .probes.tolerance import Tolerance
-    from .progress import Progress
+    from j6doctor.config import load_config
+    from j6doctor.diagnose import diagnose as run_diagnosis
+    from j6doctor.engine import EngineError, EngineLimitError, RuleBaseErrors
+    from j6doctor.evidence import EvidenceOptions
+    from j6doctor.probes import InputError
+    from j6doctor.probes.artifacts import require_folder
+    from j6doctor.probes.case_file import read_case
+    from j6doctor.probes.tolerance import Tolerance
+    from j6doctor.progress import Progress
 
     if case is None and not workdirs:
         _fail("give a case file, or --workdir DIR, or both (see --help)", EXIT_INPUT)
@@ -129,7 +129,7 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
 
 
 def diagnose(fmt: str, output: Path | None, **inputs) -> None:
-    from .report import render_html, render_json, render_markdown
+    from j6doctor.report import render_html, render_json, render_markdown
 
     diagnosis, protected = _run(**inputs)
     text = {"json": render_json, "html": render_html, "md": render_markdown}[fmt](diagnosis)
@@ -137,7 +137,7 @@ def diagnose(fmt: str, output: Path | None, **inputs) -> None:
 
 
 def next_step(output: Path | None, **inputs) -> None:
-    from .next_step_script import render_next_step
+    from j6doctor.next_step_script import render_next_step
 
     diagnosis, protected = _run(**inputs)
     script = render_next_step(diagnosis)
@@ -149,7 +149,7 @@ def next_step(output: Path | None, **inputs) -> None:
 
 
 def explain(why_not_stage: str | None, fmt: str, output: Path | None, **inputs) -> None:
-    from .explain_report import explain_data, render_explain_json, render_explain_markdown, stage_choices
+    from j6doctor.explain_report import explain_data, render_explain_json, render_explain_markdown, stage_choices
 
     if why_not_stage is not None and why_not_stage not in stage_choices():
         _fail(f"--why-not: unknown stage {why_not_stage!r}; allowed: {', '.join(stage_choices())}", EXIT_INPUT)
@@ -160,7 +160,7 @@ def explain(why_not_stage: str | None, fmt: str, output: Path | None, **inputs) 
 
 
 def inspect(paths: list[Path], fmt: str, output: Path | None) -> None:
-    from .inspect_files import inspect_paths, render_inspect_json, render_inspect_markdown
+    from j6doctor.inspect_files import inspect_paths, render_inspect_json, render_inspect_markdown
 
     missing = [p for p in paths if not p.exists()]
     if missing:
@@ -172,8 +172,8 @@ def inspect(paths: list[Path], fmt: str, output: Path | None) -> None:
 
 def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None,
         rule_packs: list[Path] | tuple[Path, ...] = ()) -> None:
-    from .ask import EndOfAnswers, ask_missing, read_answer, write_case
-    from .report import render_markdown
+    from j6doctor.ask import EndOfAnswers, ask_missing, read_answer, write_case
+    from j6doctor.report import render_markdown
 
     if case.suffix.lower() not in (".yaml", ".yml", ".json"):
         _fail(f"{case}: a case file ends in .yaml, .yml or .json", EXIT_INPUT)
@@ -224,7 +224,7 @@ def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None,
 
 
 def _rule_dirs(dirs: list[Path]):
-    from .rules import BUNDLED_RULES_DIR
+    from j6doctor.rules import BUNDLED_RULES_DIR
 
     for folder in dirs:
         if not folder.exists():
@@ -233,9 +233,9 @@ def _rule_dirs(dirs: list[Path]):
 
 
 def rules_lint(dirs: list[Path], strict: bool) -> None:
-    from .engine.errors import VocabularyError
-    from .engine.lint import lint
-    from .facts import with_packs
+    from j6doctor.engine.errors import VocabularyError
+    from j6doctor.engine.lint import lint
+    from j6doctor.facts import with_packs
 
     folders, display = _rule_dirs(dirs)
     try:
@@ -266,7 +266,7 @@ def _id_matcher(pattern: str | None):
 def rules_test(dirs: list[Path], verbose: bool, engine: str | None, pattern: str | None = None,
                fmt: str = "text", min_coverage: float | None = None, show_coverage: bool = False,
                everything: bool = False, output: Path | None = None) -> None:
-    from .rule_tests import condition_coverage, coverage_failures, render_junit, run_rule_tests
+    from j6doctor.rule_tests import condition_coverage, coverage_failures, render_junit, run_rule_tests
 
     rulebase = _rulebase(tuple(dirs), engine)
     matcher = _id_matcher(pattern)
@@ -325,7 +325,7 @@ def rules_test(dirs: list[Path], verbose: bool, engine: str | None, pattern: str
 
 
 def rules_new(pack: Path, rule_id: str, title: str | None) -> None:
-    from .rule_scaffold import new_rule_file
+    from j6doctor.rule_scaffold import new_rule_file
 
     try:
         path = new_rule_file(pack, rule_id, title)
@@ -340,7 +340,7 @@ def rules_new(pack: Path, rule_id: str, title: str | None) -> None:
 def rules_list(dirs: list[Path], fmt: str, pattern: str | None = None) -> None:
     import json
 
-    from .rule_catalog import listing, render_listing
+    from j6doctor.rule_catalog import listing, render_listing
 
     matcher = _id_matcher(pattern)
     entries = [e for e in listing(_rulebase(tuple(dirs))) if matcher is None or matcher(e["id"])]
@@ -350,7 +350,7 @@ def rules_list(dirs: list[Path], fmt: str, pattern: str | None = None) -> None:
 def rules_show(rule_id: str, dirs: list[Path], fmt: str) -> None:
     import json
 
-    from .rule_catalog import detail, find, render_detail
+    from j6doctor.rule_catalog import detail, find, render_detail
 
     rulebase = _rulebase(tuple(dirs))
     rule, close = find(rulebase, rule_id)
@@ -364,9 +364,9 @@ def rules_show(rule_id: str, dirs: list[Path], fmt: str) -> None:
 def rules_schema(plain: bool) -> None:
     import json
 
-    from .engine import rule_file_schema
-    from .engine.schema_export import vocabulary_schema
-    from .facts import vocabulary
+    from j6doctor.engine import rule_file_schema
+    from j6doctor.engine.schema_export import vocabulary_schema
+    from j6doctor.facts import vocabulary
 
     schema = rule_file_schema() if plain else vocabulary_schema(vocabulary())
     _echo(json.dumps(schema, ensure_ascii=False, indent=2))
@@ -625,7 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def triage(paths: list[Path], out: Path | None, formats: tuple[str, ...], jobs: int | None, env: bool | None,
            rule_packs: list[Path], engine: str | None, progress: bool) -> None:
-    from .triage import triage_main
+    from j6doctor.triage import triage_main
 
     if jobs is not None and jobs < 1:
         _fail("--jobs must be 1 or more", EXIT_INPUT)
@@ -663,7 +663,7 @@ def main(argv: list[str] | None = None, *, exit_fast: bool = True) -> None:
                 _fail(f"cannot write the report to standard output: {exc.strerror or exc}", EXIT_INPUT)
             if "j6doctor.engine.worker" in sys.modules:
                 sys.modules["j6doctor.engine.worker"].close_shared_worker()
-            from . import dataclass_code
+            from j6doctor import dataclass_code
 
             dataclass_code.save()  # os._exit runs no atexit handler
             os._exit(EXIT_OK)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .probes import InputError
+from j6doctor.probes import InputError
 
 
 PROJECT_FILE = "j6doctor.toml"

@@ -18,7 +18,7 @@ import builtins
 import marshal
 import sys
 
-from .user_cache import cache_dir, read_private, write_private
+from j6doctor.user_cache import cache_dir, read_private, write_private
 
 MAX_ENTRIES = 4096  # a process that generates classes without end (a test suite) stops adding
 _NAME = f"dataclass-code-{sys.implementation.cache_tag}-{sys.hexversion:x}.marshal"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .engine import Fact
-from .facts import attr, label
+from j6doctor.engine import Fact
+from j6doctor.facts import attr, label
 
 
 def _number(value) -> str:

@@ -6,14 +6,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .engine import Fact, RuleBase, RuleBaseError, RuleBaseErrors, RunResult
-from .engine.errors import VocabularyError
-from .engine.backends import resolve as resolve_engine
-from .evidence import EvidenceOptions, collect
-from .facts import activate, with_packs
-from .probes.case_file import Case, case_from_data, read_case
-from .rules import BUNDLED_RULES_DIR
-from .verdict import build_verdict
+from j6doctor.engine import Fact, RuleBase, RuleBaseError, RuleBaseErrors, RunResult
+from j6doctor.engine.errors import VocabularyError
+from j6doctor.engine.backends import resolve as resolve_engine
+from j6doctor.evidence import EvidenceOptions, collect
+from j6doctor.facts import activate, with_packs
+from j6doctor.probes.case_file import Case, case_from_data, read_case
+from j6doctor.rules import BUNDLED_RULES_DIR
+from j6doctor.verdict import build_verdict
 
 
 @dataclass

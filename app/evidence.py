@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .engine import Fact, Source
-from .facts import vocabulary
-from .probes import InputError
-from .probes.case_file import Case, case_facts, normalize_platform, resolve_package, version_number
-from .probes.tolerance import Tolerance
+from j6doctor.engine import Fact, Source
+from j6doctor.facts import vocabulary
+from j6doctor.probes import InputError
+from j6doctor.probes.case_file import Case, case_facts, normalize_platform, resolve_package, version_number
+from j6doctor.probes.tolerance import Tolerance
 
 if TYPE_CHECKING:  # imported where used: a case without files needs no discovery, metrics or board
-    from .probes.artifacts import Digests, FoundFile
+    from j6doctor.probes.artifacts import Digests, FoundFile
 
 MAX_SIGNALS_PER_KIND = 10  # facts stay few: probes summarise (docs/engine_notes.md §8)
 
@@ -213,7 +213,7 @@ def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path
 
 
 def _add_metrics(facts: FactList, path: Path, display: str, tolerance: Tolerance, digests: Digests) -> None:
-    from .probes.metrics_file import judge, read_metrics
+    from j6doctor.probes.metrics_file import judge, read_metrics
 
     try:
         rows = read_metrics(path, display)
@@ -242,7 +242,7 @@ def _add_environment(facts: FactList, base: Path | None, options: EvidenceOption
     """The machine j6doctor runs on fills only what the case leaves out; where it disagrees
     with the case, the case wins and the report says so (a support engineer's machine is
     not the reporter's)."""
-    from .probes.environment import BOARD_FILE, board_from_environment, installed_versions, read_board_file
+    from j6doctor.probes.environment import BOARD_FILE, board_from_environment, installed_versions, read_board_file
 
     for installed in installed_versions():
         facts.add_version(installed.package, installed.version,
@@ -298,7 +298,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     paths.extend(options.workdirs)
     found: list[FoundFile] = []
     if paths:
-        from .probes.artifacts import find_artifacts, looked_for
+        from j6doctor.probes.artifacts import find_artifacts, looked_for
 
         scan = (lambda shown: options.progress(f"扫描 {shown}")) if options.progress else None
         notes: list[tuple[str, str]] = []
@@ -323,7 +323,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
         _add_environment(facts, base, options)
     read = [f.path for f in found] + ([metrics_path] if metrics_path is not None else [])
     if options.use_environment and base is not None:
-        from .probes.environment import BOARD_FILE
+        from j6doctor.probes.environment import BOARD_FILE
 
         read.append(base / BOARD_FILE)
     return Evidence(facts.facts, facts.charts, read + [p for p in paths if p.is_file()])
@@ -332,8 +332,8 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
 def _read_files(facts: FactList, found: list[FoundFile], metrics_path: Path | None, tolerance: Tolerance,
                 base: Path | None, options: EvidenceOptions) -> None:
     """The artifacts found and the metrics file, each hashed from the bytes its reader read."""
-    from .artifact_readers import read_artifacts
-    from .probes.artifacts import hashing_reads
+    from j6doctor.artifact_readers import read_artifacts
+    from j6doctor.probes.artifacts import hashing_reads
 
     with hashing_reads(found) as digests:
         read_artifacts(found, facts, _problem, MAX_SIGNALS_PER_KIND, options.progress)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .diagnose import Diagnosis
-from .engine.explain import derivation_tree, inputs_needed, why_not
-from .facts import enum_values, label, vocabulary
+from j6doctor.diagnose import Diagnosis
+from j6doctor.engine.explain import derivation_tree, inputs_needed, why_not
+from j6doctor.facts import enum_values, label, vocabulary
 
 
 def _rules(diagnosis: Diagnosis) -> dict:

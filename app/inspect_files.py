@@ -10,10 +10,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .facts import label
-from .probes import InputError
-from .probes.artifacts import find_artifacts, looked_for
-from .probes.registry import reader, summarizer
+from j6doctor.facts import label
+from j6doctor.probes import InputError
+from j6doctor.probes.artifacts import find_artifacts, looked_for
+from j6doctor.probes.registry import reader, summarizer
 
 MAX_ITEMS = 200  # list items shown per list; the rest is counted
 MAX_DEPTH = 12

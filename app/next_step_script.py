@@ -25,10 +25,10 @@ import ast
 import math
 from typing import Any
 
-from . import __version__
-from .diagnose import Diagnosis
-from .facts import attr, enum_values, label
-from .templates import script_environment
+from j6doctor import __version__
+from j6doctor.diagnose import Diagnosis
+from j6doctor.facts import attr, enum_values, label
+from j6doctor.templates import script_environment
 
 MANUAL_TEMPLATE = "manual.py.j2"  # no script for this family and stage: the steps, by hand
 # The toolchains the script templates are written for, the least specific first: a case

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .describe import describe as describe_fact
-from .diagnose import Diagnosis
-from .engine import Fact, describe_engine
-from .facts import attr, enum_values, label
-from .next_step_script import script_stage
-from .templates import report_environment
+from j6doctor.describe import describe as describe_fact
+from j6doctor.diagnose import Diagnosis
+from j6doctor.engine import Fact, describe_engine
+from j6doctor.facts import attr, enum_values, label
+from j6doctor.next_step_script import script_stage
+from j6doctor.templates import report_environment
 
 def _checks(diagnosis: Diagnosis) -> list[dict[str, Any]]:
     """What the rule base checked: each rule file, in order, with the rules that fired."""
@@ -94,7 +94,7 @@ def _key_findings(verdict: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _appendix(diagnosis: Diagnosis) -> list[str]:
     """The derivation trees of the verdict and of each mistake, for the audit appendix."""
-    from .explain_report import explain_data, tree_lines
+    from j6doctor.explain_report import explain_data, tree_lines
 
     data = explain_data(diagnosis)
     lines: list[str] = []
@@ -112,9 +112,9 @@ def render_markdown(diagnosis: Diagnosis) -> str:
 def render_html(diagnosis: Diagnosis) -> str:
     """A self-contained HTML page (inline CSS and SVG, no script, no network); every value
     is escaped by Jinja's autoescape."""
-    from . import __version__
-    from .charts import layout_compare, layout_sensitivity
-    from .explain_report import explain_data
+    from j6doctor import __version__
+    from j6doctor.charts import layout_compare, layout_sensitivity
+    from j6doctor.explain_report import explain_data
 
     data = explain_data(diagnosis)
     context = report_context(diagnosis)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from .engine import RuleBase
-from .engine.rule_model import Rule
+from j6doctor.engine import RuleBase
+from j6doctor.engine.rule_model import Rule
 
 
 def _where(rule: Rule) -> str:

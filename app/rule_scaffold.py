@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from .atomic_write import write_atomic
+from j6doctor.atomic_write import write_atomic
 
 _ID = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")  # engine/rule_schema.json's identifier
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .diagnose import diagnose_data
-from .engine import RuleBase
-from .engine.explain import satisfying_binding
-from .engine.rule_model import Rule
-from .probes import InputError
+from j6doctor.diagnose import diagnose_data
+from j6doctor.engine import RuleBase
+from j6doctor.engine.explain import satisfying_binding
+from j6doctor.engine.rule_model import Rule
+from j6doctor.probes import InputError
 
 
 @dataclass

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Iterable, TextIO
 from urllib.parse import quote
 
-from .progress import Progress
+from j6doctor.progress import Progress
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
 
@@ -107,7 +107,7 @@ _JSON_KEY = re.compile(r'"((?:[^"\\\n]|\\.)*)"\s*:')
 
 
 def _case_keys() -> frozenset[str]:
-    from .probes.case_file import _case_schema
+    from j6doctor.probes.case_file import _case_schema
 
     return frozenset(k.lower() for k in _case_schema()["properties"])
 
@@ -151,7 +151,7 @@ def classify(path: Path) -> tuple[str, str]:
     compile / bc_editor config, quant_info) and a file of mostly other keys (a hb_mapper
     conversion yaml: model_parameters, input_parameters, calibration_parameters,
     compiler_parameters; a CI file) are not cases."""
-    from .probes.artifacts import identify
+    from j6doctor.probes.artifacts import identify
 
     head = _head(path)
     if head is None:
@@ -171,7 +171,7 @@ def classify(path: Path) -> tuple[str, str]:
 
 
 def _is_artifact(path: Path) -> bool:
-    from .probes.artifacts import identify
+    from j6doctor.probes.artifacts import identify
 
     if path.suffix.lower() in CASE_SUFFIXES:
         return classify(path)[0] == "artifact"
@@ -184,7 +184,7 @@ def _same_dir(a: os.stat_result, b: os.stat_result | None) -> bool:
 
 
 def _expand_folder(root: Path, expansion: Expansion, exclude: os.stat_result | None) -> list[Item]:
-    from .probes.artifacts import _SKIP_DIRS
+    from j6doctor.probes.artifacts import _SKIP_DIRS
 
     cases: list[tuple[tuple[str, ...], Path]] = []
     case_dirs: set[tuple[str, ...]] = set()
@@ -340,7 +340,7 @@ def _init_worker(settings: Settings, in_pool: bool) -> None:
     if in_pool:
         import signal
 
-        from .engine import worker
+        from j6doctor.engine import worker
 
         # A forked pool process must not talk to the parent's engine worker (if it has one):
         # it starts its own on first use.
@@ -350,7 +350,7 @@ def _init_worker(settings: Settings, in_pool: bool) -> None:
         if hasattr(signal, "SIGTERM"):
             signal.signal(signal.SIGTERM, _end_pool_process)
         try:  # spawned (no fork): load the rule base once per process, before the first case
-            from .diagnose import load_rulebase
+            from j6doctor.diagnose import load_rulebase
 
             load_rulebase(settings.rule_packs, settings.engine)
         except Exception:  # noqa: BLE001 - the first case reports the same error as its row
@@ -362,7 +362,7 @@ def _end_pool_process(signum, frame) -> None:
     now. A forked engine worker holds copies of this process's pipes; left behind, it
     would keep the parent waiting for them to close; killed, it is reaped here, not left
     to init as a zombie."""
-    from .engine.worker import live_children
+    from j6doctor.engine.worker import live_children
 
     for child in live_children():
         child.kill()
@@ -376,7 +376,7 @@ _CONFIGS: dict[str, Any] = {}
 def _config(folder: Path):
     """The settings for an item in `folder` (load_config: j6doctor.toml found upward, the
     user file) and its `environment` setting for triage; read once per folder."""
-    from .config import load_config
+    from j6doctor.config import load_config
 
     key = os.path.abspath(folder)
     if key not in _CONFIGS:
@@ -389,7 +389,7 @@ def _environment_setting(config) -> bool:
     """`environment` where a j6doctor.toml / pyproject.toml / user config sets it (the
     project file over the user file, as load_config merges them), else False: triage
     diagnoses other people's cases, which this machine's packages say nothing about."""
-    from .config import _read
+    from j6doctor.config import _read
 
     value = False
     for source in config.sources:
@@ -403,12 +403,12 @@ def _environment_setting(config) -> bool:
 
 def _diagnose(item: Item, settings: Settings):
     """The item's Diagnosis, with the error handling of `diagnose` (app/cli.py `_run`)."""
-    from .diagnose import diagnose, load_rulebase
-    from .engine import EngineError, EngineLimitError, EngineUnavailableError, RuleBaseErrors
-    from .evidence import EvidenceOptions
-    from .probes import InputError
-    from .probes.artifacts import require_folder
-    from .probes.case_file import read_case
+    from j6doctor.diagnose import diagnose, load_rulebase
+    from j6doctor.engine import EngineError, EngineLimitError, EngineUnavailableError, RuleBaseErrors
+    from j6doctor.evidence import EvidenceOptions
+    from j6doctor.probes import InputError
+    from j6doctor.probes.artifacts import require_folder
+    from j6doctor.probes.case_file import read_case
 
     if item.error is not None:
         raise _ItemError("input_error", item.error)
@@ -462,8 +462,8 @@ def _empty_row(index: int, item: Item) -> dict[str, Any]:
 
 
 def _write_reports(diagnosis, stem: str, settings: Settings, row: dict[str, Any]) -> None:
-    from .atomic_write import is_protected, write_atomic
-    from .report import render_html, render_json, render_markdown
+    from j6doctor.atomic_write import is_protected, write_atomic
+    from j6doctor.report import render_html, render_json, render_markdown
 
     renderers = {"md": render_markdown, "html": render_html, "json": render_json}
     read = [item for item in diagnosis.read_paths] + list(settings.protected)
@@ -619,7 +619,7 @@ def _run_pool(work: list[tuple[int, Item, str | None]], jobs: int, settings: Set
 def _prepare_out(out: Path, protected: list[Path], stems: list[str], formats: tuple[str, ...]) -> str | None:
     """Create --out; remove the per-case reports an earlier triage listed there that this
     run does not write. An error message, or None."""
-    from .atomic_write import is_protected
+    from j6doctor.atomic_write import is_protected
 
     try:
         if out.exists() and not out.is_dir():
@@ -679,8 +679,8 @@ def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = N
         if not Path(pack).is_dir():
             return fail(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml files"
                                        if Path(pack).exists() else "no such rule pack folder"))
-    from .diagnose import load_rulebase
-    from .engine import EngineUnavailableError, RuleBaseErrors
+    from j6doctor.diagnose import load_rulebase
+    from j6doctor.engine import EngineUnavailableError, RuleBaseErrors
 
     rule_packs = tuple(Path(p) for p in rule_packs)
     try:  # once, before the pool forks: every pool process starts with it loaded
@@ -692,7 +692,7 @@ def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = N
     if out is not None and out.exists() and not out.is_dir():
         return fail(f"{out.as_posix()}: not a folder; --out takes a folder")
     if out is not None and out.is_dir():
-        from .atomic_write import same_file
+        from j6doctor.atomic_write import same_file
 
         for given in paths:
             if given.is_dir() and same_file(given, out):
@@ -772,10 +772,10 @@ def _silence(stream: TextIO) -> None:
 def _warm_up(formats: tuple[str, ...]) -> None:
     """Import and compile what every pool process needs before the pool forks, so that
     each starts with it (copied, not redone): the report modules and their templates."""
-    from . import artifact_readers, charts, explain_report, report  # noqa: F401
-    from .evidence import collect  # noqa: F401
-    from .probes import artifacts, environment, metrics_file  # noqa: F401  (evidence imports them when used)
-    from .templates import report_environment
+    from j6doctor import artifact_readers, charts, explain_report, report  # noqa: F401
+    from j6doctor.evidence import collect  # noqa: F401
+    from j6doctor.probes import artifacts, environment, metrics_file  # noqa: F401  (evidence imports them when used)
+    from j6doctor.templates import report_environment
 
     for fmt in formats:
         if fmt in ("md", "html"):
@@ -877,7 +877,7 @@ def render_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
 
 
 def summary_counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    from .facts import enum_values, label
+    from j6doctor.facts import enum_values, label
 
     by_stage = {}
     for row in rows:
@@ -922,7 +922,7 @@ def _main_report(row: dict[str, Any]) -> str | None:
 
 def render_summary_json(rows: list[dict[str, Any]], expansion: Expansion, formats: tuple[str, ...],
                         code: int) -> str:
-    from . import __version__
+    from j6doctor import __version__
 
     data = {
         "tool": TOOL,
@@ -940,8 +940,8 @@ def render_summary_json(rows: list[dict[str, Any]], expansion: Expansion, format
 
 def render_index(rows: list[dict[str, Any]], expansion: Expansion, formats: tuple[str, ...], code: int) -> str:
     """The self-contained HTML index (templates/triage_index.html.j2, every value escaped)."""
-    from . import __version__
-    from .templates import report_environment
+    from j6doctor import __version__
+    from j6doctor.templates import report_environment
 
     format_labels = {"html": "HTML", "md": "Markdown", "json": "JSON"}
     view = []
@@ -961,7 +961,7 @@ def render_index(rows: list[dict[str, Any]], expansion: Expansion, formats: tupl
 
 def write_summaries(out: Path, rows: list[dict[str, Any]], expansion: Expansion, formats: tuple[str, ...],
                     code: int) -> str | None:
-    from .atomic_write import write_atomic
+    from j6doctor.atomic_write import write_atomic
 
     texts = {
         "summary.csv": render_csv(rows, formats),

@@ -14,7 +14,7 @@ import os
 import stat
 from pathlib import Path
 
-from .atomic_write import write_bytes_atomic
+from j6doctor.atomic_write import write_bytes_atomic
 
 
 def cache_dir(environ=None) -> Path | None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .engine import Fact, RuleBase, RunResult
-from .facts import attr, enum_values, label
+from j6doctor.engine import Fact, RuleBase, RunResult
+from j6doctor.facts import attr, enum_values, label
 
 UNDETERMINED = "undetermined"
 

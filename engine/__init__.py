@@ -10,19 +10,19 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .compiler import CompiledRuleBase, compile_rules
-from .backends import ENGINES, EngineUnavailableError, available, resolve
-from .backends import build_id
-from .backends import describe as describe_engine
-from .differential import cross_check_enabled, first_difference
-from .errors import EngineError, EngineRunError, RuleBaseError, RuleBaseErrors, VocabularyError
-from .facts import Derivation, Fact, Source
-from .rule_loader import load_rule_dirs, rule_file_bytes, rule_file_schema
-from .rulebase_cache import cache_dir, cache_key, load_or_build
-from .rule_model import Rule
-from .runtime import RunResult, run
-from .worker import EngineLimitError, shared_worker
-from .vocabulary import Vocabulary
+from j6doctor.engine.compiler import CompiledRuleBase, compile_rules
+from j6doctor.engine.backends import ENGINES, EngineUnavailableError, available, resolve
+from j6doctor.engine.backends import build_id
+from j6doctor.engine.backends import describe as describe_engine
+from j6doctor.engine.differential import cross_check_enabled, first_difference
+from j6doctor.engine.errors import EngineError, EngineRunError, RuleBaseError, RuleBaseErrors, VocabularyError
+from j6doctor.engine.facts import Derivation, Fact, Source
+from j6doctor.engine.rule_loader import load_rule_dirs, rule_file_bytes, rule_file_schema
+from j6doctor.engine.rulebase_cache import cache_dir, cache_key, load_or_build
+from j6doctor.engine.rule_model import Rule
+from j6doctor.engine.runtime import RunResult, run
+from j6doctor.engine.worker import EngineLimitError, shared_worker
+from j6doctor.engine.vocabulary import Vocabulary
 
 __all__ = [
     "ENGINES", "Derivation", "EngineError", "EngineUnavailableError", "describe_engine", "EngineLimitError", "EngineRunError", "Fact", "RuleBase", "RuleBaseError",

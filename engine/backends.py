@@ -15,7 +15,7 @@ import sys
 from functools import lru_cache
 from types import ModuleType
 
-from .errors import EngineError
+from j6doctor.engine.errors import EngineError
 
 ENGINES = ("durable", "clips")
 _MODULES = {"durable": ".durable_backend", "clips": ".clips_backend"}

@@ -13,11 +13,11 @@ from typing import Any
 
 import clips
 
-from .clips_compiler import FIRE_FUNCTION, FUNCTIONS, READY_TEMPLATE, Names, clips_value, defrule, templates
-from .compiler import CompiledRuleBase
-from .errors import EngineRunError, RuleBaseError
-from .facts import Fact
-from .vocabulary import Vocabulary
+from j6doctor.engine.clips_compiler import FIRE_FUNCTION, FUNCTIONS, READY_TEMPLATE, Names, clips_value, defrule, templates
+from j6doctor.engine.compiler import CompiledRuleBase
+from j6doctor.engine.errors import EngineRunError, RuleBaseError
+from j6doctor.engine.facts import Fact
+from j6doctor.engine.vocabulary import Vocabulary
 
 NAME = "clips"
 

@@ -24,9 +24,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .engine_json import engine_text
-from .rule_model import Condition, Ref, Rule, Test
-from .vocabulary import Vocabulary
+from j6doctor.engine.engine_json import engine_text
+from j6doctor.engine.rule_model import Condition, Ref, Rule, Test
+from j6doctor.engine.vocabulary import Vocabulary
 
 FIRE_FUNCTION = "j6fire"
 READY_TEMPLATE = "j6ready"

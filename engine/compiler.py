@@ -21,10 +21,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import RuleBaseError, RuleBaseErrors
-from .rule_model import Condition, Ref, Rule, Test
-from .text_rules import CompiledTextRule
-from .vocabulary import Vocabulary
+from j6doctor.engine.errors import RuleBaseError, RuleBaseErrors
+from j6doctor.engine.rule_model import Condition, Ref, Rule, Test
+from j6doctor.engine.text_rules import CompiledTextRule
+from j6doctor.engine.vocabulary import Vocabulary
 
 PARTITION_SIZE = 200
 START_TYPE = "__start"  # one per diagnosis and ruleset: makes delete_state safe (docs/engine_notes.md §5.2)
@@ -294,7 +294,7 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary, engine: str | None = Non
     The strata, and the durable-rules partitions within them, are built for every engine:
     they are the rule base's structure; each backend checks the rule base against its own
     bounds."""
-    from .backends import load_backend, resolve
+    from j6doctor.engine.backends import load_backend, resolve
 
     engine = resolve(engine)
     text_rules = [r for r in rules if r.text is not None]

@@ -16,11 +16,11 @@ import durable.engine
 import durable_rules_engine
 from durable.engine import Host, MessageNotHandledException, MessageObservedException
 
-from . import engine_json
-from .compiler import READY_TYPE, SHADOW_PREFIX, START_TYPE, CompiledRule, CompiledRuleBase, Partition
-from .errors import EngineRunError
-from .facts import Fact
-from .limits import check_rulebase
+from j6doctor.engine import engine_json
+from j6doctor.engine.compiler import READY_TYPE, SHADOW_PREFIX, START_TYPE, CompiledRule, CompiledRuleBase, Partition
+from j6doctor.engine.errors import EngineRunError
+from j6doctor.engine.facts import Fact
+from j6doctor.engine.limits import check_rulebase
 
 NAME = "durable"
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .facts import Fact
-from .rule_model import Condition, Ref, Rule, Test
-from .runtime import RunResult
+from j6doctor.engine.facts import Fact
+from j6doctor.engine.rule_model import Condition, Ref, Rule, Test
+from j6doctor.engine.runtime import RunResult
 
 MAX_DEPTH = 6
 MAX_PRODUCERS = 6

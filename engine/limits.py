@@ -13,11 +13,11 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import RuleBaseError
+from j6doctor.engine.errors import RuleBaseError
 
 if TYPE_CHECKING:
-    from .compiler import Partition
-    from .vocabulary import Vocabulary
+    from j6doctor.engine.compiler import Partition
+    from j6doctor.engine.vocabulary import Vocabulary
 
 # Engine constants (docs/engine_notes.md §3) and the margins this checker keeps below them.
 MAX_RULES = 4096

@@ -7,14 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .backends import ENGINES, available
-from .compiler import compile_rules
-from .limits import check_rulebase
-from .errors import RuleBaseError, RuleBaseErrors
-from .explain import producers_of
-from .rule_loader import load_rule_dirs
-from .rule_model import Ref, Rule
-from .vocabulary import Vocabulary
+from j6doctor.engine.backends import ENGINES, available
+from j6doctor.engine.compiler import compile_rules
+from j6doctor.engine.limits import check_rulebase
+from j6doctor.engine.errors import RuleBaseError, RuleBaseErrors
+from j6doctor.engine.explain import producers_of
+from j6doctor.engine.rule_loader import load_rule_dirs
+from j6doctor.engine.rule_model import Ref, Rule
+from j6doctor.engine.vocabulary import Vocabulary
 
 
 @dataclass(frozen=True)

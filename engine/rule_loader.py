@@ -11,13 +11,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from .errors import RuleBaseError, RuleBaseErrors
-from .decision_table import check_hit_policy
-from .decision_table import expand as expand_tables
-from .schema_errors import messages, shown
-from .rule_model import OPERATORS, Condition, Conclusion, Example, Ref, Rule, RuleFile, Test, TextSpec
-from .strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
-from .vocabulary import PACK_VOCABULARY, FieldSpec, Vocabulary
+from j6doctor.engine.errors import RuleBaseError, RuleBaseErrors
+from j6doctor.engine.decision_table import check_hit_policy
+from j6doctor.engine.decision_table import expand as expand_tables
+from j6doctor.engine.schema_errors import messages, shown
+from j6doctor.engine.rule_model import OPERATORS, Condition, Conclusion, Example, Ref, Rule, RuleFile, Test, TextSpec
+from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
+from j6doctor.engine.vocabulary import PACK_VOCABULARY, FieldSpec, Vocabulary
 
 if TYPE_CHECKING:  # jsonschema is imported when rule files are checked, not when a cached rule base is used
     import jsonschema

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import __version__
-from ..user_cache import cache_dir, read_private, write_private
+from j6doctor import __version__
+from j6doctor.user_cache import cache_dir, read_private, write_private
 
 FORMAT = 1
 KEEP = 16  # entries kept; older ones are removed when a new one is written

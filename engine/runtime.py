@@ -15,14 +15,14 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from .backends import load_backend
-from .compiler import CompiledRuleBase
-from .errors import EngineRunError, VocabularyError
-from .facts import Derivation, Fact
-from .rule_loader import PLACEHOLDER
-from .rule_model import Ref, Rule
-from .text_rules import conclusion_fields, find_matches
-from .vocabulary import Vocabulary
+from j6doctor.engine.backends import load_backend
+from j6doctor.engine.compiler import CompiledRuleBase
+from j6doctor.engine.errors import EngineRunError, VocabularyError
+from j6doctor.engine.facts import Derivation, Fact
+from j6doctor.engine.rule_loader import PLACEHOLDER
+from j6doctor.engine.rule_model import Ref, Rule
+from j6doctor.engine.text_rules import conclusion_fields, find_matches
+from j6doctor.engine.vocabulary import Vocabulary
 
 DEFAULT_MAX_FIRINGS = 10_000
 DEFAULT_MAX_DEPTH = 64

@@ -16,7 +16,7 @@ import marshal
 from functools import lru_cache
 from typing import Any, Callable
 
-from .rulebase_cache import key_of, load_or_build
+from j6doctor.engine.rulebase_cache import key_of, load_or_build
 
 Check = Callable[[Any], bool]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .rule_loader import rule_file_schema
-from .vocabulary import Vocabulary
+from j6doctor.engine.rule_loader import rule_file_schema
+from j6doctor.engine.vocabulary import Vocabulary
 
 
 def _field_schema(vocab: Vocabulary, spec) -> dict[str, Any]:

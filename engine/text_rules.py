@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .compiled_patterns import freeze, thaw
-from .facts import Fact
-from .rule_loader import MATCH_ALIAS, PLACEHOLDER, TEXT_FILLED_FIELDS
-from .rule_model import Rule
+from j6doctor.engine.compiled_patterns import freeze, thaw
+from j6doctor.engine.facts import Fact
+from j6doctor.engine.rule_loader import MATCH_ALIAS, PLACEHOLDER, TEXT_FILLED_FIELDS
+from j6doctor.engine.rule_model import Rule
 
 # Clause ends: CJK and ASCII sentence punctuation, line breaks, and a full stop that ends a
 # sentence (followed by a space or the end; "3.1.2" and "nash-e." inside words stay whole).

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import VocabularyError
+from j6doctor.engine.errors import VocabularyError
 
 FIELD_TYPES = ("str", "int", "number", "bool", "enum")
 # Attributes every enum value may carry; a vocabulary declares its own others under

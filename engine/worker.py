@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import EngineRunError
+from j6doctor.engine.errors import EngineRunError
 
 DEFAULT_TIMEOUT = 60.0  # seconds of one diagnosis; a normal one takes milliseconds
 DEFAULT_MEMORY_MB = 2048  # address space of the worker; a normal diagnosis needs ~300 MB
@@ -64,7 +64,7 @@ def _serve(conn, memory_mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     except (ImportError, ValueError, OSError):  # no RLIMIT_AS here (e.g. Windows): the timeout still holds
         pass
-    from .runtime import program_for, run
+    from j6doctor.engine.runtime import program_for, run
 
     known: dict[str, tuple[Any, Any]] = dict(_INHERITED)  # a forked child has them already
     for compiled, vocab in known.values():  # registered while the parent reads the inputs

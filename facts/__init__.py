@@ -12,10 +12,10 @@ from functools import lru_cache, wraps
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from ..engine.errors import VocabularyError
-from ..engine.rulebase_cache import key_of, load_or_build
-from ..engine.strict_yaml import YamlInputError, load_yaml
-from ..engine.vocabulary import PACK_VOCABULARY, Vocabulary, extend_data
+from j6doctor.engine.errors import VocabularyError
+from j6doctor.engine.rulebase_cache import key_of, load_or_build
+from j6doctor.engine.strict_yaml import YamlInputError, load_yaml
+from j6doctor.engine.vocabulary import PACK_VOCABULARY, Vocabulary, extend_data
 
 VOCABULARY_FILE = "vocabulary.yaml"
 

@@ -2,6 +2,6 @@
 turns it into a few summarising input facts with their sources. A probe knows its file
 format and nothing about rules."""
 
-from .input_error import InputError
+from j6doctor.probes.input_error import InputError
 
 __all__ = ["InputError"]

@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..facts import per_vocabulary, vocabulary
-from .input_error import InputError
-from .text_file import observing_reads
+from j6doctor.facts import per_vocabulary, vocabulary
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.text_file import observing_reads
 
 # Scanning stops here: an artifact folder is small; a home directory is not.
 MAX_FILES = 20_000

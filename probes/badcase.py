@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .input_error import InputError, quoted
-from .text_file import load_text, split_lines
-from .text_tables import Table, parse_number, parse_simple, skip_blank
+from j6doctor.probes.input_error import InputError, quoted
+from j6doctor.probes.text_file import load_text, split_lines
+from j6doctor.probes.text_tables import Table, parse_number, parse_simple, skip_blank
 
 # A few short tables (a row per model output); the limit guards memory against a wrong file:
 # parsed rows cost about 20 times the file size.

@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ..engine import Fact, Source
-from ..engine.schema_check import fast_check
-from ..engine.schema_errors import describe_type as _describe_type
-from ..engine.schema_errors import key_of, messages
-from ..engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
-from ..engine.vocabulary import alias_key
-from ..facts import attr, enum_values, per_vocabulary, vocabulary
-from .input_error import InputError
-from .text_file import decode_text, read_bytes
+from j6doctor.engine import Fact, Source
+from j6doctor.engine.schema_check import fast_check
+from j6doctor.engine.schema_errors import describe_type as _describe_type
+from j6doctor.engine.schema_errors import key_of, messages
+from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
+from j6doctor.engine.vocabulary import alias_key
+from j6doctor.facts import attr, enum_values, per_vocabulary, vocabulary
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.text_file import decode_text, read_bytes
 
 if TYPE_CHECKING:  # jsonschema is imported only to explain a case that fails the fast check
     import jsonschema
@@ -374,7 +374,7 @@ class _Normalizer:
             if isinstance(data.get(key), str):
                 data[key] = {"outcome": data[key]}
         for place in (("deployment", "checklist"), ("user_checks",)):  # `layout: mismatch`
-            checks = _get(data, place)
+            checks = value_at(data, place)
             if isinstance(checks, dict):
                 _set(data, place, {k: ({"status": v} if isinstance(v, str) else v) for k, v in checks.items()})
         for place, enum in _KEY_PLACES:
@@ -396,7 +396,7 @@ class _Normalizer:
         return found[0] if len(found) == 1 else value
 
     def _rename_keys(self, data: dict[str, Any], place: tuple[str, ...], enum: str) -> None:
-        mapping = _get(data, place)
+        mapping = value_at(data, place)
         if not isinstance(mapping, dict):
             return
         renamed: dict[Any, Any] = {}
@@ -450,7 +450,8 @@ def _valid_text(value: Any, where: tuple, notes: list[tuple[tuple, str]]) -> Any
     return value
 
 
-def _get(data: Any, place: tuple[str, ...]) -> Any:
+def value_at(data: Any, place: tuple[str, ...]) -> Any:
+    """The value under a key path of a case's data, or None (also `j6doctor ask`'s reading)."""
     for key in place:
         if not isinstance(data, dict) or key not in data:
             return None

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from ..facts import threshold
-from .input_error import InputError
-from .text_file import decode_text, read_bytes, split_lines
-from .text_tables import check_table_width, cut_psql_row, is_psql_start, parse_psql, skip_blank
+from j6doctor.facts import threshold
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.text_file import decode_text, read_bytes, split_lines
+from j6doctor.probes.text_tables import check_table_width, cut_psql_row, is_psql_start, parse_psql, skip_blank
 
 
 class _LazyModule:

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..facts import threshold
-from .input_error import InputError
-from .text_file import load_text, split_lines
-from .text_tables import parse_number
+from j6doctor.facts import threshold
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.text_file import load_text, split_lines
+from j6doctor.probes.text_tables import parse_number
 
 __all__ = [
     "COSINE_DROP", "COSINE_HEALTHY", "FIRST_NODE_COLLAPSE", "FOLLOWING_NODES",

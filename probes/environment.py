@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .input_error import InputError
+from j6doctor.probes.input_error import InputError
 
 # Distributions of the Horizon toolchains (QAT: plugin, profiler, hbdk4; PTQ: hbdk 3.x,
 # hb_mapper / hb_compile in horizon-tc-ui, horizon-nn / hmct).

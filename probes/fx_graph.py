@@ -33,10 +33,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .input_error import InputError
-from .module_signal import Signal
-from .text_file import load_text, split_lines
-from .text_tables import is_simple_start, parse_simple, skip_blank
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.module_signal import Signal
+from j6doctor.probes.text_file import load_text, split_lines
+from j6doctor.probes.text_tables import is_simple_start, parse_simple, skip_blank
 
 WHAT = "fx_graph.txt"
 HEADERS = ("opcode", "name", "target", "args", "kwargs")

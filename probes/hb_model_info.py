@@ -48,9 +48,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .input_error import InputError
-from .text_file import load_text, split_lines
-from .text_tables import Table, parse_number, parse_simple, skip_blank
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.text_file import load_text, split_lines
+from j6doctor.probes.text_tables import Table, parse_number, parse_simple, skip_blank
 
 # A few hundred lines in practice; the limit guards memory against a wrong file (parsing
 # costs about 50 times the file size).

@@ -24,10 +24,10 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..facts import threshold
-from .input_error import InputError
-from .text_file import load_text, split_lines
-from .text_tables import Row, Table, parse_grid, parse_number
+from j6doctor.facts import threshold
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.text_file import load_text, split_lines
+from j6doctor.probes.text_tables import Row, Table, parse_grid, parse_number
 
 __all__ = [
     "COSINE_DROP", "COSINE_HEALTHY", "ComparedModel", "ConsistencyRow", "CosineRow",

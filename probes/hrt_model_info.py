@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .hb_model_info import (REMOVED_NODES_KEY, InputSpec, ModelInfo, ModelInput, ModelOutput,
+from j6doctor.probes.hb_model_info import (REMOVED_NODES_KEY, InputSpec, ModelInfo, ModelInput, ModelOutput,
                             Value, attach_specs, canonical_key, model_values, parse_dims, shown,
                             split_names)
-from .input_error import InputError
-from .text_file import load_text, split_lines
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.text_file import load_text, split_lines
 
 # A few hundred lines in practice; the limit guards memory against a wrong file (parsing
 # costs about 50 times the file size).

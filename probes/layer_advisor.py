@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .input_error import InputError
-from .text_file import load_text, split_lines
-from .text_tables import Row, is_psql_start, parse_psql, skip_blank
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.text_file import load_text, split_lines
+from j6doctor.probes.text_tables import Row, is_psql_start, parse_psql, skip_blank
 
 WHAT = "abnormal_layer_advisor.txt"
 # A table row per layer: a few MB for large models; parsed rows cost about 20 times the

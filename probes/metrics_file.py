@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.strict_yaml import YamlInputError, load_yaml
-from ..facts import enum_values, resolve
-from .input_error import InputError
-from .tolerance import Tolerance
-from .text_file import decode_text, read_bytes
-from .text_tables import check_table_width
+from j6doctor.engine.strict_yaml import YamlInputError, load_yaml
+from j6doctor.facts import enum_values, resolve
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.tolerance import Tolerance
+from j6doctor.probes.text_file import decode_text, read_bytes
+from j6doctor.probes.text_tables import check_table_width
 
 BASELINE = "qat_pt"
 # A metrics file holds a row per artifact, metric and dataset: a few kilobytes. Every row

@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .fx_graph import FxGraph, graph_signals, opcode_counts, read_fx_table
-from .input_error import InputError
-from .module_signal import Signal
-from .text_file import load_text, split_lines
-from .text_tables import Table, is_psql_start, is_simple_start, parse_psql, parse_simple, skip_blank
+from j6doctor.probes.fx_graph import FxGraph, graph_signals, opcode_counts, read_fx_table
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.module_signal import Signal
+from j6doctor.probes.text_file import load_text, split_lines
+from j6doctor.probes.text_tables import Table, is_psql_start, is_simple_start, parse_psql, parse_simple, skip_blank
 
 WHAT = "model_check_result.txt"
 # A table row per layer: a few MB for large models; parsed rows cost about 20 times the

@@ -28,9 +28,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .input_error import InputError, quoted
-from .text_file import load_text, split_lines
-from .text_tables import is_psql_start, is_simple_start, parse_psql, parse_simple
+from j6doctor.probes.input_error import InputError, quoted
+from j6doctor.probes.text_file import load_text, split_lines
+from j6doctor.probes.text_tables import is_psql_start, is_simple_start, parse_psql, parse_simple
 
 WHAT = "a horizon_plugin_pytorch run log (.horizon_plugin_pytorch_logs/*.log)"
 EXAMPLE = "'<YYYY-MM-DD HH:MM:SS,mmm> <LEVEL> [<...>/horizon_plugin_pytorch/<module>.py:<N>] <message>'"

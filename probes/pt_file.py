@@ -45,8 +45,8 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .input_error import InputError
-from .text_file import read_head
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.text_file import read_head
 
 # --- Reading limits ---------------------------------------------------------------------
 # Measured on QuantAnalysis-like files larger than real ones (tests/test_probe_pt_file.py,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .conversion_log import (
+from j6doctor.probes.conversion_log import (
     COSINE_DROP,
     COSINE_HEALTHY,
     FIRST_NODE_COLLAPSE,
@@ -33,9 +33,9 @@ from .conversion_log import (
     summarize_cosines,
     worst_cosine,
 )
-from .input_error import InputError
-from .text_file import load_text
-from .text_tables import parse_number
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.text_file import load_text
+from j6doctor.probes.text_tables import parse_number
 
 __all__ = ["QuantInfo", "QuantNode", "parse_quant_info", "read_quant_info"]
 

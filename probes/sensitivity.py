@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from ..facts import threshold
-from .input_error import InputError
-from .text_file import load_text, split_lines
-from .text_tables import (ColumnTable, is_psql_start, parse_number, parse_psql, parse_simple_columns,
+from j6doctor.facts import threshold
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.text_file import load_text, split_lines
+from j6doctor.probes.text_tables import (ColumnTable, is_psql_start, parse_number, parse_psql, parse_simple_columns,
                           skip_blank)
 
 # Sensitivity tables list one row per quantizer: a few MB even for large models (reading one

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .input_error import InputError
+from j6doctor.probes.input_error import InputError
 
 # Guards memory and time only; real fx graphs, model checks and logs of large models stay far
 # below this (a 64 MiB fx graph is about 450,000 nodes and parses in under 1 GiB).

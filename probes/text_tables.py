@@ -19,7 +19,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .input_error import InputError
+from j6doctor.probes.input_error import InputError
 
 # The widest real table (compare_per_layer with same_in_*) has about 24 columns; a header of
 # a million columns would cost gigabytes in cells before any check.

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from .input_error import InputError
-from .text_file import decode_text, read_bytes
+from j6doctor.probes.input_error import InputError
+from j6doctor.probes.text_file import decode_text, read_bytes
 
 KINDS = (
     "convert_wrong_module",

@@ -109,3 +109,30 @@ def pytest_addoption(parser):
     parser.addoption("--snapshot-update", action="store_true",
                      help="rewrite examples/expected/ from the current reports (tests/test_example_snapshots.py) "
                           "instead of comparing with it")
+
+
+# --------------------------------------------------------------------- markers
+# The inner loop while developing: `python -m pytest -m "not slow and not fuzz and not browser"`
+# (in-process tests of every module, under a minute); the full suite is what CI runs.
+SLOW_MODULES = frozenset({
+    "test_exhaustive", "test_engine_differential", "test_explain_matches_engine", "test_benchmarks",
+    "test_determinism", "test_cold_start_paths", "test_triage", "test_engine_wall", "test_input_bounds",
+    "test_real_reports", "test_bundled_cases", "test_output_safety", "test_procedure", "test_progress",
+    "test_engine_choice", "test_ask", "test_rulebase_cache", "test_vocabulary_packs", "test_rule_examples",
+    "test_free_text_phrasings", "test_columnar_reading", "test_candidates_and_order",
+})
+# Tests of size limits and generated trees: seconds each.
+SLOW_WORDS = ("million", "bomb", "large", "thousand", "truncation", "hostile", "pack", "many_rules", "key_limit",
+              "collisions")
+FUZZ_MODULES = frozenset({"test_bad_inputs", "test_value_properties"})  # generated hostile inputs
+RUNS_THE_COMMAND = ("cli",)  # fixtures that start `python -m j6doctor` in a subprocess
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
+        if module in FUZZ_MODULES or getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.fuzz)
+        if (module in SLOW_MODULES or any(word in item.name for word in SLOW_WORDS)
+                or any(f in getattr(item, "fixturenames", ()) for f in RUNS_THE_COMMAND)):
+            item.add_marker(pytest.mark.slow)

@@ -89,6 +89,7 @@ def _chromium():
     pytest.skip("no Chromium on this machine (apt-get install chromium)")
 
 
+@pytest.mark.browser
 def test_renders_in_headless_chromium(qa_case, rulebase, tmp_path):
     browser = _chromium()
     page = tmp_path / "report.html"
