@@ -434,14 +434,16 @@ class _RestrictedUnpickler(pickle._Unpickler):  # noqa: SLF001 -- see the module
         """(elements hash() visits, nesting depth, whether the file can choose its hash: it
         holds a number or the like) of a tuple; each distinct tuple once."""
         costs = self._costs
-        todo: list[tuple[tuple, bool]] = [(root, False)]
+        todo: list[tuple[tuple, bool, int]] = [(root, False, 1)]
         while todo:
-            node, ready = todo.pop()
+            node, ready, level = todo.pop()
             if id(node) in costs:
                 continue
+            if level > MAX_KEY_NESTING:  # refused on the way down: a million-deep key is not walked
+                raise pickle.UnpicklingError(f"tuples nested more than {MAX_KEY_NESTING} deep")
             if not ready:
-                todo.append((node, True))
-                todo.extend((c, False) for c in node if type(c) is tuple and id(c) not in costs)
+                todo.append((node, True, level))
+                todo.extend((c, False, level + 1) for c in node if type(c) is tuple and id(c) not in costs)
                 continue
             size, depth, chosen = 1, 1, False
             for c in node:

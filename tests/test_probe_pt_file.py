@@ -482,7 +482,9 @@ def test_200_million_opcodes_are_refused_within_seconds(tmp_path):
     started = time.process_time()
     with pytest.raises(InputError) as info:
         read_pt(path)
-    assert time.process_time() - started < 10
+    # a bound against the reported 47 s, not a speed target (the benchmark measures speed):
+    # slack for a slower interpreter on a loaded CI machine (3.10 there: 10.4 s CPU)
+    assert time.process_time() - started < 30
     assert info.value.file == "bomb.pt"
     assert info.value.message.startswith(f"more than {MAX_PICKLE_OPS:,} pickle operations; "
                                          "not a QuantAnalysis output?")
@@ -531,7 +533,9 @@ def test_work_bombs_are_refused_naming_the_limit(tmp_path, label):
     started = time.process_time()
     with pytest.raises(InputError) as info:
         read_pt(path)
-    assert time.process_time() - started < 10
+    # a bound against the reported 47 s, not a speed target (the benchmark measures speed):
+    # slack for a slower interpreter on a loaded CI machine (3.10 there: 10.4 s CPU)
+    assert time.process_time() - started < 30
     assert info.value.file == "bomb.pt"
     assert fragment in info.value.message and "not a QuantAnalysis output?" in info.value.message
 
