@@ -31,9 +31,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import Any, Callable
 
-Path = tuple[Any, ...]
+from j6doctor.engine.strict_yaml import LocatedDocument
+
+Path = tuple[Any, ...]  # a key path in a rule file
 
 ROW_KEYS = ("id", "title", "seed", "knowledge", "when", "then")
 _PLACEHOLDER = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
@@ -131,33 +133,25 @@ def _cell_values(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
 
 
-def expand(data: dict, lines: dict[Path, int], first_index: int, known: dict[str, dict] | None = None) -> Expanded:
-    """The rules of `data["tables"]`, numbered from `first_index` under `rules`. `known`:
+def expand(doc: LocatedDocument, first_index: int, known: dict[str, dict] | None = None) -> Expanded:
+    """The rules of the document's `tables`, numbered from `first_index` under `rules`. `known`:
     the tables of the files loaded before (by id), which an `extends:` entry adds rows to."""
     out = Expanded([], {}, [])
-    tables = data.get("tables")
+    tables = doc.data.get("tables")
     if tables is None:
         return out
     if not isinstance(tables, list):
         out.errors.append((("tables",), "expected a list of tables"))
         return out
     for ti, table in enumerate(tables):
-        _expand_table(table, ("tables", ti), lines, first_index, out, known or {})
+        _expand_table(table, ("tables", ti), doc.line_of, first_index, out, known or {})
     return out
-
-
-def _line(lines: dict[Path, int], path: Path) -> int | None:
-    while path:
-        if path in lines:
-            return lines[path]
-        path = path[:-1]
-    return lines.get(())
 
 
 DEFINITION_KEYS = ("title", "seed", "knowledge", "hit", "when", "unless", "columns", "contradicts", "then")
 
 
-def _expand_table(table: Any, at: Path, lines: dict[Path, int], first_index: int, out: Expanded,
+def _expand_table(table: Any, at: Path, line_of: Callable[[Path], int | None], first_index: int, out: Expanded,
                   known_tables: dict[str, dict]) -> None:
     def error(path: Path, message: str) -> None:
         out.errors.append((path, message))
@@ -188,8 +182,7 @@ def _expand_table(table: Any, at: Path, lines: dict[Path, int], first_index: int
     if any(p[:len(at)] == at for p, _ in out.errors):
         return
     tid = str(table["id"])
-    spec_at = base["path"] if base else at  # where the shared parts are written (another file for `extends`)
-    own_lines = not base
+    own_lines = not base  # an extended table's shared parts are written in another file
     hit = table.get("hit", "any")
     if hit not in HIT_POLICIES:
         error(at + ("hit",), f"hit policy {hit!r}: allowed: {', '.join(HIT_POLICIES)}")
@@ -239,7 +232,7 @@ def _expand_table(table: Any, at: Path, lines: dict[Path, int], first_index: int
         if rid in seen:
             error(where + ("id",), f"row id {rid!r} repeats in table {tid!r}")
         seen.add(rid)
-        row = Row(rid, _line(lines, where), {}, path=where)
+        row = Row(rid, line_of(where), {}, path=where)
         for key, value in raw.items():
             if key in ROW_KEYS:
                 continue
@@ -258,32 +251,32 @@ def _expand_table(table: Any, at: Path, lines: dict[Path, int], first_index: int
         rows.append(row)
         rule_index = first_index + len(out.rules)
         rule_at: Path = ("rules", rule_index)
-        out.lines[rule_at] = row.line or _line(lines, at) or 1
-        out.lines[rule_at + ("id",)] = _line(lines, where + ("id",)) or out.lines[rule_at]
+        out.lines[rule_at] = row.line or line_of(at) or 1
+        out.lines[rule_at + ("id",)] = line_of(where + ("id",)) or out.lines[rule_at]
         when: list[Any] = []
         for name, column in columns.items():  # in column order: the table reads left to right
             if name not in row.cells:
                 continue
-            cell_line = _line(lines, where + (name,))
+            cell_line = line_of(where + (name,))
             for condition in _conditions(column, row.cells[name]):
                 out.lines[rule_at + ("when", len(when))] = cell_line or out.lines[rule_at]
                 when.append(condition)
         for ci, condition in enumerate(raw.get("when") or []):
-            out.lines[rule_at + ("when", len(when))] = _line(lines, where + ("when", ci)) or out.lines[rule_at]
+            out.lines[rule_at + ("when", len(when))] = line_of(where + ("when", ci)) or out.lines[rule_at]
             when.append(condition)
         for ci, condition in enumerate(table.get("when") or []):
-            out.lines[rule_at + ("when", len(when))] = (own_lines and _line(lines, at + ("when", ci))) or out.lines[rule_at]
+            out.lines[rule_at + ("when", len(when))] = (own_lines and line_of(at + ("when", ci))) or out.lines[rule_at]
             when.append(condition)
         for ci, condition in enumerate(table.get("unless") or []):
-            out.lines[rule_at + ("when", len(when))] = (own_lines and _line(lines, at + ("unless", ci))) or out.lines[rule_at]
+            out.lines[rule_at + ("when", len(when))] = (own_lines and line_of(at + ("unless", ci))) or out.lines[rule_at]
             when.append(_negated(condition) if isinstance(condition, dict) else condition)
         conclusions: list[Any] = []
-        for ci, template in enumerate(then):
+        for template in then:
             filled, _ = _fill_outputs(template, row)
             out.lines[rule_at + ("then", len(conclusions))] = out.lines[rule_at]
             conclusions.append(filled)
         for ci, conclusion in enumerate(raw.get("then") or []):
-            out.lines[rule_at + ("then", len(conclusions))] = _line(lines, where + ("then", ci)) or out.lines[rule_at]
+            out.lines[rule_at + ("then", len(conclusions))] = line_of(where + ("then", ci)) or out.lines[rule_at]
             conclusions.append(conclusion)
         rule: dict[str, Any] = {"id": rid, "title": raw.get("title") or f"{table.get('title', tid)}：{rid}",
                                 "when": when, "then": conclusions}
@@ -294,7 +287,7 @@ def _expand_table(table: Any, at: Path, lines: dict[Path, int], first_index: int
         if row_examples is not None:
             rule["examples"] = row_examples
             for ei in range(len(row_examples) if isinstance(row_examples, list) else 0):
-                out.lines[rule_at + ("examples", ei)] = _line(lines, at + ("examples", rid, ei)) or out.lines[rule_at]
+                out.lines[rule_at + ("examples", ei)] = line_of(at + ("examples", rid, ei)) or out.lines[rule_at]
         out.rules.append(rule)
     for rid in examples:
         if rid not in seen:
@@ -302,7 +295,7 @@ def _expand_table(table: Any, at: Path, lines: dict[Path, int], first_index: int
     new_ids = {row.id for row in rows}
     if base:  # the hit policy covers the rows already there: a pack row with a known id replaces it
         rows = [r for r in base["rows"] if r.id not in new_ids] + rows
-    out.tables.append({"id": tid, "hit": hit, "path": spec_at, "at": at, "columns": columns, "rows": rows,
+    out.tables.append({"id": tid, "hit": hit, "columns": columns, "rows": rows,
                        "new": new_ids, "outputs": dict(base["outputs"]) if base else {},
                        "spec": {k: v for k, v in table.items() if k not in ("rows", "examples")},
                        "contradicts": [tuple(p) for p in contradicts if isinstance(p, list) and len(p) == 2]})

@@ -93,7 +93,7 @@ class _FileChecker:
             return None
         tables: list[dict] = []
         if "tables" in data:  # decision tables: expanded into rules, each with its row's line
-            expanded = expand_tables(data, self.doc.lines, len(data.get("rules") or []), self.known_tables)
+            expanded = expand_tables(self.doc, len(data.get("rules") or []), self.known_tables)
             for path, message in expanded.errors:
                 self.error(message, path)
             if expanded.errors:

@@ -54,9 +54,10 @@ def with_packs(packs: list[Path] | tuple[Path, ...], display: dict[Path, str] | 
     if not files:
         return bundled()
     parts = [(f, f.read_bytes()) for f in files]
+    bundled_bytes = _bundled_bytes()
 
     def build() -> Vocabulary:
-        data = load_yaml(_bundled_bytes().decode("utf-8")).data
+        data = load_yaml(bundled_bytes.decode("utf-8")).data
         for path, raw in parts:
             shown = f"{(display or {}).get(path.parent, str(path.parent))}/{PACK_VOCABULARY}"
             try:
@@ -68,7 +69,7 @@ def with_packs(packs: list[Path] | tuple[Path, ...], display: dict[Path, str] | 
             data = extend_data(data, extension, shown)
         return Vocabulary.from_data(data, origin="+".join(str(f) for f, _ in parts))
 
-    return load_or_build(key_of("vocabulary", _bundled_bytes(), *(raw for _, raw in parts)), build,
+    return load_or_build(key_of("vocabulary", bundled_bytes, *(raw for _, raw in parts)), build,
                          kind="vocabulary")
 
 
