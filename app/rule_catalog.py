@@ -51,7 +51,7 @@ def detail(rulebase: RuleBase, rule: Rule) -> dict[str, Any]:
         "id": rule.id, "title": rule.title, "seed": rule.seed, "file": rule.file, "line": rule.line,
         "file_title": rule.file_title, "knowledge": rule.knowledge, "priority": rule.priority,
         "overrides": rule.overrides, "table": rule.table or None,
-        "when": [{"condition": ("not " if c.negated else "") + c.describe(), "alias": c.alias, "line": c.line}
+        "when": [{"condition": c.in_words(), "alias": c.alias, "line": c.line}
                  for c in rule.when],
         "then": [{"type": c.type, "fields": {k: _value(v) for k, v in c.fields.items()}, "line": c.line}
                  for c in rule.then],

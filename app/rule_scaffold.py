@@ -9,8 +9,7 @@ import re
 from pathlib import Path
 
 from j6doctor.atomic_write import write_atomic
-
-_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")  # engine/rule_schema.json's identifier
+from j6doctor.engine import rule_file_schema
 
 TEMPLATE = """\
 title: {title}
@@ -36,7 +35,7 @@ rules:
 def new_rule_file(pack: Path, rule_id: str, title: str | None = None) -> Path:
     """Write `<pack>/<rule_id>.yaml`; raise ValueError saying what is wrong (a bad id, a
     file that exists: it is never overwritten)."""
-    if not _ID.match(rule_id):
+    if not re.match(rule_file_schema()["$defs"]["identifier"]["pattern"], rule_id):  # what the loader accepts
         raise ValueError(f"{rule_id!r}: a rule id starts with a letter and holds letters, digits, '_', '.', '-'")
     if pack.exists() and not pack.is_dir():
         raise ValueError(f"{pack}: not a folder; give the rule pack folder")

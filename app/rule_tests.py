@@ -56,7 +56,7 @@ def _blocked_at(rule: Rule, facts) -> list[str]:
         if satisfying_binding(rule.when[:index + 1], facts, {}) is None:
             cond = rule.when[index]
             why = "a fact it forbids is there" if cond.negated else "no fact matches (with the conditions before it)"
-            return [f"blocked at line {cond.line}: {'not ' if cond.negated else ''}{cond.describe()} — {why}"]
+            return [f"blocked at line {cond.line}: {cond.in_words()} — {why}"]
     return []
 
 
@@ -137,7 +137,7 @@ def run_rule_tests(rulebase: RuleBase, selected: Callable[[str], bool] | None = 
             problems += _disagreement(d.run, rulebase)
             results.append(ExampleResult(rule.id, name, rule.file, example.line, not problems, problems))
     coverage = [RuleCoverage(r.id, r.file, r.line, len(r.examples), fired_own[r.id], fired_any[r.id],
-                             [(c.line, ("not " if c.negated else "") + c.describe()) for c in r.when],
+                             [(c.line, c.in_words()) for c in r.when],
                              decided[r.id])
                 for r in rules]
     return results, coverage

@@ -80,6 +80,10 @@ class Condition:
         inner = ", ".join(_describe_test(t) for t in self.tests)
         return f"{self.type}{{{inner}}}"
 
+    def in_words(self) -> str:
+        """The condition as written: `not ` before a negated one."""
+        return ("not " if self.negated else "") + self.describe()
+
 
 @dataclass(frozen=True)
 class Conclusion:
