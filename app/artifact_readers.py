@@ -72,7 +72,10 @@ def _compare(found: FoundFile, facts, tables: dict[str, CompareTable]) -> None:
     row, up = origin.row, origin.upstream
     facts.add("compare_origin", {
         "path": found.display, "row": row.index, "mod_name": row.mod_name, "op_type": row.base_op_type,
-        "fused_group": " → ".join(origin.fused_group), "trigger": origin.trigger, "reading": origin.reading,
+        "fused_group": " → ".join(origin.fused_group), "trigger": origin.trigger,
+        "high_narrowing": origin.ranges.high_narrowing, "low_narrowing": origin.ranges.low_narrowing,
+        "range_deviation": origin.ranges.deviation, "high_limit_steps": origin.ranges.high_limit_steps,
+        "low_limit_steps": origin.ranges.low_limit_steps, "has_int_limits": origin.ranges.has_int_limits,
         "cosine": row.cosine, "atol": row.atol, "l1": row.l1, "qscale": row.qscale,
         "max_qscale_diff": row.max_qscale_diff, "dtype": row.dtype or "",
         "base_max": row.base_max, "analy_max": row.analy_max,
@@ -141,7 +144,9 @@ def _sensitivity(found: FoundFile, facts, tables: dict[str, CompareTable],
         "path": found.display, "output": table.name.output, "metric": table.metric,
         "top_op": summary.top.op_name, "top_type": summary.top.sensitive_type, "top_value": summary.top.value,
         "runner_up_op": runner.op_name if runner else "", "runner_up_value": runner.value if runner else None,
-        "pattern": summary.pattern, "top_ops": "、".join(r.op_name for r in summary.top_ops),
+        "metric_kind": summary.metric_kind, "top_distance": summary.top_distance,
+        "next_share": summary.next_share, "third_share": summary.third_share,
+        "top_ops": "、".join(r.op_name for r in summary.top_ops),
         "compare_path": compare.display if joined else "",
         "compare_row": joined.mod_name if joined else "",
     }, _source(found, line=summary.top.line, key=f"rank {summary.top.rank}"))

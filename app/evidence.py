@@ -41,6 +41,8 @@ class EvidenceOptions:
     use_environment: bool = True
     environ: dict[str, str] | None = None
     progress: Callable[[str], None] | None = None
+    # input facts given as they are (a rule example's `facts:`), after the case's own
+    given_facts: list[tuple[str, dict[str, Any], Source]] = field(default_factory=list)
 
 
 Chart = dict[str, Any]
@@ -284,6 +286,8 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     if case is not None:
         facts.extend_case(case)
         _add_metric_drops(facts, tolerance)
+    for type_name, fields, source in options.given_facts:
+        facts.add(type_name, fields, source)
     base = case.folder if case is not None else (options.workdirs[0] if options.workdirs else None)
     paths: list[Path] = []
     display_of: dict[Path, str] = {}

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from j6doctor.diagnose import diagnose_data
-from j6doctor.engine import RuleBase
+from j6doctor.evidence import EvidenceOptions
+from j6doctor.engine import RuleBase, Source
 from j6doctor.engine.explain import satisfying_binding
 from j6doctor.engine.rule_model import Rule
 from j6doctor.probes import InputError
@@ -101,6 +102,15 @@ def _disagreement(run, rulebase: RuleBase) -> list[str]:
     return problems
 
 
+def example_options(rule: Rule, index: int) -> EvidenceOptions:
+    """What an example reads besides its case: the facts it gives, cited by the example."""
+    example = rule.examples[index]
+    where = f"{rule.file}:{example.line}" if example.line else rule.file
+    return EvidenceOptions(use_environment=False, given_facts=[
+        (type_name, fields, Source("example", file=where, key=f"facts[{k}].{type_name}"))
+        for k, (type_name, fields) in enumerate(example.facts)])
+
+
 def run_rule_tests(rulebase: RuleBase, selected: Callable[[str], bool] | None = None
                    ) -> tuple[list[ExampleResult], list[RuleCoverage]]:
     """Run the examples of every rule (of those whose id `selected` accepts), with per-rule
@@ -115,7 +125,8 @@ def run_rule_tests(rulebase: RuleBase, selected: Callable[[str], bool] | None = 
             name = example.name or f"example {index + 1}"
             try:
                 d = diagnose_data(example.case, rulebase, display=f"{rule.id}#{index + 1}",
-                                  base=Path(rule.folder) if rule.folder else None)
+                                  base=Path(rule.folder) if rule.folder else None,
+                                  options=example_options(rule, index))
             except InputError as exc:
                 results.append(ExampleResult(rule.id, name, rule.file, example.line, False,
                                              [f"the example case is invalid: {exc.render()}"]))

@@ -17,6 +17,7 @@ from j6doctor.engine.decision_table import expand as expand_tables
 from j6doctor.engine.schema_errors import messages, shown
 from j6doctor.engine.rule_model import OPERATORS, Condition, Conclusion, Example, Ref, Rule, RuleFile, Test, TextSpec
 from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
+from j6doctor.engine.errors import VocabularyError
 from j6doctor.engine.vocabulary import PACK_VOCABULARY, FieldSpec, Vocabulary
 
 if TYPE_CHECKING:  # jsonschema is imported when rule files are checked, not when a cached rule base is used
@@ -161,6 +162,7 @@ class _FileChecker:
                 fires=bool(ex.get("fires", True)),
                 expect=dict(ex.get("expect") or {}),
                 line=self.doc.line_of(base + ("examples", ei)),
+                facts=self.build_example_facts(rid, base + ("examples", ei, "facts"), ex.get("facts") or []),
             )
             for ei, ex in enumerate(raw.get("examples") or [])
         ]
@@ -171,6 +173,26 @@ class _FileChecker:
             knowledge=raw.get("knowledge", file_knowledge), examples=examples,
             file_title=str(self.doc.data.get("title", "")), folder=self.folder, text=text,
         )
+
+    def build_example_facts(self, rid: str, path: tuple, raw: list) -> list[tuple[str, dict[str, Any]]]:
+        """An example's given input facts, each checked against the vocabulary like a probe's."""
+        facts = []
+        for k, item in enumerate(raw):
+            ((type_name, fields),) = item.items()
+            where = path + (k, type_name)
+            ftype = self.vocab.types.get(type_name)
+            if ftype is None or ftype.origin != "input":
+                known = ", ".join(sorted(t for t, spec in self.vocab.types.items() if spec.origin == "input"))
+                self.error(f"{type_name!r} is no input fact type", where, rid, hint=f"input fact types: {known}")
+                continue
+            if not isinstance(fields, dict):
+                self.error(f"{type_name}: expected a mapping of fields", where, rid)
+                continue
+            try:
+                facts.append((type_name, self.vocab.complete(type_name, fields)))
+            except VocabularyError as exc:
+                self.error(str(exc), where, rid)
+        return facts
 
     def build_text_spec(self, rid: str, base: tuple, raw: dict) -> TextSpec | None:
         """`read:` / `match:` / `unless:` of a text rule; every pattern must compile."""

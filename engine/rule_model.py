@@ -112,6 +112,7 @@ class Example:
     fires: bool = True
     expect: dict[str, Any] = field(default_factory=dict)
     line: int | None = None
+    facts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # input facts beside the case
 
 
 @dataclass

@@ -51,9 +51,9 @@ np = _LazyModule("numpy")
 
 __all__ = [
     "metric_row_for",
-    "ATOL_SURGE_FACTOR", "CLAMP_MARGIN", "COSINE_DROP", "COSINE_HEALTHY", "FUSED_GROUP_MAX",
-    "PIN_TOLERANCE_STEPS", "QSCALE_DIFF_JUMP_FACTOR", "QSCALE_DIFF_SURGE",
-    "CompareRow", "CompareSummary", "CompareTable", "Origin", "is_function_op", "is_healthy",
+    "ATOL_SURGE_FACTOR", "COSINE_DROP", "COSINE_HEALTHY", "FUSED_GROUP_MAX",
+    "QSCALE_DIFF_JUMP_FACTOR", "QSCALE_DIFF_SURGE",
+    "CompareRow", "CompareSummary", "CompareTable", "Origin", "RangeMeasures", "is_function_op", "is_healthy",
     "read_compare_per_layer", "summarize",
 ]
 
@@ -76,11 +76,8 @@ QSCALE_DIFF_SURGE = threshold("qscale_diff_surge")
 # ...and to count as a sudden jump it must also exceed this many times the largest healthy
 # max_qscale_diff so far, so that a slowly creeping value is not mistaken for a step.
 QSCALE_DIFF_JUMP_FACTOR = threshold("qscale_diff_jump_factor")
-# Clamp reading: the analysis range is narrower than the baseline's by more than this
-# fraction of the baseline span on the max or min side...
-CLAMP_MARGIN = threshold("clamp_margin")
-# ...and the narrowed bound sits within this many quantisation steps of the integer limit.
-PIN_TOLERANCE_STEPS = threshold("pin_tolerance_steps")
+# Clamp or rounding is no judgement of this probe: it measures the origin's ranges
+# (RangeMeasures) and rules/54_measure_classes.yaml classifies them.
 # A fused group has at most 4 ops (e.g. conv-bn-add-relu), so at most 3 cleared prefix rows.
 FUSED_GROUP_MAX = threshold("fused_group_max")
 
@@ -398,7 +395,21 @@ class Origin:
     upstream: CompareRow | None
     fused_group: tuple[str, ...]
     trigger: str               # "cosine_drop" | "atol_surge" | "qscale_diff"
-    reading: str               # "clamp" | "rounding" | "unknown"
+    ranges: RangeMeasures
+
+
+@dataclass(frozen=True)
+class RangeMeasures:
+    """How the analysis output range of a row sits against the baseline's (docs/file_formats.md
+    §13.3), as fractions of the baseline span and in quantisation steps; None where the row
+    gives no finite range. Rules read clamp vs rounding from these."""
+
+    high_narrowing: float | None = None   # (baseline max − analysis max) / baseline span
+    low_narrowing: float | None = None    # (analysis min − baseline min) / baseline span
+    deviation: float | None = None        # the larger |difference| of the two bounds / span
+    high_limit_steps: float | None = None  # |analysis max − integer max × qscale| / qscale
+    low_limit_steps: float | None = None   # |analysis min − integer min × qscale| / qscale
+    has_int_limits: bool = False          # a per-tensor integer output: the limits are known
 
 
 @dataclass
@@ -1073,7 +1084,7 @@ def _origin(table: CompareTable, metric, c, cm, c_finite, a, am, atol_broken, q,
         trigger = "cosine_drop" if cosine_drop[k] else "atol_surge" if atol_surge[k] else "qscale_diff"
     row = table.row(int(metric[k]))
     upstream = table.row(int(metric[k - 1])) if k else None
-    return Origin(row, upstream, _fused_group(table, row), trigger, _reading(row))
+    return Origin(row, upstream, _fused_group(table, row), trigger, range_measures(row))
 
 
 def _fused_group(table: CompareTable, row: CompareRow) -> tuple[str, ...]:
@@ -1134,30 +1145,22 @@ def is_healthy(row: CompareRow) -> bool:
     return mqd is None or (math.isfinite(mqd) and mqd <= QSCALE_DIFF_SURGE)
 
 
-def _reading(row: CompareRow) -> str:
-    """clamp: analysis range visibly narrower than the baseline's and, for a per-tensor
-    quantized output, pinned at the integer limit; rounding: ranges agree (§13.3)."""
+def range_measures(row: CompareRow) -> RangeMeasures:
+    """The row's analysis range against its baseline range and the integer limits."""
     stats = (row.base_min, row.analy_min, row.base_max, row.analy_max)
     if not all(_finite(v) for v in stats):
-        return "unknown"
+        return RangeMeasures()
     bmin, amin, bmax, amax = stats
     span = bmax - bmin
     if span <= 0:
-        return "unknown"
-    margin = CLAMP_MARGIN * span
-    narrow_max = bmax - amax > margin
-    narrow_min = amin - bmin > margin
-    if narrow_max or narrow_min:
-        limits = _QUANT_LIMITS.get(row.dtype or "")
-        if limits is None or not _finite(row.qscale) or row.qscale <= 0:
-            return "clamp"          # nothing to pin against (float output, per-channel)
-        tolerance = PIN_TOLERANCE_STEPS * row.qscale
-        pinned = ((narrow_max and abs(amax - limits[1] * row.qscale) <= tolerance)
-                  or (narrow_min and abs(amin - limits[0] * row.qscale) <= tolerance))
-        return "clamp" if pinned else "unknown"
-    if abs(bmax - amax) <= margin and abs(bmin - amin) <= margin:
-        return "rounding"
-    return "unknown"
+        return RangeMeasures()
+    high, low = (bmax - amax) / span, (amin - bmin) / span
+    deviation = max(abs(bmax - amax), abs(bmin - amin)) / span
+    limits = _QUANT_LIMITS.get(row.dtype or "")
+    if limits is None or not _finite(row.qscale) or row.qscale <= 0:
+        return RangeMeasures(high, low, deviation)  # float output or per-channel: nothing to pin
+    q = row.qscale
+    return RangeMeasures(high, low, deviation, abs(amax - limits[1] * q) / q, abs(amin - limits[0] * q) / q, True)
 
 
 def _analysis_type(table: CompareTable) -> str:

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from j6doctor.facts import threshold
 from j6doctor.probes.input_error import InputError
 from j6doctor.probes.text_file import load_text, split_lines
 from j6doctor.probes.text_tables import (ColumnTable, is_psql_start, parse_number, parse_psql, parse_simple_columns,
@@ -40,24 +39,10 @@ COSINE_METRICS = frozenset({"cosine"})
 SQNR_METRICS = frozenset({"sqnr"})
 KNOWN_METRICS = ERROR_METRICS | COSINE_METRICS | SQNR_METRICS
 
-# --- summary thresholds --------------------------------------------------------------------
-# The values live in facts/vocabulary.yaml (enum `threshold`, each with its meaning); why
-# this probe uses each one is said here.
-# "dominant": the worst op's distance is at least this many times the runner-up's.
-DOMINANT_RATIO = threshold("dominant_ratio")
-# "accumulation": at least this many distinct ops (top included) whose distance is at
-# least ACCUMULATION_SHARE of the top distance.
-ACCUMULATION_MIN_OPS = threshold("accumulation_min_ops")
-ACCUMULATION_SHARE = threshold("accumulation_share")
-# The tail is the better half of the rows (in worst-first order).
-TAIL_FRACTION = threshold("tail_fraction")
-# Error metrics have no absolute scale (it depends on the output's magnitude), so the tail
-# is "near 0" when its worst value is at most this share of the top value.
-ERROR_TAIL_SHARE = threshold("error_tail_share")
-# Cosine tail "near 1": cosine >= 0.999.
-COSINE_TAIL_MAX_DISTANCE = threshold("cosine_tail_max_distance")
-# SQNR tail healthy at >= 30 dB (noise amplitude <= ~3 % of the signal).
-SQNR_TAIL_MIN_DB = threshold("sqnr_tail_min_db")
+# --- measures -------------------------------------------------------------------------------
+# The summary measures how far the worst ops are from the ideal value and from each other;
+# whether that is one dominant op, an accumulation or nothing is for the rules
+# (rules/54_measure_classes.yaml), which hold the thresholds.
 
 SUFFIXES = ("_sensitive_ops.txt", "_sensitive_ops.pt")
 BARE_NAMES = ("sensitive_ops.txt", "sensitive_ops.pt")
@@ -276,9 +261,20 @@ def _lower_is_worse(metric: str) -> bool:
 class SensitivitySummary:
     top: SensitivityRow                 # most sensitive (worst) row
     runner_up: SensitivityRow | None    # next row with a different op_name
-    pattern: str                        # "dominant" | "accumulation" | "flat"
-    tail_ok: bool                       # tail near the ideal value (docs/file_formats.md §13.4)
     top_ops: list[SensitivityRow]       # first 5 distinct op_names
+    metric_kind: str                    # "similarity" | "snr" | "error" | "other"
+    top_distance: float | None          # the top row's distance from the ideal value (None: NaN / inf)
+    next_share: float | None            # the runner-up op's distance / the top's (0: no runner-up)
+    third_share: float | None           # the third distinct op's distance / the top's (0: none)
+
+
+def metric_kind(metric: str) -> str:
+    key = metric.lower()
+    if key in COSINE_METRICS:
+        return "similarity"
+    if key in SQNR_METRICS:
+        return "snr"
+    return "error" if key in ERROR_METRICS else "other"
 
 
 def distance_function(table: SensitivityTable) -> Callable[[float], float]:
@@ -308,8 +304,26 @@ def summarize_sensitivity(table: SensitivityTable) -> SensitivitySummary:
     distinct = _first_per_op(ranked, table.op_names)
     top = table.row(ranked[0])
     runner_up = table.row(distinct[1]) if len(distinct) > 1 else None
-    return SensitivitySummary(top, runner_up, _pattern(table, distinct, distances),
-                              _tail_ok(table, ranked, distances), [table.row(k) for k in distinct[:5]])
+    return SensitivitySummary(top, runner_up, [table.row(k) for k in distinct[:5]], metric_kind(table.metric),
+                              _finite_or_none(distances[distinct[0]]), _share(distances, distinct, 1),
+                              _share(distances, distinct, 2))
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _share(distances: list[float], distinct: list[int], k: int) -> float | None:
+    """The k-th distinct op's distance as a share of the top's: 0 when there is no such op;
+    None when the top is ideal (nothing to share); an infinite top (a NaN value) leaves 0 to
+    finite ops and 1 to other infinite ones."""
+    top = distances[distinct[0]]
+    if top == 0.0:
+        return None
+    other = distances[distinct[k]] if len(distinct) > k else 0.0
+    if math.isinf(top):
+        return 1.0 if math.isinf(other) else 0.0
+    return other / top
 
 
 def _first_per_op(ranked: list[int], op_names: list[str]) -> list[int]:
@@ -320,34 +334,3 @@ def _first_per_op(ranked: list[int], op_names: list[str]) -> list[int]:
             seen.add(op_names[k])
             result.append(k)
     return result
-
-
-def _pattern(table: SensitivityTable, distinct: list[int], distances: list[float]) -> str:
-    top = distances[distinct[0]]
-    if top == 0.0 or _healthy_absolute(table.metric, top):
-        return "flat"  # no quantizer moves the output noticeably
-    second = distances[distinct[1]] if len(distinct) > 1 else 0.0
-    if top >= DOMINANT_RATIO * second:
-        return "dominant"
-    close = [k for k in distinct if distances[k] >= ACCUMULATION_SHARE * top]
-    return "accumulation" if len(close) >= ACCUMULATION_MIN_OPS else "flat"
-
-
-def _healthy_absolute(metric: str, dist: float) -> bool:
-    """Absolute health check for bounded metrics; error metrics have no absolute scale."""
-    key = metric.lower()
-    if key in COSINE_METRICS:
-        return dist <= COSINE_TAIL_MAX_DISTANCE
-    if key in SQNR_METRICS:
-        return dist <= 10.0 ** (-SQNR_TAIL_MIN_DB / 20.0)
-    return False
-
-
-def _tail_ok(table: SensitivityTable, ranked: list[int], distances: list[float]) -> bool:
-    start = min(len(ranked) - 1, int(len(ranked) * (1.0 - TAIL_FRACTION)))
-    tail_worst = distances[ranked[start]]
-    key = table.metric.lower()
-    if key in COSINE_METRICS or key in SQNR_METRICS:
-        return _healthy_absolute(table.metric, tail_worst)
-    top = distances[ranked[0]]
-    return tail_worst <= ERROR_TAIL_SHARE * top if top > 0 else True

@@ -49,6 +49,22 @@ def rulebase():
     return load_rulebase()
 
 
+def judged(rulebase, path, type_name: str, field: str) -> set:
+    """What the rules conclude (a field of the derived facts of a type) when the whole
+    pipeline reads one file: the probe measures, rules/54_measure_classes.yaml judges."""
+    path = Path(path)
+    d = diagnose_data({"artifacts": [path.name]}, rulebase, base=path.parent)
+    return {f.fields[field] for f in d.run.by_type(type_name)}
+
+
+def origin_reading(rulebase, path) -> set:
+    return judged(rulebase, path, "origin_reading", "reading")
+
+
+def sensitivity_shape(rulebase, path) -> set:
+    return judged(rulebase, path, "sensitivity_shape", "pattern")
+
+
 @pytest.fixture(scope="session")
 def diagnose(rulebase):
     def run(case: dict):
@@ -106,7 +122,7 @@ def run_with_terminal_stderr(command: list[str], **kwargs) -> tuple[subprocess.C
 
 
 def pytest_addoption(parser):
-    parser.addoption("--snapshot-update", action="store_true",
+    parser.addoption("--update", "--snapshot-update", action="store_true", dest="snapshot_update",
                      help="rewrite examples/expected/ from the current reports (tests/test_example_snapshots.py) "
                           "instead of comparing with it")
 

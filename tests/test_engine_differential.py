@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES
+from j6doctor.rule_tests import example_options
 from j6doctor.diagnose import diagnose_data, diagnose_file, load_rulebase
 from j6doctor.engine import ENGINES, Fact, RuleBase, Source, Vocabulary
 from j6doctor.engine.backends import available
@@ -59,9 +60,10 @@ def test_every_rule_example_identical(engines):
     rules = engines["durable"].rules
     compared = 0
     for rule in rules:
-        for example in rule.examples:
+        for index, example in enumerate(rule.examples):
             base = Path(rule.folder) if rule.folder else None
-            runs = {e: diagnose_data(example.case, engines[e], display=rule.id, base=base) for e in ENGINES}
+            runs = {e: diagnose_data(example.case, engines[e], display=rule.id, base=base,
+                                     options=example_options(rule, index)) for e in ENGINES}
             difference = first_difference(runs["durable"].run, runs["clips"].run)
             assert difference is None, f"{rule.id} ({rule.file}:{example.line}): {difference}"
             assert _json(runs["durable"]) == _json(runs["clips"]), rule.id

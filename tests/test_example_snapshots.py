@@ -7,7 +7,7 @@ byte for byte, after two normalisations only: the engine that ran (durable-rules
 whichever this Python has) and the rule-base fingerprint (a hash of every rule file, which
 any edit changes). A difference fails with a diff;
 
-    python -m pytest tests/test_example_snapshots.py --snapshot-update
+    python -m pytest tests/test_example_snapshots.py --update
 
 rewrites the expected files (and removes those of deleted examples) for the change to be
 reviewed and committed with it."""
@@ -26,7 +26,7 @@ from j6doctor.cli import main
 EXPECTED = REPO / "examples" / "expected"
 CASES = sorted(p.name for p in EXAMPLES.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
 FORMATS = ("json", "md")
-UPDATE_HINT = "python -m pytest tests/test_example_snapshots.py --snapshot-update"
+UPDATE_HINT = "python -m pytest tests/test_example_snapshots.py --update"
 _ENGINE_LINE = re.compile(r"^(规则引擎：).+?(；规则库指纹 )[0-9a-f]+", re.M)
 
 
@@ -53,7 +53,7 @@ def report(case: str, fmt: str, capsys, monkeypatch) -> str:
 def test_example_report_is_as_expected(case, fmt, capsys, monkeypatch, request):
     got = report(case, fmt, capsys, monkeypatch)
     expected_file = EXPECTED / f"{case}.{fmt}"
-    if request.config.getoption("--snapshot-update"):
+    if request.config.getoption("snapshot_update"):
         EXPECTED.mkdir(exist_ok=True)
         expected_file.write_text(got, encoding="utf-8", newline="\n")
         return
@@ -71,7 +71,7 @@ def test_example_report_is_as_expected(case, fmt, capsys, monkeypatch, request):
 def test_no_expected_report_without_its_example(request):
     wanted = {f"{case}.{fmt}" for case in CASES for fmt in FORMATS}
     stale = sorted(p.name for p in EXPECTED.iterdir() if p.name not in wanted) if EXPECTED.is_dir() else []
-    if request.config.getoption("--snapshot-update"):
+    if request.config.getoption("snapshot_update"):
         for name in stale:
             (EXPECTED / name).unlink()
         return

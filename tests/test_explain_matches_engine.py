@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from j6doctor.rule_tests import example_options
 from j6doctor.diagnose import diagnose_data
 from j6doctor.engine.explain import MAX_DEPTH, check_rule
 
@@ -15,7 +16,7 @@ from j6doctor.engine.explain import MAX_DEPTH, check_rule
 def _example_runs(rulebase):
     for rule in rulebase.rules:
         for index, example in enumerate(rule.examples):
-            d = diagnose_data(example.case, rulebase, display=f"{rule.id}#{index + 1}",
+            d = diagnose_data(example.case, rulebase, display=f"{rule.id}#{index + 1}", options=example_options(rule, index),
                               base=Path(rule.folder) if rule.folder else None)
             yield f"{rule.id}#{index + 1}", d.run
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_file
+from conftest import origin_reading, write_file
 from j6doctor.probes import InputError
 from synthetic import CONV, IDENT, QCONV, VB_HEADER, big_rows, csv_text, psql, vb_row
 from j6doctor.probes.compare_per_layer import (
@@ -123,7 +123,7 @@ def test_reference_summary(reference):
     assert summary.worst.mod_name == "backbone.layer3.relu2"
 
 
-def test_reference_error_origin(reference):
+def test_reference_error_origin(reference, rulebase):
     truth = EXPECTED["error_origin"]
     tol = 0 if reference.display.endswith(".csv") else TXT_TOL
     origin = summarize(reference).origin
@@ -139,7 +139,8 @@ def test_reference_error_origin(reference):
     assert origin.upstream.atol == pytest.approx(truth["upstream_atol"], abs=tol)
     assert origin.trigger == "cosine_drop"
     assert truth["kind"].startswith("truncation/clamp")
-    assert origin.reading == "clamp"
+    assert origin.ranges.high_narrowing > 0.10 and origin.ranges.high_limit_steps <= 1.5
+    assert origin_reading(rulebase, QA / reference.display) == {"clamp"}
     # the conv row of the group is the sensitivity op name (§13.5)
     assert origin.fused_group[0] == truth["sensitivity_op_name"]
 
@@ -190,7 +191,7 @@ def test_hbir_ragged_txt_matches_csv():
     assert summarize(txt).analysis_type == "hbir"
 
 
-def test_wide23_txt():
+def test_wide23_txt(rulebase):
     truth = EXPECTED["variants"]["compare_per_layer_out.wide23.txt"]
     table = read_compare_per_layer(VARIANTS / "compare_per_layer_out.wide23.txt")
     assert table.layout == "wide23"
@@ -205,7 +206,7 @@ def test_wide23_txt():
     origin = summarize(table).origin
     assert origin.row.mod_name == "backbone.layer3.relu2"
     assert origin.upstream.mod_name == "backbone.layer3.relu1"
-    assert origin.reading == "clamp"
+    assert origin_reading(rulebase, VARIANTS / "compare_per_layer_out.wide23.txt") == {"clamp"}
 
 
 def v33_rows() -> list[dict]:
@@ -228,7 +229,7 @@ def v33_rows() -> list[dict]:
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".txt"])
-def test_v33_layout(tmp_path, suffix):
+def test_v33_layout(tmp_path, suffix, rulebase):
     table = table_of(tmp_path, v33_rows(), suffix)
     assert table.layout == "v3.3"
     assert table.columns[4:9] == ["dtype", "qscale", "L1", "COSINE", "ATOL"]
@@ -239,7 +240,7 @@ def test_v33_layout(tmp_path, suffix):
     assert relu.advice == "use int16 or a fixed scale"
     assert table.rows[0].advice is None
     origin = summarize(table).origin
-    assert origin.row.mod_name == "backbone.relu" and origin.reading == "clamp"
+    assert origin.row.mod_name == "backbone.relu" and origin_reading(rulebase, tmp_path / table.display) == {"clamp"}
 
 
 # --- patterns ---------------------------------------------------------------------------
@@ -282,7 +283,7 @@ def test_no_metrics(tmp_path):
     assert summary.analysis_type == "fake_quant"
 
 
-def test_atol_surge_and_qscale_diff_triggers(tmp_path):
+def test_atol_surge_and_qscale_diff_triggers(tmp_path, rulebase):
     # fp32 output (no qscale): only the Atol jump shows the break
     rows = [vb_row("a", 0.9999, 0.02, qscale=None), vb_row("b", 0.9999, 0.03, qscale=None),
             vb_row("c", 0.995, 0.6, qscale=None, dtype="torch.float32")]
@@ -292,9 +293,11 @@ def test_atol_surge_and_qscale_diff_triggers(tmp_path):
     # healthy Cosine, but the error is 40 quantisation steps
     rows = [vb_row("a", 0.9999, 0.025), vb_row("b", 0.9999, 0.03),
             vb_row("c", 0.995, 0.2, qscale=0.005)]
-    origin = summarize(table_of(tmp_path, rows)).origin
+    table = table_of(tmp_path, rows)
+    origin = summarize(table).origin
     assert (origin.row.mod_name, origin.trigger) == ("c", "qscale_diff")
-    assert origin.reading == "rounding"             # ranges agree, error large
+    assert origin.ranges.deviation == 0.0
+    assert origin_reading(rulebase, tmp_path / table.display) == {"rounding"}   # ranges agree, error large
 
 
 def test_wider_range_alone_is_not_an_origin(tmp_path):
@@ -327,7 +330,7 @@ def test_first_metric_row_broken_is_the_origin(tmp_path):
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".txt"])
-def test_nan_and_inf_cells(tmp_path, suffix):
+def test_nan_and_inf_cells(tmp_path, suffix, rulebase):
     rows = [vb_row("a", 0.9999, 0.02), vb_row("b", 0.9998, 0.03),
             vb_row("c", math.nan, math.inf), vb_row("d", 0.98, 0.5)]
     rows[3]["base_model_min"] = -math.inf
@@ -337,7 +340,7 @@ def test_nan_and_inf_cells(tmp_path, suffix):
     assert by_name(table, "d").base_min == -math.inf
     summary = summarize(table)
     assert summary.origin.row.mod_name == "c" and summary.origin.trigger == "cosine_drop"
-    assert summary.origin.reading == "rounding"
+    assert origin_reading(rulebase, tmp_path / table.display) == {"rounding"}
     assert summary.worst.mod_name == "c"           # nan Cosine ranks worst
     assert summary.first_cosine_below.mod_name == "c"
 
@@ -400,7 +403,7 @@ def test_csv_header_with_same_in_and_shorter_rows(tmp_path):
 # --- scale ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("suffix", [".csv", ".txt"])
-def test_twenty_thousand_rows(tmp_path, suffix):
+def test_twenty_thousand_rows(tmp_path, suffix, rulebase):
     rows = big_rows()
     table = table_of(tmp_path, rows, suffix)
     assert len(table.rows) == 20_000
@@ -409,7 +412,7 @@ def test_twenty_thousand_rows(tmp_path, suffix):
     assert summary.origin is not None
     assert summary.origin.row.index == 15_001
     assert summary.origin.fused_group == ("m5000.conv", "m5000.relu1")
-    assert summary.origin.reading == "clamp"
+    assert origin_reading(rulebase, tmp_path / table.display) == {"clamp"}
     assert summary.pattern == "single_drop"
 
 

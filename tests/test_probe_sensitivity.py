@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_file
+from conftest import judged, sensitivity_shape, write_file
 from j6doctor.probes.input_error import InputError
 from j6doctor.probes.sensitivity import (
     SensitivityName,
@@ -96,24 +96,26 @@ def test_cosine_fixture_matches_expected():
     assert f"  {truth['tail_value_rendered_as']}  " in raw
 
 
-def test_summary_of_l1_fixture_is_dominant():
+def test_summary_of_l1_fixture_is_dominant(rulebase):
     summary = summarize_sensitivity(read_sensitivity_txt(QA / L1_FILE))
     assert summary.top.op_name == "backbone.layer3.conv2"
     assert summary.top.sensitive_type == "activation"
     assert summary.runner_up is not None and summary.runner_up.op_name == "neck.lateral.conv"
-    assert summary.pattern == "dominant"
-    assert summary.tail_ok is True
+    assert summary.metric_kind == "error" and summary.top_distance == summary.top.value
+    assert summary.next_share == pytest.approx(summary.runner_up.value / summary.top.value)
+    assert sensitivity_shape(rulebase, QA / L1_FILE) == {"dominant"}
     assert [r.op_name for r in summary.top_ops] == [
         "backbone.layer3.conv2", "neck.lateral.conv", "neck.add", "backbone.layer4.conv",
         "neck.reduce.conv"]
 
 
-def test_summary_of_cosine_fixture_is_dominant_with_tail_near_1():
+def test_summary_of_cosine_fixture_is_dominant(rulebase):
     summary = summarize_sensitivity(read_sensitivity_txt(QA / COS_FILE))
     assert summary.top.op_name == "backbone.layer3.conv2"
     assert summary.runner_up.op_name == "neck.lateral.conv"
-    assert summary.pattern == "dominant"
-    assert summary.tail_ok is True
+    assert summary.metric_kind == "similarity"
+    assert summary.top_distance == pytest.approx(1 - summary.top.value)
+    assert sensitivity_shape(rulebase, QA / COS_FILE) == {"dominant"}
     assert len(summary.top_ops) == 5
 
 
@@ -135,54 +137,56 @@ def simple_table(metric: str, rows: list[tuple[str, str, str]], flops: bool = Tr
     return "\n".join(lines)
 
 
-def test_accumulation_pattern(tmp_path):
+def test_accumulation_pattern(tmp_path, rulebase):
     rows = [("a.conv", "activation", "0.1"), ("b.conv", "activation", "0.09"),
             ("c.conv", "activation", "0.085"), ("d.conv", "activation", "0.08"),
             ("a.conv", "weight", "0.02"), ("e.conv", "activation", "0.001"),
             ("f.conv", "weight", "0.0005"), ("g.conv", "weight", "0.0001")]
-    table = read_sensitivity_txt(write_file(tmp_path, "output_0_MSE_sensitive_ops.txt",
-                                       simple_table("MSE", rows)))
+    path = write_file(tmp_path, "output_0_MSE_sensitive_ops.txt", simple_table("MSE", rows))
+    table = read_sensitivity_txt(path)
     assert table.order == "descending"
     summary = summarize_sensitivity(table)
-    assert summary.pattern == "accumulation"
+    assert (summary.next_share, summary.third_share) == (pytest.approx(0.9), pytest.approx(0.85))
+    assert sensitivity_shape(rulebase, path) == {"accumulation"}
     assert summary.top.op_name == "a.conv"
     assert summary.runner_up.op_name == "b.conv"
-    assert summary.tail_ok is False  # the better half still reaches 10 % of the top
 
 
-def test_flat_pattern_when_nothing_moves_the_output(tmp_path):
+def test_flat_pattern_when_nothing_moves_the_output(tmp_path, rulebase):
     rows = [("a", "activation", "0.9999"), ("b", "activation", "0.99995"), ("c", "weight", "1")]
-    summary = summarize_sensitivity(read_sensitivity_txt(
-        write_file(tmp_path, "output_x_Cosine_sensitive_ops.txt", simple_table("Cosine", rows))))
-    assert summary.pattern == "flat"
-    assert summary.tail_ok is True
+    path = write_file(tmp_path, "output_x_Cosine_sensitive_ops.txt", simple_table("Cosine", rows))
+    summary = summarize_sensitivity(read_sensitivity_txt(path))
+    assert summary.top_distance == pytest.approx(0.0001)
+    assert sensitivity_shape(rulebase, path) == {"flat"}
+    assert judged(rulebase, path, "sensitivity_quiet", "path") == {path.name}
 
 
-def test_large_cosine_tail_is_not_ok(tmp_path):
+def test_three_close_cosine_ops_are_an_accumulation(tmp_path, rulebase):
     rows = [("a", "activation", "0.5"), ("b", "activation", "0.6"), ("c", "weight", "0.7"),
             ("d", "weight", "0.8")]
-    summary = summarize_sensitivity(read_sensitivity_txt(
-        write_file(tmp_path, "output_x_Cosine_sensitive_ops.txt", simple_table("Cosine", rows))))
-    assert summary.tail_ok is False
-    assert summary.pattern == "accumulation"  # distances 0.5, 0.4, 0.3: three close ops
+    path = write_file(tmp_path, "output_x_Cosine_sensitive_ops.txt", simple_table("Cosine", rows))
+    summary = summarize_sensitivity(read_sensitivity_txt(path))
+    assert (summary.next_share, summary.third_share) == (pytest.approx(0.8), pytest.approx(0.6))
+    assert sensitivity_shape(rulebase, path) == {"accumulation"}  # distances 0.5, 0.4, 0.3
 
 
-def test_flat_pattern_between_dominant_and_accumulation(tmp_path):
+def test_flat_pattern_between_dominant_and_accumulation(tmp_path, rulebase):
     rows = [("a", "activation", "0.5"), ("b", "activation", "0.7"), ("c", "weight", "0.9"),
             ("d", "weight", "0.99")]
-    summary = summarize_sensitivity(read_sensitivity_txt(
-        write_file(tmp_path, "output_x_Cosine_sensitive_ops.txt", simple_table("Cosine", rows))))
-    assert summary.pattern == "flat"  # 0.5 vs 0.3: not 3x apart, and only two ops close
+    path = write_file(tmp_path, "output_x_Cosine_sensitive_ops.txt", simple_table("Cosine", rows))
+    assert sensitivity_shape(rulebase, path) == {"flat"}  # 0.5 vs 0.3: not 3x apart, and only two ops close
 
 
-def test_sqnr_ascending_and_worst_first(tmp_path):
+def test_sqnr_ascending_and_worst_first(tmp_path, rulebase):
     rows = [("a", "activation", "5.5"), ("b", "activation", "31"), ("c", "weight", "40"),
             ("d", "weight", "inf")]
-    table = read_sensitivity_txt(write_file(tmp_path, "output_y_SQNR_sensitive_ops.txt",
-                                       simple_table("SQNR", rows)))
+    path = write_file(tmp_path, "output_y_SQNR_sensitive_ops.txt", simple_table("SQNR", rows))
+    table = read_sensitivity_txt(path)
     assert table.order == "ascending"
     summary = summarize_sensitivity(table)
-    assert (summary.top.op_name, summary.pattern, summary.tail_ok) == ("a", "dominant", True)
+    assert (summary.top.op_name, summary.metric_kind) == ("a", "snr")
+    assert summary.top_distance == pytest.approx(10 ** (-5.5 / 20))
+    assert sensitivity_shape(rulebase, path) == {"dominant"}
 
 
 def test_reversed_file_still_reports_the_worst_op(tmp_path):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from j6doctor.rule_tests import example_options
 from j6doctor.diagnose import diagnose_data, load_rulebase
 
 RULEBASE = load_rulebase()
@@ -16,7 +17,8 @@ EXAMPLES = [(rule, index, example) for rule in RULEBASE.rules for index, example
 @pytest.mark.parametrize("rule,index,example", EXAMPLES,
                          ids=[f"{r.id}#{i + 1}" for r, i, _ in EXAMPLES])
 def test_rule_example(rule, index, example):
-    d = diagnose_data(example.case, RULEBASE, display=f"{rule.id}#{index + 1}", base=Path(rule.folder))
+    d = diagnose_data(example.case, RULEBASE, display=f"{rule.id}#{index + 1}", base=Path(rule.folder),
+                      options=example_options(rule, index))
     assert (rule.id in d.run.fired_rules()) == example.fires, (
         f"{rule.file}:{example.line}: example {example.name!r} "
         f"{'did not fire' if example.fires else 'fired'} {rule.id}")

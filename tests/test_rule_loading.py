@@ -21,6 +21,14 @@ rules:
       - finding: {topic: t, text: fine}
 """
 
+EXAMPLE_FACTS = """\
+      - finding: {topic: t, text: fine}
+    examples:
+      - case: {}
+        facts:
+          - %s
+"""
+
 BROKEN = [
     ("unknown fact type", GOOD.replace("- result:", "- resalt:"), 6, ["unknown fact type 'resalt'", "did you mean 'result'"]),
     ("unknown field", GOOD.replace("artifact: qat_bc", "artefact: qat_bc"), 6, ["no field 'artefact'", "did you mean 'artifact'"]),
@@ -40,6 +48,12 @@ BROKEN = [
     ("unclosed placeholder", GOOD.replace("text: fine", 'text: "value ${a.value"'), 8, ["'${a.value' is no placeholder"]),
     ("ordering with null", GOOD.replace("status: normal", "value: {lt: null}"), 6, ["operator lt needs a number, not null"]),
     ("not a mapping", "- a\n", 1, ["must be a mapping"]),
+    ("example fact of a derived type", GOOD.replace("      - finding: {topic: t, text: fine}\n",
+     EXAMPLE_FACTS % "finding: {topic: t, text: x}"), 12, ["'finding' is no input fact type", "input fact types:"]),
+    ("example fact with an unknown field", GOOD.replace("      - finding: {topic: t, text: fine}\n",
+     EXAMPLE_FACTS % "result: {artifact: qat_bc, status: normal, colour: red}"), 12, ["has no field 'colour'"]),
+    ("example fact with a bad value", GOOD.replace("      - finding: {topic: t, text: fine}\n",
+     EXAMPLE_FACTS % "result: {artifact: qat_bcc, status: normal}"), 12, ["result.artifact"]),
 ]
 
 
