@@ -288,7 +288,8 @@ def _conversion(found: FoundFile, facts, limit: int) -> None:
         "worst_output": worst_output.name if worst_output else "",
         "worst_output_cosine": _finite(worst_output.cosine if worst_output else None),
         "first_node": first.node.name if first.node else "", "first_node_cosine": _finite(first.cosine),
-        "first_node_collapse": first.collapsed, "next_cosine": _finite(first.following_min),
+        "first_node_nan": first.cosine is not None and math.isnan(first.cosine),
+        "next_cosine": _finite(first.following_min),
     }, _source(found, line=(origin.node if origin else (worst or nodes[0])).line, key="nodes"))
 
 

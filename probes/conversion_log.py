@@ -16,7 +16,7 @@ prefix and collects, each with its 1-based file line:
   one column, its words are one space apart), `--` is a missing value and long node
   names are cut from the left with `...` (kept as shown).
 
-The cosine helpers at the end (first sudden fall, worst, first-node collapse) work on any
+The cosine helpers at the end (first sudden fall, worst, the first node against the next ones) work on any
 sequence of objects with `name`, `type` and `cosine`; quant_info.py reuses them.
 
 The module knows this one format; what the numbers mean for a diagnosis is the rules' job.
@@ -42,10 +42,10 @@ from j6doctor.probes.text_file import load_text, split_lines
 from j6doctor.probes.text_tables import parse_number
 
 __all__ = [
-    "COSINE_DROP", "COSINE_HEALTHY", "FIRST_NODE_COLLAPSE", "FOLLOWING_NODES",
-    "ConversionLog", "CosineSummary", "Fall", "FirstNodeCollapse", "HasCosine", "InputParameters",
+    "COSINE_DROP", "COSINE_HEALTHY", "FOLLOWING_NODES",
+    "ConversionLog", "CosineSummary", "Fall", "FirstNode", "HasCosine", "InputParameters",
     "LogNode", "LogOutput", "LogSummary", "LogValue", "ScoredNode",
-    "first_node_collapse", "first_sudden_fall", "is_preprocess_node",
+    "first_node", "first_sudden_fall", "is_preprocess_node",
     "parse_conversion_log", "read_conversion_log",
     "summarize_cosines", "worst_cosine",
 ]
@@ -67,12 +67,8 @@ COSINE_HEALTHY = threshold("cosine_healthy")
 # healthy node before it. Slow drift (0.999 -> 0.995 -> 0.989) is not a fall; a step such
 # as 0.9991 -> 0.8123 is.
 COSINE_DROP = threshold("cosine_drop")
-# First-node collapse: the leading (preprocess) node is below this while the nodes after
-# it are healthy. Even int8 rounding keeps a preprocess node above ~0.99, so a value under
-# 0.9 (0.54 in the R4 example) cannot be quantization noise: the calibration data and the
-# declared input preprocessing disagree.
-FIRST_NODE_COLLAPSE = threshold("first_node_collapse")
-# How many nodes with a cosine after the leading node(s) must be healthy for that reading.
+# The first node's cosine is measured against the nodes after it (how many: this); whether
+# that is a collapse (docs/file_formats.md R4) is judged in rules/54_measure_classes.yaml.
 FOLLOWING_NODES = threshold("following_nodes")
 
 # --- line patterns -----------------------------------------------------------------------
@@ -214,16 +210,12 @@ class ConversionLog:
     def worst_output(self) -> LogOutput | None:
         return worst_cosine(self.outputs)
 
-    def first_node_collapse(self, collapse_below: float = FIRST_NODE_COLLAPSE,
-                            healthy: float = COSINE_HEALTHY,
-                            following: int = FOLLOWING_NODES) -> FirstNodeCollapse[LogNode]:
-        return first_node_collapse(self.nodes, collapse_below, healthy, following)
+    def first_node(self, following: int = FOLLOWING_NODES) -> FirstNode[LogNode]:
+        return first_node(self.nodes, following)
 
     def summary(self, healthy: float = COSINE_HEALTHY, drop: float = COSINE_DROP,
-                collapse_below: float = FIRST_NODE_COLLAPSE,
                 following: int = FOLLOWING_NODES) -> LogSummary:
-        return LogSummary(summarize_cosines(self.nodes, healthy, drop, collapse_below, following),
-                          self.worst_output())
+        return LogSummary(summarize_cosines(self.nodes, healthy, drop, following), self.worst_output())
 
 
 # --- reading -----------------------------------------------------------------------------
@@ -604,15 +596,12 @@ class Fall(Generic[N]):
 
 
 @dataclass(frozen=True)
-class FirstNodeCollapse(Generic[N]):
-    """Reading of the R4 pattern: the first (preprocess) node is far below the nodes after
-    it, which are ≈ 1. `node` is the worst of the leading preprocess nodes (or the first
-    node with a cosine when the model has none); `following` the nodes checked after it."""
-    collapsed: bool
+class FirstNode(Generic[N]):
+    """The first (preprocess) node against the nodes after it (docs/file_formats.md R4):
+    `node` is the worst of the leading preprocess nodes (or the first node with a cosine
+    when the model has none); `following` the nodes with a cosine after it."""
     node: N | None
     following: tuple[N, ...]
-    collapse_below: float
-    healthy: float
 
     @property
     def cosine(self) -> float | None:
@@ -628,7 +617,7 @@ class FirstNodeCollapse(Generic[N]):
 class CosineSummary(Generic[N]):
     origin: Fall[N] | None
     worst: N | None
-    first_node: FirstNodeCollapse[N]
+    first_node: FirstNode[N]
 
 
 @dataclass(frozen=True)
@@ -691,30 +680,20 @@ def is_preprocess_node(node: ScoredNode) -> bool:
             or "preprocess" in (node.type or "").lower())
 
 
-def first_node_collapse(nodes: Sequence[N], collapse_below: float = FIRST_NODE_COLLAPSE,
-                        healthy: float = COSINE_HEALTHY,
-                        following: int = FOLLOWING_NODES) -> FirstNodeCollapse[N]:
-    """collapsed: the worst leading preprocess node (or the first node with a cosine when
-    there is none) is below `collapse_below` (or nan), while the next `following` nodes
-    with a cosine (at least one, fewer when the model is that small) are all healthy."""
+def first_node(nodes: Sequence[N], following: int = FOLLOWING_NODES) -> FirstNode[N]:
+    """The worst leading preprocess node (or the first node with a cosine when there is none)
+    and the next `following` nodes with a cosine (at least one)."""
     scored = [n for n in nodes if n.cosine is not None]
     if not scored:
-        return FirstNodeCollapse(False, None, (), collapse_below, healthy)
+        return FirstNode(None, ())
     lead = 0
     while lead < len(scored) and is_preprocess_node(scored[lead]):
         lead += 1
     lead = max(lead, 1)
     node = min(scored[:lead], key=lambda n: _rank(n.cosine))  # type: ignore[arg-type]
-    after = tuple(scored[lead:lead + max(following, 1)])
-    cosine = node.cosine
-    assert cosine is not None
-    low = math.isnan(cosine) or cosine < collapse_below
-    collapsed = low and bool(after) and all(_healthy(n.cosine, healthy) for n in after)
-    return FirstNodeCollapse(collapsed, node, after, collapse_below, healthy)
+    return FirstNode(node, tuple(scored[lead:lead + max(following, 1)]))
 
 
 def summarize_cosines(nodes: Sequence[N], healthy: float = COSINE_HEALTHY,
-                      drop: float = COSINE_DROP, collapse_below: float = FIRST_NODE_COLLAPSE,
-                      following: int = FOLLOWING_NODES) -> CosineSummary[N]:
-    return CosineSummary(first_sudden_fall(nodes, healthy, drop), worst_cosine(nodes),
-                         first_node_collapse(nodes, collapse_below, healthy, following))
+                      drop: float = COSINE_DROP, following: int = FOLLOWING_NODES) -> CosineSummary[N]:
+    return CosineSummary(first_sudden_fall(nodes, healthy, drop), worst_cosine(nodes), first_node(nodes, following))

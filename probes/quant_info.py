@@ -23,12 +23,11 @@ from typing import Any
 from j6doctor.probes.conversion_log import (
     COSINE_DROP,
     COSINE_HEALTHY,
-    FIRST_NODE_COLLAPSE,
     FOLLOWING_NODES,
     CosineSummary,
     Fall,
-    FirstNodeCollapse,
-    first_node_collapse,
+    FirstNode,
+    first_node,
     first_sudden_fall,
     summarize_cosines,
     worst_cosine,
@@ -74,15 +73,12 @@ class QuantInfo:
     def worst_node(self) -> QuantNode | None:
         return worst_cosine(self.nodes)
 
-    def first_node_collapse(self, collapse_below: float = FIRST_NODE_COLLAPSE,
-                            healthy: float = COSINE_HEALTHY,
-                            following: int = FOLLOWING_NODES) -> FirstNodeCollapse[QuantNode]:
-        return first_node_collapse(self.nodes, collapse_below, healthy, following)
+    def first_node(self, following: int = FOLLOWING_NODES) -> FirstNode[QuantNode]:
+        return first_node(self.nodes, following)
 
     def summary(self, healthy: float = COSINE_HEALTHY, drop: float = COSINE_DROP,
-                collapse_below: float = FIRST_NODE_COLLAPSE,
                 following: int = FOLLOWING_NODES) -> CosineSummary[QuantNode]:
-        return summarize_cosines(self.nodes, healthy, drop, collapse_below, following)
+        return summarize_cosines(self.nodes, healthy, drop, following)
 
 
 def read_quant_info(path: Path | str, display: str | None = None) -> QuantInfo:

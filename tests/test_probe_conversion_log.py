@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import judged
 from j6doctor.probes import conversion_log
 from j6doctor.probes.artifacts import identify
 from j6doctor.probes.conversion_log import (
     COSINE_DROP,
     COSINE_HEALTHY,
-    FIRST_NODE_COLLAPSE,
     FOLLOWING_NODES,
     parse_conversion_log,
     read_conversion_log,
@@ -130,14 +130,14 @@ def test_collapse_log_output_table():
         (46, "output", 0.998213, 0.012873, 0.000691, 0.093817)
 
 
-def test_collapse_log_summary():
+def test_collapse_log_summary(rulebase):
     summary = read_conversion_log(COLLAPSE).summary()
     first = summary.nodes.first_node
-    assert first.collapsed is True
+    assert judged(rulebase, COLLAPSE, "first_node_collapsed", "path") == {COLLAPSE.name}
+    assert [n.line for n in read_conversion_log(COLLAPSE).first_node(following=1).following] == [35]
     assert first.node.name == "HZ_PREPROCESS_FOR_images" and first.cosine == 0.541412
     assert [n.line for n in first.following] == [35, 36, 38]     # the '--' row is skipped
     assert first.following_min == 0.998907
-    assert (first.collapse_below, first.healthy) == (FIRST_NODE_COLLAPSE, COSINE_HEALTHY)
     # the first node is also the error origin (measured against 1.0) and the worst node
     origin = summary.nodes.origin
     assert origin.node.line == 34 and origin.before is None
@@ -146,23 +146,13 @@ def test_collapse_log_summary():
     assert summary.worst_output.name == "output"
 
 
-def test_collapse_needs_healthy_nodes_after_it(tmp_path):
+def test_collapse_needs_healthy_nodes_after_it(tmp_path, rulebase):
     text = text_of(COLLAPSE).replace("0.999731  ", "0.712345  ")
-    log = read_conversion_log(write(tmp_path, text))
-    first = log.first_node_collapse()
-    assert first.collapsed is False
+    path = write(tmp_path, text)
+    first = read_conversion_log(path).first_node()
     assert first.cosine == 0.541412 and first.following_min == 0.712345
+    assert judged(rulebase, path, "first_node_collapsed", "path") == set()
 
-
-def test_collapse_thresholds_are_parameters():
-    log = read_conversion_log(COLLAPSE)
-    assert log.first_node_collapse(collapse_below=0.5).collapsed is False
-    assert log.first_node_collapse(healthy=0.9995).collapsed is False
-    assert [n.line for n in log.first_node_collapse(following=1).following] == [35]
-    assert log.first_node_collapse(following=1, healthy=0.9995).collapsed is True
-
-
-# --- healthy, no final newline ----------------------------------------------------------
 
 def test_healthy_log_without_final_newline():
     log = read_conversion_log(HEALTHY)
@@ -174,7 +164,6 @@ def test_healthy_log_without_final_newline():
         ("logits", 0.99979, 4.086966, 24), ("boxes", 0.993406, 5.827535, 25)]
     summary = log.summary()
     assert summary.nodes.origin is None                 # slow drift 0.9998 -> 0.9900
-    assert summary.nodes.first_node.collapsed is False
     assert summary.nodes.first_node.cosine == 0.999812
     assert summary.nodes.worst.name == "...d/cls_branch.3/attn/Softmax"
     assert summary.worst_output.name == "boxes"
@@ -225,7 +214,6 @@ def test_interleaved_crlf_log_origin_in_the_middle():
     assert (origin.before.name, origin.before.line) == ("/encoder/blocks.0/attn/MatMul", 31)
     assert origin.drop == pytest.approx(0.999102 - 0.871206)
     assert summary.nodes.worst.line == 33
-    assert summary.nodes.first_node.collapsed is False
     assert summary.worst_output.name == "seg_logits"       # '--' outputs are not ranked
     # a larger required drop finds no sudden fall
     assert read_conversion_log(INTERLEAVED).origin(drop=0.2) is None
@@ -238,7 +226,7 @@ def test_crlf_and_lf_read_the_same():
 
 
 def test_defaults_are_documented_constants():
-    assert (COSINE_HEALTHY, COSINE_DROP, FIRST_NODE_COLLAPSE, FOLLOWING_NODES) == (0.99, 0.02, 0.9, 3)
+    assert (COSINE_HEALTHY, COSINE_DROP, FOLLOWING_NODES) == (0.99, 0.02, 3)
 
 
 # --- other layouts ------------------------------------------------------------------------
@@ -286,7 +274,7 @@ def test_terminal_copy_with_level_prefix(tmp_path):
     assert [(w.line, w.text) for w in log.warnings] == [
         (2, "input_layout_rt is ignored for featuremap input")]
     assert log.nodes == [] and log.worst_node() is None and log.origin() is None
-    assert log.first_node_collapse().node is None
+    assert log.first_node().node is None
     assert log.outputs[0].cosine == 0.912 and log.march.text == "nash-m"
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import judged
 from j6doctor.probes import conversion_log, quant_info
 from j6doctor.probes.artifacts import identify
 from j6doctor.probes.conversion_log import read_conversion_log
@@ -66,10 +67,10 @@ def test_collapse_node_fields():
     assert info.node("nope") is None
 
 
-def test_collapse_summary():
+def test_collapse_summary(rulebase):
     summary = read_quant_info(COLLAPSE).summary()
     first = summary.first_node
-    assert first.collapsed is True
+    assert judged(rulebase, COLLAPSE, "first_node_collapsed", "path") == {COLLAPSE.name}
     assert (first.node.name, first.cosine) == ("HZ_PREPROCESS_FOR_images", 0.541412)
     assert [n.line for n in first.following] == [17, 41, 67]          # the empty cosine is skipped
     assert first.following_min == 0.998907
@@ -80,20 +81,21 @@ def test_collapse_summary():
 
 def test_collapse_agrees_with_the_log_of_the_same_run():
     """The same invented run seen in both files: the same first-node reading."""
-    log = read_conversion_log(COLLAPSE_LOG).first_node_collapse()
-    info = read_quant_info(COLLAPSE).first_node_collapse()
-    assert (log.collapsed, log.node.name, log.cosine) == (info.collapsed, info.node.name, info.cosine)
+    log = read_conversion_log(COLLAPSE_LOG).first_node()
+    info = read_quant_info(COLLAPSE).first_node()
+    assert (log.node.name, log.cosine, log.following_min) == (info.node.name, info.cosine, info.following_min)
 
 
-def test_healthy_crlf_without_final_newline():
+def test_healthy_crlf_without_final_newline(rulebase):
     info = read_quant_info(HEALTHY)
     assert [n.line for n in info.nodes] == [2, 17, 32, 47, 62]
     summary = info.summary()
     assert summary.origin is None
-    assert summary.first_node.collapsed is False and summary.first_node.cosine == 0.999812
+    assert summary.first_node.cosine == 0.999812
+    assert judged(rulebase, HEALTHY, "first_node_collapsed", "path") == set()
     assert summary.worst.name == "/head/cls/Conv"
     assert info.origin(healthy=0.998, drop=0.001).node.name == "/backbone/layer1/Conv"
-    assert info.first_node_collapse(collapse_below=0.9999, following=2).collapsed is True
+    assert len(info.first_node(following=2).following) == 2
 
 
 def test_crlf_and_lf_read_the_same():
@@ -110,7 +112,7 @@ def test_compact_json_is_all_on_line_1():
 
 def test_summary_logic_lives_in_conversion_log():
     assert quant_info.first_sudden_fall is conversion_log.first_sudden_fall
-    assert quant_info.first_node_collapse is conversion_log.first_node_collapse
+    assert quant_info.first_node is conversion_log.first_node
     assert quant_info.worst_cosine is conversion_log.worst_cosine
 
 
