@@ -20,6 +20,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from j6doctor.atomic_write import write_atomic
 from j6doctor.facts import attr, enum_values, label, resolve
 from j6doctor.probes.case_file import named_value, platform_forms, resolve_package, value_at
+from j6doctor.verdict_model import MissingItem, Verdict
 
 MAX_TRIES = 3
 
@@ -108,15 +109,16 @@ def _yes_no(text: str) -> bool | None:
     return None
 
 
-def ask_missing(data: dict[str, Any], verdict: dict[str, Any], ask: Ask, say: Callable[[str], None]) -> dict[str, Any]:
+def ask_missing(data: dict[str, Any], verdict: Verdict, items: list[MissingItem], ask: Ask,
+                say: Callable[[str], None]) -> dict[str, Any]:
     """Answers for the missing gate items, as case keys to merge. Each item is asked the way
     its vocabulary entry says (gate_item: answer, question, key, of, fields, fields_key).
     Raises nothing on end of input: returns what was answered so far."""
     updates: dict[str, Any] = {}
     try:
-        for item in verdict["missing_detail"]:
-            say(f"\n[{item['label']}] {item['why']}")
-            kind = attr("gate_item", item["id"], "answer", "text")
+        for item in items:
+            say(f"\n[{item.label}] {item.why}")
+            kind = attr("gate_item", item.id, "answer", "text")
             _ANSWER_KINDS.get(kind, _text)(_Item(item), data, verdict, ask, updates)
     except EndOfAnswers:
         say("\n（输入结束，保存已回答的内容）")
@@ -133,9 +135,9 @@ def _pruned(value: Any) -> Any:
 class _Item:
     """A missing gate item of the verdict, with its vocabulary attributes."""
 
-    def __init__(self, missing: dict[str, Any]):
-        self.id = missing["id"]
-        self.asks = list(missing.get("ask") or [])  # what the gate rule asks for, when it says
+    def __init__(self, missing: MissingItem):
+        self.id = missing.id
+        self.asks = list(missing.ask)  # what the gate rule asks for, when it says
 
     def attr(self, key: str, default: Any = None) -> Any:
         return attr("gate_item", self.id, key, default)
@@ -202,7 +204,7 @@ def _results(item: _Item, data, verdict, ask: Ask, updates) -> None:
     any artifacts the user has verified; then the kind of evidence behind them."""
     known = value_at(data, item.key) or {}
     results = _slot(updates, item.key)  # filled as answers come: end of input keeps them
-    wanted = [e["artifact"] for e in verdict["evaluate_next"] if e["artifact"] not in known]
+    wanted = [e.artifact for e in verdict.evaluate_next if e.artifact not in known]
     for artifact in wanted:
         status = _ask_valid(ask, f"{label('artifact', artifact)} 的评测结论 [normal/abnormal]：",
                             _choice(("normal", "abnormal")), "请填 normal 或 abnormal")

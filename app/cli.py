@@ -142,7 +142,7 @@ def next_step(output: Path | None, **inputs) -> None:
     diagnosis, protected = _run(**inputs)
     script = render_next_step(diagnosis)
     if script is None:
-        _echo(f"j6doctor: {diagnosis.verdict['stage_label']}：没有可运行的下一步脚本；"
+        _echo(f"j6doctor: {diagnosis.verdict.stage_label}：没有可运行的下一步脚本；"
               "先补充报告中列出的信息再诊断", err=True)
         return
     _write(script, output, protected)
@@ -205,13 +205,12 @@ def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None,
         # _run reads and validates the case: a bad case file exits 2 before anything is written
         diagnosis, protected = _run(case if case.exists() else None, workdirs_t, None, None, False, False, env,
                                     tuple(rule_packs))
-        verdict = dict(diagnosis.verdict)
-        verdict["missing_detail"] = [m for m in verdict["missing_detail"] if m["id"] not in asked]
-        if not verdict["missing_detail"]:
+        items = [m for m in diagnosis.verdict.missing_detail if m.id not in asked]
+        if not items:
             break
-        asked.update(m["id"] for m in verdict["missing_detail"])
+        asked.update(m.id for m in items)
         data = diagnosis.case.data if diagnosis.case is not None else {}
-        updates = ask_missing(data, verdict, answer, say)
+        updates = ask_missing(data, diagnosis.verdict, items, answer, say)
         if not updates:
             break
         write_case(case, updates)
@@ -370,6 +369,30 @@ def rules_schema(plain: bool) -> None:
 
     schema = rule_file_schema() if plain else vocabulary_schema(vocabulary())
     _echo(json.dumps(schema, ensure_ascii=False, indent=2))
+
+
+def schema(what: str, rule_packs: tuple[Path, ...]) -> None:
+    """The JSON Schema of the verdict, of a case file or of a rule file (with the packs'
+    vocabulary where it matters: their enum values and fact types)."""
+    import json
+
+    if rule_packs:
+        _rulebase(rule_packs)  # loads and activates the packs' vocabulary (or exits with why)
+    if what == "verdict":
+        from j6doctor.verdict_schema import verdict_schema
+
+        document = verdict_schema()
+    elif what == "case":
+        from j6doctor.probes.case_file import case_schema
+
+        document = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "j6doctor case file",
+                    "description": "case.yaml / case.json (docs/CONTRACT.md)", **case_schema()}
+    else:
+        from j6doctor.engine.schema_export import vocabulary_schema
+        from j6doctor.facts import vocabulary
+
+        document = vocabulary_schema(vocabulary())
+    _echo(json.dumps(document, ensure_ascii=False, indent=2))
 
 
 # ---------------------------------------------------------------------------- the parser
@@ -560,6 +583,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", dest="progress", action="store_false",
                    help="No progress bar (it is shown only on a terminal anyway).")
     p.set_defaults(run=triage)
+
+    p = command("schema", "Print the JSON Schema of the verdict, a case file or a rule file.",
+                "Print a JSON Schema: `verdict` (the JSON verdict of `diagnose --format json`, with its\n"
+                "schema_version), `case` (case.yaml / case.json) or `rule` (a rule file, with the fact\n"
+                "vocabulary folded in). With --rules, the packs' vocabulary is included.")
+    p.add_argument("what", choices=["verdict", "case", "rule"], metavar="{verdict,case,rule}")
+    p.add_argument("--rules", dest="rule_packs", action="append", default=[], metavar="PACK",
+                   type=_path_type("folder"), help="Rule pack folder whose vocabulary to include (repeatable).")
+    p.set_defaults(run=schema)
 
     p = command("rules", "Work on the rule base: lint, test, schema.",
                 "Work on the rule base: lint it, run each rule's example cases, print the rule-file schema.")

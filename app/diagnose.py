@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from j6doctor.engine import Fact, RuleBase, RuleBaseError, RuleBaseErrors, RunResult
@@ -14,6 +14,7 @@ from j6doctor.facts import activate, with_packs
 from j6doctor.probes.case_file import Case, case_from_data, read_case
 from j6doctor.rules import BUNDLED_RULES_DIR
 from j6doctor.verdict import build_verdict
+from j6doctor.verdict_model import Verdict
 
 
 @dataclass
@@ -25,10 +26,15 @@ class Diagnosis:
     facts: list[Fact]
     run: RunResult
     rulebase: RuleBase
-    verdict: dict
+    verdict: Verdict
     command_args: str = ""  # how to name the same inputs on a command line, for hints
     charts: list = field(default_factory=list)  # per-layer series for the HTML report
     read_paths: list[Path] = field(default_factory=list)  # every file the run read
+
+    @cached_property
+    def verdict_json(self) -> dict:
+        """The public JSON verdict (docs/CONTRACT.md)."""
+        return self.verdict.to_json()
 
 
 @lru_cache(maxsize=8)

@@ -19,12 +19,12 @@ def explain_data(diagnosis: Diagnosis, why_not_stage: str | None = None) -> dict
     rules = _rules(diagnosis)
     result = diagnosis.run
     data: dict[str, Any] = {
-        "stage": verdict["stage"],
-        "stage_label": verdict["stage_label"],
-        "conclusions": [derivation_tree(result, rules, c["fact"]) for c in verdict["conclusion"]],
-        "missing": [derivation_tree(result, rules, fid) for m in verdict["missing_detail"] for fid in m["facts"]],
-        "mistakes": [derivation_tree(result, rules, fid) for m in verdict["mistakes"] for fid in m["facts"]],
-        "rulebase": verdict["rulebase"],
+        "stage": verdict.stage,
+        "stage_label": verdict.stage_label,
+        "conclusions": [derivation_tree(result, rules, c.fact) for c in verdict.conclusion],
+        "missing": [derivation_tree(result, rules, fid) for m in verdict.missing_detail for fid in m.facts],
+        "mistakes": [derivation_tree(result, rules, fid) for m in verdict.mistakes for fid in m.facts],
+        "rulebase": diagnosis.verdict_json["rulebase"],
     }
     if why_not_stage is not None:
         input_types = {n for n, t in vocabulary().types.items() if t.origin == "input"}
@@ -32,7 +32,7 @@ def explain_data(diagnosis: Diagnosis, why_not_stage: str | None = None) -> dict
         data["why_not"] = {
             "stage": why_not_stage,
             "stage_label": label("stage", why_not_stage),
-            "already": verdict["stage"] == why_not_stage,
+            "already": verdict.stage == why_not_stage,
             "rules": [c.as_dict() for c in checks],
             "would_change": inputs_needed(checks),
         }

@@ -29,6 +29,7 @@ from j6doctor import __version__
 from j6doctor.diagnose import Diagnosis
 from j6doctor.facts import attr, enum_values, label
 from j6doctor.templates import script_environment
+from j6doctor.verdict_model import ChecklistEntry
 
 MANUAL_TEMPLATE = "manual.py.j2"  # no script for this family and stage: the steps, by hand
 # The toolchains the script templates are written for, the least specific first: a case
@@ -128,9 +129,9 @@ def render_next_step(diagnosis: Diagnosis) -> str | None:
     # the first march that names a variant (a generic "J6" has none; a file may name it)
     march = next((p["march"] for p in platforms if p["march"]), None)
     families = {p["family"] for p in platforms}
-    checklist = diagnosis.verdict["checklist"] or [
-        {"id": item, "label": label("check_item", item), "look_at": attr("check_item", item, "look_at", ""),
-         "status": "unchecked"}
+    checklist = diagnosis.verdict.checklist or [
+        ChecklistEntry(item, label("check_item", item), attr("check_item", item, "look_at", ""),
+                       "unchecked", label("check_status", "unchecked"), "", None)
         for item in enum_values("check_item")
     ]
     context = {
@@ -146,6 +147,6 @@ def render_next_step(diagnosis: Diagnosis) -> str | None:
         "split_run": any(f["differ"] for f in facts.by_type("input_formats")),
         "consistency_strategy": any(attr("platform", f, "consistency_strategy", False) for f in families),
         "checklist": checklist,
-        "manual_steps": [step["text"] for step in diagnosis.verdict["next_steps"]],
+        "manual_steps": [step.text for step in diagnosis.verdict.next_steps],
     }
     return _environment().get_template(template).render(**context)

@@ -11,6 +11,7 @@ from j6doctor.engine import Fact, describe_engine
 from j6doctor.facts import attr, enum_values, label
 from j6doctor.next_step_script import script_stage
 from j6doctor.templates import report_environment
+from j6doctor.verdict_model import Verdict
 
 def _checks(diagnosis: Diagnosis) -> list[dict[str, Any]]:
     """What the rule base checked: each rule file, in order, with the rules that fired."""
@@ -34,8 +35,8 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         by_type.setdefault(fact.type, []).append(fact)
     results = by_type.get("result", [])
     unconfirmed = {(f["artifact"], f["status"]): f["why"] for f in result.by_type("unconfirmed")}
-    chain = verdict["chain_stage"]
-    ptq = bool(verdict["flow"]) and verdict["flow"]["flow"] == "ptq"
+    chain = verdict.chain_stage
+    ptq = verdict.flow is not None and verdict.flow.flow == "ptq"
 
     def describe(fact: Fact) -> str:
         return describe_fact(fact, ptq)
@@ -43,14 +44,14 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
     return {
         "case": diagnosis.title,
         "verdict": verdict,
-        "stage": verdict["stage"],
-        "stage_label": verdict["stage_label"],
-        "undetermined": bool(attr("stage", verdict["stage"], "open", False)),
+        "stage": verdict.stage,
+        "stage_label": verdict.stage_label,
+        "undetermined": bool(attr("stage", verdict.stage, "open", False)),
         "key_findings": _key_findings(verdict),
         "script_stage": script_stage(diagnosis),
         "command_args": diagnosis.command_args,
-        "evidence": [describe(result.fact(e["fact"])) + f" — {result.fact(e['fact']).source.describe()}"
-                     for e in verdict["evidence"]],
+        "evidence": [describe(result.fact(e.fact)) + f" — {result.fact(e.fact).source.describe()}"
+                     for e in verdict.evidence],
         "normal": [describe(f) for f in results if f["status"] == "normal"
                    and (f["artifact"], f["status"]) not in unconfirmed],
         "abnormal": [describe(f) for f in results if f["status"] == "abnormal"
@@ -62,29 +63,29 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         "comparisons": [describe(f) for f in by_type.get("comparison", []) + by_type.get("control", [])],
         "input_params": [describe(f) for f in by_type.get("input_param", [])],
         "suspects": [describe(f) for f in by_type.get("suspect", [])],
-        "flow": verdict["flow"],
-        "after_fix": chain if chain and chain["stage"] != verdict["stage"] else None,
+        "flow": verdict.flow,
+        "after_fix": chain if chain and chain.stage != verdict.stage else None,
         "platform": [describe(f) for f in by_type.get("platform", [])],
         "versions": [describe(f) for f in by_type.get("version", [])],
         "badcase": [describe(f) for f in by_type.get("badcase", [])],
         "symptom": [f["text"] for f in by_type.get("symptom", [])],
         "deployment_notes": [f["text"] for f in by_type.get("deployment_notes", [])],
         "tried": [f["text"] for f in by_type.get("tried_fix", [])],
-        "files": [f"{a['path']}（{label('file_kind', a['kind'])}，{'按内容识别' if a['by'] == 'content' else '按文件名识别'}，"
-                  f"{a['size']} 字节，sha256 {a['sha256'][:12]}"
-                  f"{'（只算前 ' + str(a['hashed'] // (1024 * 1024)) + ' MiB）' if a['hashed'] >= 0 else ''}）"
-                  for a in verdict["artifacts"]],
+        "files": [f"{a.path}（{label('file_kind', a.kind)}，{'按内容识别' if a.by == 'content' else '按文件名识别'}，"
+                  f"{a.size} 字节，sha256 {a.sha256[:12]}"
+                  f"{'（只算前 ' + str(a.hashed // (1024 * 1024)) + ' MiB）' if a.hashed >= 0 else ''}）"
+                  for a in verdict.artifacts],
         "checks": _checks(diagnosis),
         "engine": describe_engine(diagnosis.rulebase.engine),
     }
 
 
-def _key_findings(verdict: dict[str, Any]) -> list[dict[str, Any]]:
+def _key_findings(verdict: Verdict) -> list[dict[str, Any]]:
     """The five 关键发现 entries of the report template, in order, filled by the rules."""
-    committal = attr("stage", verdict["stage"], "committal", True)
+    committal = attr("stage", verdict.stage, "committal", True)
     out = []
     for slot in enum_values("key_slot"):  # a slot no rule filled says what its vocabulary entry says
-        texts = [k["text"] for k in verdict["key_findings"] if k["slot"] == slot]
+        texts = verdict.key_texts(slot)
         if not texts:
             empty = attr("key_slot", slot, "empty", "暂无")
             texts = [empty if committal else attr("key_slot", slot, "empty_open", empty)]
@@ -128,4 +129,4 @@ def render_html(diagnosis: Diagnosis) -> str:
 
 
 def render_json(diagnosis: Diagnosis) -> str:
-    return json.dumps(diagnosis.verdict, ensure_ascii=False, indent=2, sort_keys=False) + "\n"
+    return json.dumps(diagnosis.verdict_json, ensure_ascii=False, indent=2, sort_keys=False) + "\n"

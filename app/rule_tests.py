@@ -20,6 +20,7 @@ from j6doctor.engine import RuleBase, Source
 from j6doctor.engine.explain import satisfying_binding
 from j6doctor.engine.rule_model import Rule
 from j6doctor.probes import InputError
+from j6doctor.verdict_model import Verdict
 
 
 @dataclass
@@ -73,14 +74,14 @@ def _decided_alone(rule: Rule, facts) -> set[int]:
     return out
 
 
-def _expectations(expect: dict[str, Any], verdict: dict[str, Any]) -> list[str]:
+def _expectations(expect: dict[str, Any], verdict: Verdict) -> list[str]:
     problems = []
-    if "stage" in expect and verdict["stage"] != expect["stage"]:
-        problems.append(f"stage is {verdict['stage']}, expected {expect['stage']}")
-    if "missing" in expect and verdict["missing"] != expect["missing"]:
-        problems.append(f"missing is {verdict['missing']}, expected {expect['missing']}")
+    if "stage" in expect and verdict.stage != expect["stage"]:
+        problems.append(f"stage is {verdict.stage}, expected {expect['stage']}")
+    if "missing" in expect and verdict.missing != expect["missing"]:
+        problems.append(f"missing is {verdict.missing}, expected {expect['missing']}")
     if "mistakes" in expect:
-        got = [m["id"] for m in verdict["mistakes"]]
+        got = [m.id for m in verdict.mistakes]
         if got != expect["mistakes"]:
             problems.append(f"mistakes are {got}, expected {expect['mistakes']}")
     unknown = sorted(set(expect) - {"stage", "missing", "mistakes"})

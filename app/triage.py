@@ -49,10 +49,13 @@ import sys
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, TextIO
+from typing import TYPE_CHECKING, Any, Iterable, TextIO
 from urllib.parse import quote
 
 from j6doctor.progress import Progress
+
+if TYPE_CHECKING:
+    from j6doctor.verdict_model import Verdict
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
 
@@ -107,9 +110,9 @@ _JSON_KEY = re.compile(r'"((?:[^"\\\n]|\\.)*)"\s*:')
 
 
 def _case_keys() -> frozenset[str]:
-    from j6doctor.probes.case_file import _case_schema
+    from j6doctor.probes.case_file import case_schema
 
-    return frozenset(k.lower() for k in _case_schema()["properties"])
+    return frozenset(k.lower() for k in case_schema()["properties"])
 
 
 def _top_level_keys(path: Path, head: bytes, size: int) -> list[str] | None:
@@ -443,15 +446,15 @@ def _diagnose(item: Item, settings: Settings):
         raise _ItemError("internal_error", str(exc)) from None
 
 
-def first_finding(verdict: dict[str, Any]) -> str:
+def first_finding(verdict: Verdict) -> str:
     """The one line a summary shows for a verdict: its first finding, else its first
     warning (marked ⚠), else the first 关键发现 a rule filled, else nothing."""
-    if verdict.get("findings"):
-        return verdict["findings"][0]["text"]
-    if verdict.get("warnings"):
-        return "⚠ " + verdict["warnings"][0]
-    if verdict.get("key_findings"):
-        return verdict["key_findings"][0]["text"]
+    if verdict.findings:
+        return verdict.findings[0].text
+    if verdict.warnings:
+        return "⚠ " + verdict.warnings[0]
+    if verdict.key_findings:
+        return verdict.key_findings[0].text
     return ""
 
 
@@ -490,12 +493,12 @@ def run_item(index: int, item: Item, stem: str | None, settings: Settings | None
         diagnosis = _diagnose(item, settings)
         verdict = diagnosis.verdict
         row.update({
-            "stage": verdict["stage"], "stage_label": verdict["stage_label"],
-            "candidates": [{"stage": c["stage"], "label": c["label"]} for c in verdict["candidates"]],
-            "missing": list(verdict["missing"]),
-            "missing_labels": [m["label"] for m in verdict["missing_detail"]],
+            "stage": verdict.stage, "stage_label": verdict.stage_label,
+            "candidates": [{"stage": c.stage, "label": c.label} for c in verdict.candidates],
+            "missing": list(verdict.missing),
+            "missing_labels": [m.label for m in verdict.missing_detail],
             "first_finding": first_finding(verdict),
-            "warnings": list(verdict["warnings"]),
+            "warnings": list(verdict.warnings),
             "engine": diagnosis.rulebase.engine,
         })
         if settings.out is not None and stem is not None:

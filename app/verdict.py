@@ -1,13 +1,18 @@
-"""Assemble the public JSON verdict (docs/CONTRACT.md) from the facts
-a rule run produced. Nothing here decides a stage: it reads the rules' conclusions,
-orders them, and keeps the links to the facts they came from."""
+"""Assemble the verdict (verdict_model.Verdict; its JSON is the public one, docs/CONTRACT.md)
+from the facts a rule run produced. Nothing here decides a stage: it reads the rules'
+conclusions, orders them, and keeps the links to the facts they came from."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from j6doctor import __version__
 from j6doctor.engine import Fact, RuleBase, RunResult
 from j6doctor.facts import attr, enum_values, label
+from j6doctor.verdict_model import (ArtifactEntry, Candidate, ChecklistEntry, Conclusion, EvaluateNext,
+                                    EvidenceEntry, Finding, FlowRef, KeyFinding, MissingItem, Mistake, NextStep,
+                                    Retained, RulebaseInfo, SCHEMA_VERSION, StageRef, TextFact, ToolInfo,
+                                    Verdict)
 
 UNDETERMINED = "undetermined"
 
@@ -42,7 +47,7 @@ def trace_entry(fact: Fact) -> dict[str, Any]:
     return entry
 
 
-def build_verdict(result: RunResult, rulebase: RuleBase) -> dict[str, Any]:
+def build_verdict(result: RunResult, rulebase: RuleBase) -> Verdict:
     stage_order = list(enum_values("stage"))
     verdicts = result.by_type("verdict")
     stages = sorted({f["stage"] for f in verdicts}, key=stage_order.index)
@@ -133,37 +138,35 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> dict[str, Any]:
     chain = sorted({f["stage"] for f in result.by_type("chain_stage")}, key=stage_order.index)
     flows = sorted(result.by_type("flow"), key=lambda f: _num(f.id))  # one value (exclusive), maybe several reasons
 
-    return {
-        "stage": stage,
-        "stage_label": label("stage", stage),
-        "missing": missing,
-        "missing_detail": missing_detail,
-        "evaluate_next": evaluate_next,
-        "evidence": evidence,
-        "conclusion": [
-            {"fact": f.id, "rule": f.derivation.rule, "reason": f["reason"]}
-            for f in sorted(chosen, key=lambda f: _num(f.id))
-        ],
-        "chain_stage": {"stage": chain[0], "label": label("stage", chain[0])} if len(chain) == 1 else None,
-        "candidates": _candidates(result),
-        "flow": {"flow": flows[0]["flow"], "label": label("flow", flows[0]["flow"]), "how": flows[0]["how"],
-                 "fact": flows[0].id} if len({f["flow"] for f in flows}) == 1 else None,
-        "text_facts": _text_facts(result),
-        "findings": findings,
-        "key_findings": key_findings,
-        "warnings": warnings,
-        "checklist": checklist,
-        "mistakes": list(mistakes.values()),
-        "next_steps": next_steps,
-        "retain": retain,
-        "artifacts": artifacts,
-        "trace": [trace_entry(f) for f in result.facts],
-        "rulebase": {"fingerprint": rulebase.compiled.fingerprint, "rules": len(rulebase.rules),
-                     "engine": rulebase.engine},
-    }
+    return Verdict(
+        schema_version=SCHEMA_VERSION,
+        tool=ToolInfo("j6doctor", __version__),
+        stage=stage,
+        stage_label=label("stage", stage),
+        missing=missing,
+        missing_detail=[MissingItem(**m) for m in missing_detail],
+        evaluate_next=[EvaluateNext(**e) for e in evaluate_next],
+        evidence=[EvidenceEntry(**e) for e in evidence],
+        conclusion=[Conclusion(f.id, f.derivation.rule, f["reason"]) for f in sorted(chosen, key=lambda f: _num(f.id))],
+        chain_stage=StageRef(chain[0], label("stage", chain[0])) if len(chain) == 1 else None,
+        candidates=_candidates(result),
+        flow=(FlowRef(flows[0]["flow"], label("flow", flows[0]["flow"]), flows[0]["how"], flows[0].id)
+              if len({f["flow"] for f in flows}) == 1 else None),
+        text_facts=_text_facts(result),
+        findings=[Finding(**f) for f in findings],
+        key_findings=[KeyFinding(**k) for k in key_findings],
+        warnings=warnings,
+        checklist=checklist,
+        mistakes=[Mistake(**m) for m in mistakes.values()],
+        next_steps=[NextStep(**n) for n in next_steps],
+        retain=[Retained(**r) for r in retain],
+        artifacts=[ArtifactEntry(**a) for a in artifacts],
+        trace=[trace_entry(f) for f in result.facts],
+        rulebase=RulebaseInfo(rulebase.compiled.fingerprint, len(rulebase.rules), rulebase.engine),
+    )
 
 
-def _checklist(result: RunResult) -> list[dict[str, Any]]:
+def _checklist(result: RunResult) -> list[ChecklistEntry]:
     """One entry per deployment checklist item: the status the case gives, or a mismatch
     the user stated in their own words; unchecked otherwise."""
     given = {f["item"]: f for f in result.by_type("checklist_item")}
@@ -177,40 +180,32 @@ def _checklist(result: RunResult) -> list[dict[str, Any]]:
         status, note, source = (fact["status"], fact["note"], fact) if fact else ("unchecked", "", None)
         if item in stated and status != "mismatch":
             status, note, source = "mismatch", stated[item]["note"], stated[item]
-        out.append({
-            "id": item,
-            "label": label("check_item", item),
-            "look_at": attr("check_item", item, "look_at", ""),
-            "status": status,
-            "status_label": label("check_status", status),
-            "note": note,
-            "fact": source.id if source else None,
-        })
+        out.append(ChecklistEntry(item, label("check_item", item), attr("check_item", item, "look_at", ""),
+                                  status, label("check_status", status), note, source.id if source else None))
     return out
 
 
-def _candidates(result: RunResult) -> list[dict[str, Any]]:
+def _candidates(result: RunResult) -> list[Candidate]:
     """The stages still possible, each once (its first check by order), in order."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Candidate] = {}
     for fact in sorted(result.by_type("candidate"), key=lambda f: (f["order"], _num(f.id))):
         if fact["stage"] not in out:
-            out[fact["stage"]] = {"stage": fact["stage"], "label": label("stage", fact["stage"]),
-                                  "check": fact["check"], "why": fact["why"], "rule": fact.derivation.rule,
-                                  "fact": fact.id}
+            out[fact["stage"]] = Candidate(fact["stage"], label("stage", fact["stage"]), fact["check"], fact["why"],
+                                           fact.derivation.rule, fact.id)
     return list(out.values())
 
 
-def _text_facts(result: RunResult) -> list[dict[str, Any]]:
+def _text_facts(result: RunResult) -> list[TextFact]:
     """What was read from the user's own words: quote, case key and span, and the rule."""
     out = []
     for fact in sorted(result.by_type("text_fact"), key=lambda f: _num(f.id)):
         premise = result.fact(fact.derivation.premises[0])
         source = premise.source.as_dict() if premise.source else {}
-        out.append({
-            "topic": fact["topic"], "topic_label": label("text_topic", fact["topic"]),
-            "kind": fact["kind"], "kind_label": label("text_kind", fact["kind"]),
-            "item": fact["item"], "value": fact["value"], "quote": fact["quote"],
-            "key": fact["field"], "line": source.get("line"), "start": fact["start"], "end": fact["end"],
-            "rule": fact.derivation.rule, "fact": fact.id,
-        })
+        out.append(TextFact(
+            topic=fact["topic"], topic_label=label("text_topic", fact["topic"]),
+            kind=fact["kind"], kind_label=label("text_kind", fact["kind"]),
+            item=fact["item"], value=fact["value"], quote=fact["quote"],
+            key=fact["field"], line=source.get("line"), start=fact["start"], end=fact["end"],
+            rule=fact.derivation.rule, fact=fact.id,
+        ))
     return out

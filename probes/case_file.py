@@ -106,7 +106,7 @@ def _enum(name: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 @per_vocabulary
-def _case_schema() -> dict[str, Any]:
+def case_schema() -> dict[str, Any]:
     string = {"type": "string"}
     scalar = {"type": ["string", "number", "boolean"]}
     result = {
@@ -515,7 +515,7 @@ def case_from_data(data: dict[str, Any], display: str = "<example>", base: Path 
 
 def _schema_errors(data: dict[str, Any]) -> Iterator["jsonschema.ValidationError"]:
     """The schema errors of a case: none when the fast check passes it, else jsonschema's."""
-    schema = _case_schema()
+    schema = case_schema()
     if fast_check(schema, "case")(data):
         return
     import jsonschema

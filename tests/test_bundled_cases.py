@@ -40,4 +40,4 @@ def test_every_bundled_case_is_listed():
 def test_bundled_case(name, rulebase):
     stage, missing = EXPECTED[name]
     d = diagnose_file(EXAMPLES / name, rulebase)
-    assert (d.verdict["stage"], d.verdict["missing"]) == (stage, missing)
+    assert (d.verdict_json["stage"], d.verdict_json["missing"]) == (stage, missing)

@@ -24,11 +24,11 @@ VERIFIER_CONSISTENT = str(BUNDLED_RULES_DIR / "fixtures" / "tools" / "verifier_c
 
 
 def stages(d):
-    return [c["stage"] for c in d.verdict["candidates"]]
+    return [c["stage"] for c in d.verdict_json["candidates"]]
 
 
 def step_texts(d):
-    return [s["text"] for s in d.verdict["next_steps"]]
+    return [s["text"] for s in d.verdict_json["next_steps"]]
 
 
 def summary(d):
@@ -40,14 +40,14 @@ def summary(d):
 @pytest.mark.parametrize("name", ["free_text_only_mismatch.yaml", "broken_reference.yaml"])
 def test_user_side_examples_start_with_the_fix_not_the_toolchain_step(rulebase, name):
     d = diagnose_file(EXAMPLES / name, rulebase)
-    assert d.verdict["stage"] == "user_side"
-    assert d.verdict["chain_stage"]["stage"] == "baseline"  # the gap is still there, for after the fix
+    assert d.verdict_json["stage"] == "user_side"
+    assert d.verdict_json["chain_stage"]["stage"] == "baseline"  # the gap is still there, for after the fix
     texts = step_texts(d)
     assert not texts[0].startswith("先评测"), texts[0]
     assert texts[0].startswith(("先修正", "先验证参考")), texts[0]
     gap = next(i for i, t in enumerate(texts) if t.startswith("先评测 quantized.bc"))
     assert gap > 0  # kept, after the fix
-    assert d.verdict["candidates"][0]["stage"] == "user_side"
+    assert d.verdict_json["candidates"][0]["stage"] == "user_side"
 
 
 def test_confirmed_checklist_mismatches_with_an_unverified_quantized_bc(diagnose):
@@ -58,8 +58,8 @@ def test_confirmed_checklist_mismatches_with_an_unverified_quantized_bc(diagnose
                   "results": {"hbm": {"status": "abnormal", "evidence": "multi_frame_visual"}},
                   "deployment": {"checklist": {"padding": {"status": "Mismatch", "note": "buffer stride 板端程序忽略了"},
                                                "preprocess": "mismatch"}}})
-    assert d.verdict["stage"] == "user_side"
-    steps = d.verdict["next_steps"]
+    assert d.verdict_json["stage"] == "user_side"
+    steps = d.verdict_json["next_steps"]
     fixes = [s for s in steps if s["text"].startswith("先修正已确认的不一致")]
     assert len(fixes) == 2 and steps[:2] == fixes  # both fixes first, one per item
     assert "buffer stride" in " ".join(s["text"] for s in fixes)
@@ -69,9 +69,9 @@ def test_confirmed_checklist_mismatches_with_an_unverified_quantized_bc(diagnose
 
 def test_a_broken_reference_is_verified_first_and_said_once(rulebase):
     d = diagnose_file(EXAMPLES / "broken_reference.yaml", rulebase)
-    first = d.verdict["next_steps"][0]["text"]
+    first = d.verdict_json["next_steps"][0]["text"]
     assert first.startswith("先验证参考") and "同一份预处理后的张量" in first
-    reasons = [c["reason"] for c in d.verdict["conclusion"]]
+    reasons = [c["reason"] for c in d.verdict_json["conclusion"]]
     assert len(reasons) == 1 and reasons[0].startswith("参考（float）流程")
     fixes = [t for t in step_texts(d) if "参考流程" in t and t.startswith("先")]
     assert len(fixes) == 1
@@ -84,16 +84,16 @@ def test_a_broken_reference_is_verified_first_and_said_once(rulebase):
 def test_a_reference_shown_wrong_by_several_models_is_one_reason(diagnose):
     d = diagnose({**FULL_INFO, "results": {"float": ok("abnormal"), "qat_pt": ok("normal"),
                                            "quantized_bc": ok("normal")}})
-    assert d.verdict["stage"] == "user_side"
-    (reason,) = [c["reason"] for c in d.verdict["conclusion"]]
+    assert d.verdict_json["stage"] == "user_side"
+    (reason,) = [c["reason"] for c in d.verdict_json["conclusion"]]
     assert "qat.pt 正常" in reason
-    assert d.verdict["next_steps"][0]["text"].startswith("先验证参考")
+    assert d.verdict_json["next_steps"][0]["text"].startswith("先验证参考")
 
 
 def test_an_unverified_reference_still_starts_with_verify_the_reference(diagnose):
     d = diagnose({**FULL_INFO, "results": {"float": ok("abnormal"), "board": ok("abnormal")}})
-    assert d.verdict["stage"] == "undetermined"
-    assert d.verdict["next_steps"][0]["text"].startswith("先验证参考")
+    assert d.verdict_json["stage"] == "undetermined"
+    assert d.verdict_json["next_steps"][0]["text"].startswith("先验证参考")
     assert stages(d)[0] == "user_side"
 
 
@@ -101,7 +101,7 @@ def test_a_fix_comes_before_a_gap_on_the_chain_too(diagnose):
     # qat.pt fine, quantized.bc dropped, qat.bc never evaluated, and a confirmed checkpoint mix-up
     d = diagnose({**FULL_INFO, "results": {"qat_pt": ok("normal"), "quantized_bc": ok("abnormal")},
                   "user_checks": {"checkpoint": {"status": "mismatch", "note": "quantized.bc 来自 epoch 24"}}})
-    assert d.verdict["stage"] == "user_side"
+    assert d.verdict_json["stage"] == "user_side"
     texts = step_texts(d)
     assert texts[0].startswith("先修正已确认的不一致") and "epoch 24" in texts[0]
     assert texts[1].startswith("先评测 qat.bc")
@@ -122,8 +122,8 @@ results:
 
 def test_a_compile_failure_lists_compile_with_its_check(tmp_path, rulebase, cli):
     d = diagnose_file(write_case(tmp_path, COMPILE_ERROR), rulebase)
-    assert d.verdict["stage"] == "compile"
-    (candidate,) = d.verdict["candidates"]
+    assert d.verdict_json["stage"] == "compile"
+    (candidate,) = d.verdict_json["candidates"]
     assert candidate["stage"] == "compile" and "编译日志" in candidate["check"] and candidate["why"]
     assert "尚无已确认的异常" not in render_markdown(d)
     proc = cli("diagnose", "case.yaml", "--format", "json", cwd=tmp_path)
@@ -141,18 +141,18 @@ VERIFIER_CLEARS = {
 
 def test_a_consistent_hb_verifier_clears_compile_and_the_verdict_agrees(diagnose):
     d = diagnose({**VERIFIER_CLEARS, "artifacts": [VERIFIER_CONSISTENT]})
-    assert d.verdict["stage"] == "board"
-    assert [c["rule"] for c in d.verdict["conclusion"]] == ["verdict.from_chain"]
+    assert d.verdict_json["stage"] == "board"
+    assert [c["rule"] for c in d.verdict_json["conclusion"]] == ["verdict.from_chain"]
     assert "map.board.hbm" in d.run.fired_rules()
     assert stages(d) == ["board"]  # compile is cleared: not a candidate
-    findings = " ".join(f["text"] for f in d.verdict["findings"])
+    findings = " ".join(f["text"] for f in d.verdict_json["findings"])
     assert "compile 已排除" in findings and "编译已排除" in findings
-    assert {c["id"] for c in d.verdict["checklist"]} >= {"preprocess", "layout", "padding"}
+    assert {c["id"] for c in d.verdict_json["checklist"]} >= {"preprocess", "layout", "padding"}
 
 
 def test_without_the_verifier_compile_and_board_stay_open(diagnose):
     d = diagnose(VERIFIER_CLEARS)
-    assert d.verdict["stage"] == "compile"
+    assert d.verdict_json["stage"] == "compile"
     assert stages(d) == ["compile", "board"]
 
 
@@ -160,16 +160,16 @@ def test_a_cleared_integration_with_an_abnormal_hbm_points_at_the_toolchain(diag
     d = diagnose({**FULL_INFO, "results": {"quantized_bc": ok("normal"), "hbm_x86": ok("normal"),
                                            "hbm": ok("abnormal", "badcase")},
                   "controls": [{"variant": "model zoo 的 resnet50 .hbm", "stage": "board", "status": "normal"}]})
-    assert d.verdict["stage"] == "compile"
+    assert d.verdict_json["stage"] == "compile"
     assert stages(d) == ["compile"]
 
 
 def test_an_empty_case_lists_every_stage_with_the_check_that_splits_them(rulebase):
     d = diagnose_file(EXAMPLES / "empty.yaml", rulebase)
-    assert d.verdict["stage"] == "undetermined"
+    assert d.verdict_json["stage"] == "undetermined"
     assert stages(d) == ["qat_training", "pre_export", "export", "convert", "compile", "board", "user_side"]
-    assert all(c["check"] and c["why"] for c in d.verdict["candidates"])
-    convert = next(c for c in d.verdict["candidates"] if c["stage"] == "convert")
+    assert all(c["check"] and c["why"] for c in d.verdict_json["candidates"])
+    convert = next(c for c in d.verdict_json["candidates"] if c["stage"] == "convert")
     assert "quantized.bc" in convert["check"] and "一分为二" in convert["check"]
     text = summary(d)
     assert "尚无已确认的异常" not in text and "convert（`convert`）" in text
@@ -188,17 +188,17 @@ def test_an_empty_ptq_case_has_no_qat_export_stages(diagnose):
 ])
 def test_normal_results_clear_their_stage_and_every_earlier_one(diagnose, results, expected):
     d = diagnose({**FULL_INFO, "results": results})
-    assert d.verdict["stage"] == "undetermined"
+    assert d.verdict_json["stage"] == "undetermined"
     assert stages(d) == expected
 
 
 def test_everything_normal_says_why_no_toolchain_stage_is_left(diagnose):
     d = diagnose({**FULL_INFO, "results": {"quantized_bc": ok("normal"), "hbm_x86": ok("normal"),
                                            "board": ok("normal")}})
-    assert d.verdict["stage"] == "undetermined"
+    assert d.verdict_json["stage"] == "undetermined"
     assert stages(d) == ["user_side"]
-    assert any("没有仍可能的工具链阶段" in f["text"] for f in d.verdict["findings"])
-    assert d.verdict["warnings"] == []
+    assert any("没有仍可能的工具链阶段" in f["text"] for f in d.verdict_json["findings"])
+    assert d.verdict_json["warnings"] == []
 
 
 DEPLOY_SIDE = ("quantized_bc", "hbm", "hbm_x86", "board")
@@ -212,10 +212,10 @@ def test_every_deploy_side_verdict_has_candidates_that_agree_with_it(diagnose, c
     listed = stages(d)
     assert listed, results
     assert len(listed) == len(set(listed))
-    assert all(c["check"] for c in d.verdict["candidates"])
-    if d.verdict["stage"] not in ("undetermined", "baseline"):
-        assert d.verdict["stage"] in listed, (results, d.verdict["stage"], listed)
-    if d.verdict["stage"] == "board":
+    assert all(c["check"] for c in d.verdict_json["candidates"])
+    if d.verdict_json["stage"] not in ("undetermined", "baseline"):
+        assert d.verdict_json["stage"] in listed, (results, d.verdict_json["stage"], listed)
+    if d.verdict_json["stage"] == "board":
         assert "compile" not in listed  # a verdict of board means compile was cleared
 
 
@@ -247,8 +247,8 @@ results:
 suspect: "怀疑 hbdk 编译器"
 """)
     d = diagnose_file(case, rulebase)
-    assert d.verdict["stage"] == "baseline"
-    (m02,) = d.verdict["mistakes"]
+    assert d.verdict_json["stage"] == "baseline"
+    (m02,) = d.verdict_json["mistakes"]
     assert m02["id"] == "M02" and "怀疑 hbdk 编译器" in m02["details"][0]
     assert "怀疑 怀疑" not in m02["details"][0]
 
@@ -256,7 +256,7 @@ suspect: "怀疑 hbdk 编译器"
 @pytest.mark.parametrize("suspect", [["怀疑是板端的问题"], "I suspect the compiler", "Probably the toolchain"])
 def test_ordinary_phrasings_of_a_deployment_suspicion_give_m02(diagnose, suspect):
     d = diagnose({**FULL_INFO, "suspect": suspect, "results": {"board": ok("abnormal")}})
-    assert [m["id"] for m in d.verdict["mistakes"]] == ["M02"], suspect
+    assert [m["id"] for m in d.verdict_json["mistakes"]] == ["M02"], suspect
 
 
 @pytest.mark.parametrize("extra", [
@@ -265,4 +265,4 @@ def test_ordinary_phrasings_of_a_deployment_suspicion_give_m02(diagnose, suspect
 ])
 def test_m02_stays_away_when_the_suspicion_is_not_premature(diagnose, extra):
     d = diagnose({**FULL_INFO, "results": {"board": ok("abnormal")}, **extra})
-    assert d.verdict["mistakes"] == []
+    assert d.verdict_json["mistakes"] == []

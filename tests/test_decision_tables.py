@@ -53,7 +53,7 @@ def test_each_stage_table_row_concludes_its_stage_from_its_own_cells(diagnose, r
         assert row["id"] in d.run.fired_rules(), (row["id"], case)
         assert {f["stage"] for f in d.run.by_type("chain_stage")} == {row["stage"]}, case
         if row.get("next_step"):
-            assert row["next_step"] in [s["text"] for s in d.verdict["next_steps"]], case
+            assert row["next_step"] in [s["text"] for s in d.verdict_json["next_steps"]], case
 
 
 def test_the_stage_table_rows_keep_their_lines_and_table():
@@ -101,8 +101,8 @@ def test_a_pack_adds_a_row_by_filling_cells(tmp_path):
     assert [c.describe() for c in rule.when][-1] == "chain_open{}"  # the table's shared condition
     d = run(case_from_data({**FULL_INFO, "results": {"quantized_bc": ok("normal"), "hbm_x86": ok("normal"),
                                                      "board": ok("abnormal")}}), rulebase)
-    assert {"site.board_dump", "map.board"} <= d.run.fired_rules() and d.verdict["stage"] == "board"
-    steps = [s["text"] for s in d.verdict["next_steps"]]
+    assert {"site.board_dump", "map.board"} <= d.run.fired_rules() and d.verdict_json["stage"] == "board"
+    steps = [s["text"] for s in d.verdict_json["next_steps"]]
     assert "本站：先用 hb_verifier 比较板端实际输入的 dump" in steps
 
 

@@ -68,7 +68,7 @@ def truth_row():
 def test_key_findings_and_summary(workspace, rulebase):
     d = run({**CONVERT, "artifacts": ["qa_convert/", "model_check_result.txt", "fx_graph.txt"]}, workspace, rulebase)
     slots = {}
-    for k in d.verdict["key_findings"]:
+    for k in d.verdict_json["key_findings"]:
         slots.setdefault(k["slot"], []).append(k["text"])
     assert slots["first_layer"][0].startswith("backbone.layer3.relu2")
     assert "0.873105" in slots["metrics"][0] and "5922.93" in slots["metrics"][0]
@@ -77,30 +77,30 @@ def test_key_findings_and_summary(workspace, rulebase):
     assert any("maybe too large for int8" in t for t in slots["error_source"])
     assert any(t.startswith("compare_per_layer（qa_convert/compare_per_layer_out.csv，36 行") for t in slots["qa_summary"])
     assert any("sensitivity（qa_convert/output_bbox_pred_L1_sensitive_ops.txt" in t for t in slots["qa_summary"])
-    findings = " ".join(f["text"] for f in d.verdict["findings"])
+    findings = " ".join(f["text"] for f in d.verdict_json["findings"])
     assert "属于同一融合组" in findings and "scale_frozen" in findings and "unfused" in findings
-    assert any("fake_quant" in w for w in d.verdict["warnings"])
-    assert "badcase" not in d.verdict["missing"]  # auto_find_bad_case output stands for it
-    assert d.verdict["mistakes"] == []
+    assert any("fake_quant" in w for w in d.verdict_json["warnings"])
+    assert "badcase" not in d.verdict_json["missing"]  # auto_find_bad_case output stands for it
+    assert d.verdict_json["mistakes"] == []
 
 
 def test_compare_without_sensitivity_is_M09(tmp_path, rulebase):
     (tmp_path / "qa").mkdir()
     shutil.copy(FIXTURES / "horizon_quant_analysis" / "compare_per_layer_out.csv", tmp_path / "qa")
     d = run({**CONVERT, "artifacts": ["qa"]}, tmp_path, rulebase)
-    assert [m["id"] for m in d.verdict["mistakes"]] == ["M09"]
-    assert any("qa.sensitivity()" in s["text"] for s in d.verdict["next_steps"])
+    assert [m["id"] for m in d.verdict_json["mistakes"]] == ["M09"]
+    assert any("qa.sensitivity()" in s["text"] for s in d.verdict_json["next_steps"])
 
 
 def test_worst_layer_downstream_of_origin_is_M06(rulebase):
     d = run({**CONVERT, "artifacts": ["worst_downstream"]}, FIXTURES, rulebase)
-    (m06,) = d.verdict["mistakes"]
+    (m06,) = d.verdict_json["mistakes"]
     assert m06["id"] == "M06" and "neck.reduce.relu" in m06["details"][0] and "backbone.layer2.relu" in m06["details"][0]
 
 
 def test_gradual_decay_reading(rulebase):
     d = run({**CONVERT, "artifacts": ["gradual"]}, FIXTURES, rulebase)
-    texts = [k["text"] for k in d.verdict["key_findings"] if k["slot"] == "error_source"]
+    texts = [k["text"] for k in d.verdict_json["key_findings"] if k["slot"] == "error_source"]
     assert any("逐步衰减" in t and "backbone.block" in t for t in texts)
     assert not facts_of(d, "compare_origin")
 
@@ -109,8 +109,8 @@ def test_deployment_stage_marks_quantanalysis_not_applicable(workspace, rulebase
     board = {**FULL_INFO, "results": {"quantized_bc": ok("normal"), "hbm_x86": ok("normal"), "board": ok("abnormal")},
              "deployment": {"notes": "NV12"}, "artifacts": ["qa_convert/"]}
     d = run(board, workspace, rulebase)
-    assert d.verdict["stage"] == "board"
-    slots = {k["slot"]: k["text"] for k in d.verdict["key_findings"]}
+    assert d.verdict_json["stage"] == "board"
+    slots = {k["slot"]: k["text"] for k in d.verdict_json["key_findings"]}
     assert slots["qa_summary"].startswith("不适用") and slots["first_layer"].startswith("不适用")
 
 
@@ -123,40 +123,40 @@ def test_broken_file_is_reported_and_the_diagnosis_goes_on(tmp_path, rulebase, c
     (tmp_path / "qa" / "compare_per_layer_out.txt").write_bytes(content)
     shutil.copy(FIXTURES / "horizon_quant_analysis" / "badcase.txt", tmp_path / "qa")
     d = run({**CONVERT, "artifacts": ["qa"]}, tmp_path, rulebase)
-    assert d.verdict["stage"] == "convert"
+    assert d.verdict_json["stage"] == "convert"
     problems = facts_of(d, "probe_problem")
     if content:
         assert problems and problems[0]["path"] == "qa/compare_per_layer_out.txt"
-        assert any("qa/compare_per_layer_out.txt" in w for w in d.verdict["warnings"])
+        assert any("qa/compare_per_layer_out.txt" in w for w in d.verdict_json["warnings"])
     assert facts_of(d, "badcase_info")
 
 
 def test_missing_artifact_path_is_a_warning(tmp_path, rulebase):
     d = run({**CONVERT, "artifacts": ["nowhere/"]}, tmp_path, rulebase)
-    assert any("nowhere/" in w and "no such file" in w for w in d.verdict["warnings"])
+    assert any("nowhere/" in w and "no such file" in w for w in d.verdict_json["warnings"])
 
 
 def test_metrics_file_gives_results_and_conflicts_are_reported(tmp_path, rulebase):
     shutil.copy(FIXTURES / "metrics" / "metrics.csv", tmp_path)
     d = run({**FULL_INFO, "metrics": "metrics.csv"}, tmp_path, rulebase)
-    assert d.verdict["stage"] == "convert"
-    quantized = next(e for e in d.verdict["evidence"] if e["fields"].get("artifact") == "quantized_bc")
+    assert d.verdict_json["stage"] == "convert"
+    quantized = next(e for e in d.verdict_json["evidence"] if e["fields"].get("artifact") == "quantized_bc")
     assert quantized["source"] == {"kind": "file", "file": "metrics.csv", "line": 4, "key": "quantized_bc.mAP",
                                    "sha256": quantized["source"]["sha256"]}
-    assert any("下降 5.2" in f["text"] for f in d.verdict["findings"])
+    assert any("下降 5.2" in f["text"] for f in d.verdict_json["findings"])
     clash = run({**FULL_INFO, "metrics": "metrics.csv",
                  "results": {"quantized_bc": ok("normal")}}, tmp_path, rulebase)
-    assert clash.verdict["stage"] == "undetermined"
-    assert any("同时被记为异常和正常" in w for w in clash.verdict["warnings"])
+    assert clash.verdict_json["stage"] == "undetermined"
+    assert any("同时被记为异常和正常" in w for w in clash.verdict_json["warnings"])
 
 
 def test_workdir_without_case(tmp_path, rulebase):
     work = write_workdir(tmp_path / "qa", 3000)
     shutil.copy(FIXTURES / "metrics" / "metrics.csv", tmp_path / "qa")
     d = diagnose(None, rulebase, EvidenceOptions(workdirs=[work], use_environment=False))
-    assert d.verdict["stage"] == "convert"
+    assert d.verdict_json["stage"] == "convert"
     assert d.title.startswith("工作目录")
-    assert [a["path"] for a in d.verdict["artifacts"]] == [
+    assert [a["path"] for a in d.verdict_json["artifacts"]] == [
         "compare_per_layer_out.csv", "compare_per_layer_out.txt", "output_0_L1_sensitive_ops.txt"]
 
 
@@ -168,7 +168,7 @@ def test_environment_facts_satisfy_the_gate(tmp_path, rulebase):
     d = diagnose(case, rulebase, EvidenceOptions(use_environment=True, environ={}))
     (platform,) = facts_of(d, "platform")
     assert platform["family"] == "J6M" and platform.source.file == ".horizon/.env.board"
-    assert "platform" not in d.verdict["missing"]
+    assert "platform" not in d.verdict_json["missing"]
     from_env = diagnose(case_from_data({}, base=tmp_path / "x"), rulebase,
                         EvidenceOptions(environ={"BOARD_TYPE": "nash-e"}))
     assert [f["family"] for f in facts_of(from_env, "platform")] == ["J6E"]
@@ -185,4 +185,4 @@ def test_large_generated_set(tmp_path, rulebase):
 
 def test_diagnosis_without_artifacts_stays_as_before(rulebase):
     d = diagnose_data(CONVERT, rulebase)
-    assert facts_of(d, "artifact_file") == [] and d.verdict["stage"] == "convert"
+    assert facts_of(d, "artifact_file") == [] and d.verdict_json["stage"] == "convert"

@@ -33,7 +33,7 @@ def verdicts():
     for combo in itertools.product(STATUSES, repeat=len(CHAIN)):
         results = {a: {"status": s, "evidence": "dataset_eval"} for a, s in zip(CHAIN, combo) if s}
         d = diagnose_data({**BASE, "results": results}, rulebase)
-        out[combo] = d.verdict
+        out[combo] = d.verdict_json
     return out
 
 

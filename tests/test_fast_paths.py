@@ -20,9 +20,9 @@ from j6doctor.engine.compiler import compile_rules
 from j6doctor.engine.schema_check import fast_check
 from j6doctor.engine.text_rules import CompiledTextRule
 from j6doctor.diagnose import load_rulebase
-from j6doctor.probes.case_file import _case_schema, read_case
+from j6doctor.probes.case_file import case_schema, read_case
 
-SCHEMA = _case_schema()
+SCHEMA = case_schema()
 SLOW = jsonschema.Draft202012Validator(SCHEMA)
 FAST = fast_check(SCHEMA, "case")
 

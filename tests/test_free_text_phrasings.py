@@ -158,7 +158,7 @@ def _case(field: str, text: str) -> dict:
 
 
 def _facts(d) -> set[str]:
-    return {f"{t['kind']}:{t['topic']}" for t in d.verdict["text_facts"] if t["topic"] not in IGNORED_TOPICS}
+    return {f"{t['kind']}:{t['topic']}" for t in d.verdict_json["text_facts"] if t["topic"] not in IGNORED_TOPICS}
 
 
 def test_the_table_is_big_and_covers_both_languages_and_every_kind():
@@ -175,15 +175,15 @@ def test_the_table_is_big_and_covers_both_languages_and_every_kind():
 def test_free_text_phrasing(diagnose, field, text, expected):
     d = diagnose(_case(field, text))
     want = set(expected.split())
-    assert _facts(d) == want, d.verdict["text_facts"]
-    stated_items = [t for t in d.verdict["text_facts"] if t["kind"] == "stated" and t["item"] != "none"]
+    assert _facts(d) == want, d.verdict_json["text_facts"]
+    stated_items = [t for t in d.verdict_json["text_facts"] if t["kind"] == "stated" and t["item"] != "none"]
     if any(w.startswith("stated:") and w.split(":")[1] not in NO_ITEM_TOPICS for w in want):
-        assert d.verdict["stage"] == "user_side"
+        assert d.verdict_json["stage"] == "user_side"
         for t in stated_items:  # the quote is the user's own words, in the field they were written in
             assert t["quote"] and t["quote"] in text and t["key"].split(".")[0] == field
     else:
         assert not stated_items
-        assert d.verdict["stage"] == "compile"  # the chain's stage: nothing is confirmed from the text
+        assert d.verdict_json["stage"] == "compile"  # the chain's stage: nothing is confirmed from the text
         assert not [f for f in d.run.by_type("user_mismatch") if f["note"].startswith("从描述中识别")]
 
 
@@ -193,16 +193,16 @@ HINTS = [(f, t, e) for f, t, e in PHRASINGS if e.startswith("hint:") and e != "h
 @pytest.mark.parametrize("field,text,expected", HINTS[::4], ids=[p[1][:28] for p in HINTS[::4]])
 def test_a_hint_is_asked_as_a_question(diagnose, field, text, expected):
     d = diagnose(_case(field, text))
-    (hint,) = [t for t in d.verdict["text_facts"] if t["kind"] == "hint" and t["topic"] == expected.split(":")[1]]
-    questions = [s["text"] for s in d.verdict["next_steps"] if f"「{hint['quote']}」" in s["text"]]
+    (hint,) = [t for t in d.verdict_json["text_facts"] if t["kind"] == "hint" and t["topic"] == expected.split(":")[1]]
+    questions = [s["text"] for s in d.verdict_json["next_steps"] if f"「{hint['quote']}」" in s["text"]]
     assert questions and "只是怀疑或提问" in questions[0]
 
 
 def test_a_question_after_the_statement_asks_nothing_more(diagnose):
     d = diagnose(_case("deployment", "起初怀疑 layout 不一致。后来查到板端喂 NHWC，模型要 NCHW"))
     assert _facts(d) == {"hint:layout", "stated:layout"}
-    assert d.verdict["stage"] == "user_side"
-    assert not [s for s in d.verdict["next_steps"] if "只是怀疑或提问" in s["text"]]
+    assert d.verdict_json["stage"] == "user_side"
+    assert not [s for s in d.verdict_json["next_steps"] if "只是怀疑或提问" in s["text"]]
 
 
 # ---------------------------------------------------------------------------- the repeated pieces agree

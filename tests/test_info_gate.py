@@ -16,12 +16,12 @@ BOARD_VISUAL = {k: ok(v["status"], "multi_frame_visual") for k, v in BOARD.items
 
 def test_empty_case_lists_stage_results_badcase_platform_versions(diagnose):
     d = diagnose({})
-    assert d.verdict["stage"] == "undetermined"
-    assert d.verdict["missing"] == ["stage_results", "badcase", "platform", "versions"]
+    assert d.verdict_json["stage"] == "undetermined"
+    assert d.verdict_json["missing"] == ["stage_results", "badcase", "platform", "versions"]
 
 
 def test_full_information_leaves_nothing_missing(diagnose):
-    assert diagnose({**FULL_INFO, "results": CONVERT}).verdict["missing"] == []
+    assert diagnose({**FULL_INFO, "results": CONVERT}).verdict_json["missing"] == []
 
 
 @pytest.mark.parametrize("drop,item", [
@@ -30,60 +30,60 @@ def test_full_information_leaves_nothing_missing(diagnose):
 def test_each_required_item(diagnose, drop, item):
     case = {k: v for k, v in FULL_INFO.items() if k != drop}
     d = diagnose({**case, "results": CONVERT_VISUAL})
-    assert d.verdict["missing"] == [item]
+    assert d.verdict_json["missing"] == [item]
 
 
 def test_badcase_not_reproducible_is_missing(diagnose):
     d = diagnose({**FULL_INFO, "badcase": {"reproducible": False}, "results": CONVERT_VISUAL})
-    assert d.verdict["missing"] == ["badcase"]
+    assert d.verdict_json["missing"] == ["badcase"]
 
 
 def test_dataset_evaluation_satisfies_the_badcase_item(diagnose):
     d = diagnose({**FULL_INFO, "badcase": {"reproducible": False}, "results": CONVERT})
-    assert d.verdict["missing"] == []
+    assert d.verdict_json["missing"] == []
 
 
 def test_one_missing_package_is_named(diagnose):
     d = diagnose({**FULL_INFO, "versions": {"horizon-plugin-pytorch": "3.1.2", "horizon-plugin-profiler": "3.1.2"},
                   "results": CONVERT})
-    assert d.verdict["missing"] == ["versions"]
-    assert d.verdict["missing_detail"][0]["details"] == ["缺 hbdk4-compiler"]
+    assert d.verdict_json["missing"] == ["versions"]
+    assert d.verdict_json["missing_detail"][0]["details"] == ["缺 hbdk4-compiler"]
 
 
 def test_profiler_version_is_not_needed_for_deployment_stages(diagnose):
     d = diagnose({**FULL_INFO, "versions": {"horizon-plugin-pytorch": "3.1.2", "hbdk4-compiler": "4.4.2"},
                   "deployment": {"notes": "NV12"}, "results": BOARD})
-    assert d.verdict["stage"] == "board"
-    assert d.verdict["missing"] == []
+    assert d.verdict_json["stage"] == "board"
+    assert d.verdict_json["missing"] == []
 
 
 def test_symptom_missing_when_results_describe_nothing(diagnose):
     case = {k: v for k, v in FULL_INFO.items() if k != "symptom"}
     d = diagnose({**case, "results": {"qat_bc": {"status": "normal"}, "quantized_bc": {"status": "abnormal"}}})
-    assert d.verdict["missing"] == ["symptom"]
+    assert d.verdict_json["missing"] == ["symptom"]
     described = diagnose({**case, "results": {"qat_bc": ok("normal"), "quantized_bc": ok("abnormal")}})
-    assert described.verdict["missing"] == []
+    assert described.verdict_json["missing"] == []
 
 
 @pytest.mark.parametrize("results", [BOARD, {"quantized_bc": ok("normal"), "hbm_x86": ok("abnormal")}])
 def test_deploy_adaptation_required_for_compile_and_board(diagnose, results):
     d = diagnose({**FULL_INFO, "results": results})
-    assert d.verdict["missing"] == ["deploy_adaptation"]
+    assert d.verdict_json["missing"] == ["deploy_adaptation"]
     noted = diagnose({**FULL_INFO, "results": results, "deployment": {"notes": "NV12 输入"}})
-    assert noted.verdict["missing"] == []
+    assert noted.verdict_json["missing"] == []
     checked = diagnose({**FULL_INFO, "results": results,
                         "deployment": {"checklist": {"preprocess": {"status": "ok"}}}})
-    assert checked.verdict["missing"] == []
+    assert checked.verdict_json["missing"] == []
 
 
 def test_deploy_adaptation_not_asked_before_deployment(diagnose):
-    assert "deploy_adaptation" not in diagnose({**FULL_INFO, "results": CONVERT}).verdict["missing"]
+    assert "deploy_adaptation" not in diagnose({**FULL_INFO, "results": CONVERT}).verdict_json["missing"]
 
 
 def test_missing_follows_contract_order(diagnose):
     d = diagnose({"results": BOARD_VISUAL})
-    assert d.verdict["missing"] == ["badcase", "platform", "versions", "deploy_adaptation"]
+    assert d.verdict_json["missing"] == ["badcase", "platform", "versions", "deploy_adaptation"]
 
 
 def test_qat_training_needs_no_gate_item(diagnose):
-    assert diagnose({"results": {"qat_pt": ok("abnormal")}}).verdict["missing"] == []
+    assert diagnose({"results": {"qat_pt": ok("abnormal")}}).verdict_json["missing"] == []

@@ -52,7 +52,7 @@ def _limit(spec: str) -> int:
 
 def _warnings(folder: Path) -> list[str]:
     diagnosis = diagnose(None, options=EvidenceOptions(workdirs=(folder,), use_environment=False))
-    return diagnosis.verdict["warnings"]
+    return diagnosis.verdict_json["warnings"]
 
 
 def _sparse(path: Path, size: int) -> Path:

@@ -79,7 +79,7 @@ def calls_in_order(tree):
 def test_rendered_script_compiles_and_follows_the_api(stage, split, rulebase):
     extra = {"input_formats_differ": True} if split else {}
     d, script = render(STAGES[stage], rulebase, **extra)
-    assert d.verdict["stage"] == stage
+    assert d.verdict_json["stage"] == stage
     tree = ast.parse(script)
     compile(script, f"next_step_{stage}.py", "exec")
     assert IMPORTS[stage] <= imports_of(tree)
@@ -323,7 +323,7 @@ def test_hostile_work_folder_names_stay_string_literals(stage, payload_id, tmp_p
     (tmp_path / "hostile").mkdir()
     plain_d, _ = _from_workdir(tmp_path / "plain", stage, PLAIN, rulebase)
     d, base = _from_workdir(tmp_path / "hostile", stage, payload, rulebase)
-    assert d.verdict["stage"] == script_stage(d) == stage
+    assert d.verdict_json["stage"] == script_stage(d) == stage
     _check_hostile_script(d, render_next_step(d), render_next_step(plain_d), payload, base, stage,
                           tmp_path / "hostile")
 

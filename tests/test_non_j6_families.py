@@ -88,9 +88,9 @@ def assert_no_j6_script(script: str) -> ast.Module:
 
 
 def no_j6_advice(d) -> None:
-    texts = [s["text"] for s in d.verdict["next_steps"]]
+    texts = [s["text"] for s in d.verdict_json["next_steps"]]
     assert not any("QuantAnalysis(" in t or "ConsistencyStrategy（" in t or "bc_editor" in t for t in texts), texts
-    assert not any("qat.export.pt" in r["item"] or "compare_per_layer_out" in r["item"] for r in d.verdict["retain"])
+    assert not any("qat.export.pt" in r["item"] or "compare_per_layer_out" in r["item"] for r in d.verdict_json["retain"])
 
 
 # --- the audit's case --------------------------------------------------------------------------
@@ -98,16 +98,16 @@ def no_j6_advice(d) -> None:
 def test_qat_on_x5_gets_no_hbdk4_script_and_no_quant_analysis(tmp_path, rulebase):
     """The audit's repro: X5, QAT, qat.bc normal and quantized.bc abnormal."""
     d = diagnose_data(case("X5", STAGES["convert"]), rulebase)
-    assert d.verdict["stage"] == "convert" and toolchain(d) == "hbdk3"
+    assert d.verdict_json["stage"] == "convert" and toolchain(d) == "hbdk3"
     script = render_next_step(d)
     tree = assert_no_j6_script(script)
     assert "MARCH" not in constants(tree)  # no march handed to a convert()
     assert "no script is generated for this platform family" in ast.get_docstring(tree)
     values = constants(tree)
     assert values["PLATFORM"] == "X5" and values["STAGE"] == "convert"
-    assert values["STEPS"] == [s["text"] for s in d.verdict["next_steps"]] and values["STEPS"]
+    assert values["STEPS"] == [s["text"] for s in d.verdict_json["next_steps"]] and values["STEPS"]
     no_j6_advice(d)
-    first = d.verdict["next_steps"][0]
+    first = d.verdict_json["next_steps"][0]
     assert first["rule"] == "next.older_toolchain_instead_of_j6" and "逐层比较 QAT 模型与定点模型" in first["text"]
     # the report does not offer a runnable script, nor QuantAnalysis as a next step
     assert script_stage(d) is None
@@ -154,7 +154,7 @@ def test_older_families_never_get_the_j6_procedure(family, stage, rulebase):
         assert "X3 / X5 /\nJ5 families" in ast.get_docstring(tree)
     else:
         assert script_stage(d) is None
-        assert values["STEPS"] == [s["text"] for s in d.verdict["next_steps"]]
+        assert values["STEPS"] == [s["text"] for s in d.verdict_json["next_steps"]]
         assert "subprocess" not in imported_modules(tree)
 
 
@@ -165,7 +165,7 @@ def test_ptq_on_x5(stage, rulebase):
                "qat_training": {"calibrated_model": ok("abnormal")},
                "compile": {"quantized_model": ok("normal"), "bin": ok("abnormal")}}[stage]
     d = diagnose_data(case("RDK X5", results, flow="ptq"), rulebase)
-    assert d.verdict["stage"] == stage
+    assert d.verdict_json["stage"] == stage
     script = render_next_step(d)
     tree = assert_no_j6_script(script)
     no_j6_advice(d)
@@ -183,7 +183,7 @@ def test_non_horizon_platform_gets_no_script(stage, rulebase):
     assert toolchain(d) == "other" and script_stage(d) is None
     script = render_next_step(d)
     if stage == "convert_short":  # no short chain off Horizon: qat.bc is the gap, no stage yet
-        assert d.verdict["stage"] == "undetermined" and script is None
+        assert d.verdict_json["stage"] == "undetermined" and script is None
         return
     tree = assert_no_j6_script(script)
     assert "hb_model_info" not in called(tree) and "not a Horizon platform" in ast.get_docstring(tree)
@@ -214,7 +214,7 @@ def test_j6_and_unknown_platform_keep_the_j6_procedure(platform, rulebase):
     assert toolchain(d) == "hbdk4" and script_stage(d) == "convert"
     script = render_next_step(d)
     assert "from hbdk4.compiler import convert" in script and "QuantAnalysis(qat_bc, quantized_bc" in script
-    assert any("QuantAnalysis(" in s["text"] for s in d.verdict["next_steps"])
+    assert any("QuantAnalysis(" in s["text"] for s in d.verdict_json["next_steps"])
     if platform in ("J6", None):  # no variant named: the march is asked for, never left empty
         assert "MARCH = None  # FILL IN" in script
     else:

@@ -105,7 +105,7 @@ def test_a_folder_with_nothing_recognised_says_so(diagnose, tmp_path):
     (tmp_path / "notes.txt").write_text("meeting notes", encoding="utf-8")
     (tmp_path / "data.csv").write_text("a,b\n1,2\n", encoding="utf-8")
     d = diagnose({"artifacts": [str(tmp_path)]})
-    (warning,) = [w for w in d.verdict["warnings"] if "没有识别出任何产物" in w]
+    (warning,) = [w for w in d.verdict_json["warnings"] if "没有识别出任何产物" in w]
     assert "看了 2 个文件" in warning and "notes.txt" in warning and "model_check_result.txt" in warning
 
 

@@ -538,12 +538,12 @@ def _facts(d, type_name):
 
 def test_diagnose_takes_march_versions_and_input_types_from_a_vendor_dump(tmp_path, rulebase):
     bare = diagnose_file(write_case(tmp_path, PTQ_CASE), rulebase)
-    assert {"platform", "versions", "deploy_adaptation"} <= set(bare.verdict["missing"])
+    assert {"platform", "versions", "deploy_adaptation"} <= set(bare.verdict_json["missing"])
     project = _project(tmp_path, X5.read_text(encoding="utf-8"))
     d = diagnose_file(project / "case.yaml", rulebase)
-    assert [(a["path"], a["kind"], a["by"]) for a in d.verdict["artifacts"]] == [
+    assert [(a["path"], a["kind"], a["by"]) for a in d.verdict_json["artifacts"]] == [
         (DUMP, "hb_model_info", "content")]
-    assert not [w for w in d.verdict["warnings"] if DUMP in w]
+    assert not [w for w in d.verdict_json["warnings"] if DUMP in w]
     [platform] = _facts(d, "platform")
     assert (platform["family"], platform["march"], platform.source.file, platform.source.line) == \
         ("X5", "bayes-e", DUMP, 13)
@@ -555,8 +555,8 @@ def test_diagnose_takes_march_versions_and_input_types_from_a_vendor_dump(tmp_pa
     assert params["input_type_train"] == ("rgb", DUMP, 25)
     assert params["norm_type"] == ("data_scale", DUMP, 27)
     # The gate stops asking for what the dump answers.
-    assert not {"platform", "versions", "deploy_adaptation"} & set(d.verdict["missing"])
-    assert d.verdict["stage"] == bare.verdict["stage"] == "compile"
+    assert not {"platform", "versions", "deploy_adaptation"} & set(d.verdict_json["missing"])
+    assert d.verdict_json["stage"] == bare.verdict_json["stage"] == "compile"
     # Every fact read from the dump names the file and the line (the whole-file facts aside).
     from_dump = [f for f in d.facts if f.source is not None and f.source.file == DUMP]
     assert {f.type for f in from_dump} >= {"platform", "version", "input_param", "artifact_march"}
@@ -569,7 +569,7 @@ def test_deleted_nodes_reach_the_removed_nodes_rule(tmp_path, rulebase):
     assert info["removed_nodes"] == ("heron_head_cls_conv_HzDequantize、"
                                      "heron_head_box_conv_HzDequantize")
     assert info["march"] == "bernoulli2"
-    steps = " ".join(step["text"] for step in d.verdict["next_steps"])
+    steps = " ".join(step["text"] for step in d.verdict_json["next_steps"])
     assert "heron_head_box_conv_HzDequantize" in steps
     inputs = {(f["input"], f["name"], f["value"]) for f in _facts(d, "input_param")}
     assert {("img", "input_type_rt", "nv12"), ("depth", "input_type_rt", "featuremap")} <= inputs
@@ -597,7 +597,7 @@ def test_a_garbled_vendor_dump_is_a_warning_naming_file_and_line(tmp_path, ruleb
     text = X5.read_text(encoding="utf-8").replace(INPUT_TYPES,
                                                   "model input types   : [<InputDataType.NV12: 7")
     d = diagnose_file(_project(tmp_path, text) / "case.yaml", rulebase)
-    (warning,) = [w for w in d.verdict["warnings"] if DUMP in w]
+    (warning,) = [w for w in d.verdict_json["warnings"] if DUMP in w]
     assert "第 41 行" in warning and "model input types" in warning
-    assert d.verdict["stage"] == "compile"   # the diagnosis goes on, without the dump's facts
-    assert "platform" in d.verdict["missing"]
+    assert d.verdict_json["stage"] == "compile"   # the diagnosis goes on, without the dump's facts
+    assert "platform" in d.verdict_json["missing"]

@@ -16,11 +16,11 @@ SCRIPTS = BUNDLED_RULES_DIR / "fixtures" / "scripts"
 
 
 def steps(d):
-    return [s["text"] for s in d.verdict["next_steps"]]
+    return [s["text"] for s in d.verdict_json["next_steps"]]
 
 
 def mistakes(d):
-    return [m["id"] for m in d.verdict["mistakes"]]
+    return [m["id"] for m in d.verdict_json["mistakes"]]
 
 
 # ------------------------------------------------------------------ step 0
@@ -28,18 +28,18 @@ def mistakes(d):
 def test_step0_mismatch_makes_user_side_before_anything_else(diagnose):
     d = diagnose({**FULL_INFO, "results": CONVERT,
                   "user_checks": {"march": {"status": "mismatch", "note": "convert 用了 nash-e"}}})
-    assert d.verdict["stage"] == "user_side"
-    assert d.verdict["conclusion"][0]["reason"] == "march / 平台：step 0 检查已确认不一致（convert 用了 nash-e）"
+    assert d.verdict_json["stage"] == "user_side"
+    assert d.verdict_json["conclusion"][0]["reason"] == "march / 平台：step 0 检查已确认不一致（convert 用了 nash-e）"
     assert steps(d)[0].startswith("先修正已确认的不一致（march / 平台：step 0 检查")
-    assert d.verdict["chain_stage"] == {"stage": "convert", "label": "convert"}  # shown for after the fix
-    assert d.verdict["checklist"] == []  # not caused by deployment: no deployment checklist
+    assert d.verdict_json["chain_stage"] == {"stage": "convert", "label": "convert"}  # shown for after the fix
+    assert d.verdict_json["checklist"] == []  # not caused by deployment: no deployment checklist
     assert any("QuantAnalysis(qat_bc, quantized_bc" in s for s in steps(d))  # the convert procedure follows
 
 
 def test_step0_all_ok_keeps_the_chain_stage_and_drops_the_reminder(diagnose):
     checks = {item: {"status": "ok"} for item in ("model_version", "checkpoint", "qconfig", "march")}
     d = diagnose({**FULL_INFO, "results": CONVERT, "user_checks": checks})
-    assert d.verdict["stage"] == "convert"
+    assert d.verdict_json["stage"] == "convert"
     assert not any("先排除明显用户侧问题" in s for s in steps(d))
     reminded = diagnose({**FULL_INFO, "results": CONVERT})
     assert any("先排除明显用户侧问题（step 0）" in s for s in steps(reminded))
@@ -58,8 +58,8 @@ def test_fake_quant_off_diagnostic_outcomes(diagnose, bc_flow, float_check, find
     if float_check:
         case["fake_quant_off_check"] = {"outcome": float_check, "note": "CPU 上 200 张图"}
     d = diagnose(case)
-    assert d.verdict["stage"] == "export"
-    texts = " ".join(f["text"] for f in d.verdict["findings"])
+    assert d.verdict_json["stage"] == "export"
+    texts = " ".join(f["text"] for f in d.verdict_json["findings"])
     if finding:
         assert finding in texts
     assert mistakes(d) == mistake
@@ -72,7 +72,7 @@ def test_fake_quant_off_diagnostic_outcomes(diagnose, bc_flow, float_check, find
 def test_checklist_always_lists_five_items_with_notes(diagnose):
     d = diagnose({**FULL_INFO, "results": BOARD, "deployment": {"notes": "NV12", "checklist": {
         "preprocess": {"status": "ok"}, "padding": {"status": "unchecked", "note": "还没看"}}}})
-    assert [(c["id"], c["status"], c["note"]) for c in d.verdict["checklist"]] == [
+    assert [(c["id"], c["status"], c["note"]) for c in d.verdict_json["checklist"]] == [
         ("preprocess", "ok", ""), ("layout", "unchecked", ""), ("input_scale", "unchecked", ""),
         ("io_nodes", "unchecked", ""), ("padding", "unchecked", "还没看")]
     text = render_markdown(d)
@@ -83,9 +83,9 @@ def test_checklist_always_lists_five_items_with_notes(diagnose):
 def test_mismatch_on_compile_is_user_side_with_checklist(diagnose):
     d = diagnose({**FULL_INFO, "results": {"quantized_bc": ok("normal"), "hbm_x86": ok("abnormal")},
                   "deployment": {"checklist": {"input_scale": {"status": "mismatch", "note": "板端 scale 1/128"}}}})
-    assert d.verdict["stage"] == "user_side"
-    assert {c["id"]: c["status"] for c in d.verdict["checklist"]}["input_scale"] == "mismatch"
-    slots = {k["slot"]: k["text"] for k in d.verdict["key_findings"]}
+    assert d.verdict_json["stage"] == "user_side"
+    assert {c["id"]: c["status"] for c in d.verdict_json["checklist"]}["input_scale"] == "mismatch"
+    slots = {k["slot"]: k["text"] for k in d.verdict_json["key_findings"]}
     assert slots["qa_summary"].startswith("不适用")
 
 
@@ -96,7 +96,7 @@ def test_mismatch_on_compile_is_user_side_with_checklist(diagnose):
 ])
 def test_quant_analysis_on_deployment_is_M10(diagnose, extra, expected):
     d = diagnose({**FULL_INFO, "results": BOARD, "deployment": {"notes": "x"}, **extra})
-    assert d.verdict["stage"] == "board" and mistakes(d) == expected
+    assert d.verdict_json["stage"] == "board" and mistakes(d) == expected
 
 
 # ------------------------------------------------------------------ ConsistencyStrategy
@@ -136,7 +136,7 @@ def test_strategy_progression_and_mistakes(diagnose, levels, retrained, expected
 def test_strategy_on_pre_export_is_M08(diagnose):
     d = diagnose({**FULL_INFO, "results": {"qat_pt": ok("normal"), "qat_export_pt": ok("abnormal")},
                   "consistency_strategy": {"levels": [0]}})
-    assert d.verdict["stage"] == "pre_export" and mistakes(d) == ["M08"]
+    assert d.verdict_json["stage"] == "pre_export" and mistakes(d) == ["M08"]
     assert any("ConsistencyStrategy）对 pre_export 查表转定点问题没有直接帮助" in s for s in steps(d))
 
 
@@ -148,13 +148,13 @@ def test_strategy_on_pre_export_is_M08(diagnose):
 ])
 def test_strategy_guards(diagnose, case, warning):
     d = diagnose({**FULL_INFO, "results": CONVERT, **case})
-    assert any(warning in w for w in d.verdict["warnings"]), d.verdict["warnings"]
+    assert any(warning in w for w in d.verdict_json["warnings"]), d.verdict_json["warnings"]
 
 
 def test_versions_at_the_prerequisite_raise_nothing(diagnose):
     d = diagnose({**FULL_INFO, "results": CONVERT})  # hbdk4 4.4.2, plugin 3.1.2
-    assert d.verdict["warnings"] == []
-    assert not any(f["topic"] == "consistency_strategy" for f in d.verdict["findings"])
+    assert d.verdict_json["warnings"] == []
+    assert not any(f["topic"] == "consistency_strategy" for f in d.verdict_json["findings"])
 
 
 def test_split_run_when_input_formats_differ(diagnose):
@@ -183,6 +183,6 @@ MISTAKE_CASES = {
 @pytest.mark.parametrize("code", sorted(MISTAKE_CASES))
 def test_every_mistake_is_reported_with_correct_practice(diagnose, code):
     d = diagnose({**FULL_INFO, **MISTAKE_CASES[code]})
-    entry = next(m for m in d.verdict["mistakes"] if m["id"] == code)
+    entry = next(m for m in d.verdict_json["mistakes"] if m["id"] == code)
     assert entry["instead"] and entry["details"]
     assert f"常见误区 {code}：" in render_markdown(d)

@@ -44,7 +44,7 @@ def project_diagnosis(tmp_path, rulebase):
 
 
 def test_every_file_is_recognised_by_content_under_its_new_name(project_diagnosis):
-    kinds = {(a["path"], a["kind"]) for a in project_diagnosis.verdict["artifacts"]}
+    kinds = {(a["path"], a["kind"]) for a in project_diagnosis.verdict_json["artifacts"]}
     assert kinds == {
         (".model_check_results/model_check_result_261030_1715_30211.txt", "model_check_result"),
         (".model_check_results/model_check_result_261101_0942_31337.txt", "model_check_result"),
@@ -87,17 +87,17 @@ def test_first_divergence_and_consistency_results_are_facts(project_diagnosis):
 
 def test_the_gate_stops_asking_what_the_files_answer(project_diagnosis):
     d = project_diagnosis
-    assert "platform" not in d.verdict["missing"]  # the march in the files names the platform
-    assert "versions" not in d.verdict["missing"]  # plugin, profiler, hbdk from the files
-    assert "deploy_adaptation" not in d.verdict["missing"]  # the model's own input parameters
+    assert "platform" not in d.verdict_json["missing"]  # the march in the files names the platform
+    assert "versions" not in d.verdict_json["missing"]  # plugin, profiler, hbdk from the files
+    assert "deploy_adaptation" not in d.verdict_json["missing"]  # the model's own input parameters
 
 
 def test_the_model_check_march_against_the_platform_is_a_march_mismatch(tmp_path, rulebase):
     project = _project(tmp_path)
     case = write_case(project, "platform: RDK S100P\nresults: {qat_bc: normal, quantized_bc: abnormal}\nartifacts: [.]\n")
     d = diagnose_file(case, rulebase)
-    assert d.verdict["stage"] == "user_side"
-    reasons = " ".join(c["reason"] for c in d.verdict["conclusion"])
+    assert d.verdict_json["stage"] == "user_side"
+    reasons = " ".join(c["reason"] for c in d.verdict_json["conclusion"])
     assert "nash-e" in reasons and "nash-m" in reasons and "model_check_result_261101_0942_31337.txt" in reasons
 
 
@@ -117,9 +117,9 @@ def test_a_garbled_file_is_a_warning_naming_file_and_line(tmp_path, rulebase):
                                                      "| Relu_1   | 102 | 0.999993 |"), encoding="utf-8")
     case = write_case(project, "artifacts: [.]\n")
     d = diagnose_file(case, rulebase)
-    (warning,) = [w for w in d.verdict["warnings"] if "verify.log" in w]
+    (warning,) = [w for w in d.verdict_json["warnings"] if "verify.log" in w]
     assert "第 18 行" in warning and "line up" in warning
-    assert d.verdict["stage"] == "undetermined"  # the diagnosis goes on
+    assert d.verdict_json["stage"] == "undetermined"  # the diagnosis goes on
 
 
 def test_inspect_shows_what_each_probe_read(tmp_path, cli):

@@ -15,11 +15,11 @@ from j6doctor.report import render_markdown
 
 
 def stages(d):
-    return [c["stage"] for c in d.verdict["candidates"]]
+    return [c["stage"] for c in d.verdict_json["candidates"]]
 
 
 def steps(d):
-    return " ".join(s["text"] for s in d.verdict["next_steps"])
+    return " ".join(s["text"] for s in d.verdict_json["next_steps"])
 
 
 def facts_of(d, type_name):
@@ -70,21 +70,21 @@ def test_unknown_packages_are_kept_and_shown(diagnose):
                   "results": {"qat_bc": ok("normal"), "quantized_bc": ok("abnormal")}})
     text = render_markdown(d)
     assert "rknn-toolkit2 2.3.0" in text and "CUDA 12.6" in text
-    assert d.verdict["missing"] == []
+    assert d.verdict_json["missing"] == []
 
 
 def test_a_version_yaml_read_as_a_number_is_accepted_with_a_warning(diagnose):
     d = diagnose({**FULL_INFO, "versions": {"plugin": 3.1, "profiler": "3.1.2", "hbdk4": 4.4},
                   "results": {"qat_bc": ok("normal"), "quantized_bc": ok("abnormal")}})
-    assert d.verdict["stage"] == "convert"
-    warnings = " ".join(d.verdict["warnings"])
+    assert d.verdict_json["stage"] == "convert"
+    warnings = " ".join(d.verdict_json["warnings"])
     assert "3.10" in warnings and "4.40" in warnings and "请加引号" in warnings
     assert {f["given"]: f["version"] for f in facts_of(d, "version")}["plugin"] == "3.1"
 
 
 def test_a_close_typo_of_a_package_is_kept_with_a_did_you_mean(diagnose):
     d = diagnose({"versions": {"horizon-plugin-pytroch": "3.1.2"}})
-    assert any("horizon-plugin-pytroch" in w and "horizon-plugin-pytorch" in w for w in d.verdict["warnings"])
+    assert any("horizon-plugin-pytroch" in w and "horizon-plugin-pytorch" in w for w in d.verdict_json["warnings"])
 
 
 def test_every_unknown_key_and_bad_value_is_reported_in_one_run(tmp_path):
@@ -169,9 +169,9 @@ def test_a_non_horizon_platform_is_other_with_a_warning(diagnose):
     d = diagnose({"platform": "RK3588", "versions": {"rknn-toolkit2": "2.3.0"},
                   "results": {"quantized_bc": ok("normal"), "board": ok("abnormal")}})
     assert [f["family"] for f in facts_of(d, "platform")] == ["other"]
-    assert any("RK3588" in w and "other" in w for w in d.verdict["warnings"])
-    assert d.verdict["stage"] == "compile"  # the stage logic works for all
-    assert "versions" not in d.verdict["missing"]  # Horizon versions are not asked of other toolchains
+    assert any("RK3588" in w and "other" in w for w in d.verdict_json["warnings"])
+    assert d.verdict_json["stage"] == "compile"  # the stage logic works for all
+    assert "versions" not in d.verdict_json["missing"]  # Horizon versions are not asked of other toolchains
 
 
 def test_consistency_strategy_is_j6_only(diagnose):
@@ -179,7 +179,7 @@ def test_consistency_strategy_is_j6_only(diagnose):
     assert "ConsistencyStrategy" in steps(j6)
     x5 = diagnose({**FULL_INFO, "platform": "RDK X5", "versions": {"plugin": "1.10.4", "hbdk": "3.49.15"},
                    "results": {"qat_pt": ok("normal"), "quantized_bc": ok("abnormal")}})
-    assert x5.verdict["stage"] == "convert"  # X5 QAT: no qat.bc on its chain
+    assert x5.verdict_json["stage"] == "convert"  # X5 QAT: no qat.bc on its chain
     assert "ConsistencyStrategy" not in steps(x5) and "qat_bc" not in steps(x5)
 
 
@@ -191,8 +191,8 @@ def test_consistency_strategy_is_j6_only(diagnose):
 ])
 def test_ptq_flow_is_stated_or_inferred_and_maps_onto_the_chain(diagnose, case, how):
     d = diagnose({**case, "platform": "RDK X5"})
-    assert d.verdict["flow"]["flow"] == "ptq" and how in d.verdict["flow"]["how"]
-    assert d.verdict["stage"] == "convert"
+    assert d.verdict_json["flow"]["flow"] == "ptq" and how in d.verdict_json["flow"]["how"]
+    assert d.verdict_json["stage"] == "convert"
     text = steps(d)
     assert "hb_verifier" in text and "转换日志" in text
     assert "QuantAnalysis(" not in text and "ConsistencyStrategy" not in text
@@ -201,7 +201,7 @@ def test_ptq_flow_is_stated_or_inferred_and_maps_onto_the_chain(diagnose, case, 
 def test_ptq_gate_asks_for_the_toolchain_and_the_conversion_input_parameters(diagnose):
     d = diagnose({"platform": "RDK X5", "badcase": {"reproducible": True}, "symptom": "定点模型掉点",
                   "results": {"calibrated_model": ok("normal"), "quantized_model": ok("abnormal")}})
-    details = {m["id"]: m for m in d.verdict["missing_detail"]}
+    details = {m["id"]: m for m in d.verdict_json["missing_detail"]}
     assert set(details) == {"versions", "deploy_adaptation"}
     assert "OE" in details["versions"]["details"][0] and details["versions"]["ask"] == ["openexplorer"]
     assert "input_type_rt" in details["deploy_adaptation"]["details"][0]
@@ -210,12 +210,12 @@ def test_ptq_gate_asks_for_the_toolchain_and_the_conversion_input_parameters(dia
                       "versions": {"OE": "1.2.8"},
                       "input_parameters": {"input_type_rt": "nv12", "input_type_train": "rgb", "norm_type": "data_scale"},
                       "results": {"calibrated_model": ok("normal"), "quantized_model": ok("abnormal")}})
-    assert given.verdict["missing"] == []
+    assert given.verdict_json["missing"] == []
 
 
 def test_ptq_deployment_steps_name_the_ptq_tools(diagnose):
     d = diagnose({"flow": "ptq", "results": {"quantized_model": ok("normal"), "bin": ok("abnormal")}})
-    assert d.verdict["stage"] == "compile"
+    assert d.verdict_json["stage"] == "compile"
     assert "hb_verifier" in steps(d) and "hb_model_info" in steps(d)
 
 
@@ -236,13 +236,13 @@ input_parameters:
 def test_a_load_error_is_not_bisected_like_an_accuracy_problem(diagnose):
     d = diagnose({**FULL_INFO, "results": {"quantized_bc": ok("normal"),
                                            "board": {"failure": "load_error", "message": "FC Parse error"}}})
-    assert d.verdict["stage"] == "compile"
+    assert d.verdict_json["stage"] == "compile"
     text = steps(d)
     assert "march" in text and "BPU 核数" in text and "UCP / DNN / HBRT" in text
     assert "QuantAnalysis(" not in text and "x86 上仿真" not in text
     assert stages(d) == ["user_side", "compile", "board"]
-    assert "badcase" not in d.verdict["missing"] and "deploy_adaptation" not in d.verdict["missing"]
-    assert any("不是精度问题" in f["text"] for f in d.verdict["findings"])
+    assert "badcase" not in d.verdict_json["missing"] and "deploy_adaptation" not in d.verdict_json["missing"]
+    assert any("不是精度问题" in f["text"] for f in d.verdict_json["findings"])
 
 
 @pytest.mark.parametrize("message", [
@@ -252,16 +252,16 @@ def test_a_load_error_is_not_bisected_like_an_accuracy_problem(diagnose):
 def test_r9_messages_in_free_text_are_load_errors(diagnose, message):
     d = diagnose({**FULL_INFO, "symptom": f"板端跑模型报错：{message}",
                   "results": {"quantized_bc": ok("normal")}})
-    assert d.verdict["stage"] == "compile"
+    assert d.verdict_json["stage"] == "compile"
     assert [(f["artifact"], f["kind"]) for f in d.run.by_type("failed")] == [("board", "load_error")]
 
 
 def test_a_load_error_with_another_march_is_user_side(diagnose):
     d = diagnose({**FULL_INFO, "platform": "RDK S100P", "deployment": {"notes": "hbm 用 --march nash-e 编译"},
                   "results": {"board": {"failure": "load_error", "message": "Incompatible Platform!!"}}})
-    assert d.verdict["stage"] == "user_side"
-    assert d.verdict["chain_stage"]["stage"] == "compile"
-    assert "nash-e" in d.verdict["conclusion"][0]["reason"] and "nash-m" in d.verdict["conclusion"][0]["reason"]
+    assert d.verdict_json["stage"] == "user_side"
+    assert d.verdict_json["chain_stage"]["stage"] == "compile"
+    assert "nash-e" in d.verdict_json["conclusion"][0]["reason"] and "nash-m" in d.verdict_json["conclusion"][0]["reason"]
 
 
 @pytest.mark.parametrize("artifact,stage", [
@@ -270,7 +270,7 @@ def test_a_load_error_with_another_march_is_user_side(diagnose):
 ])
 def test_a_build_failure_names_the_stage_that_builds_the_artifact(diagnose, artifact, stage):
     d = diagnose({**FULL_INFO, "results": {artifact: {"failure": "compile_error", "message": "unsupported op Foo"}}})
-    assert d.verdict["stage"] == stage
+    assert d.verdict_json["stage"] == stage
 
 
 def test_failure_and_normal_status_contradict(tmp_path):
@@ -283,10 +283,10 @@ def test_failure_and_normal_status_contradict(tmp_path):
 def test_board_problem_reproduced_by_the_vendor_tool_points_at_the_toolchain(diagnose):
     base = {"quantized_bc": ok("normal"), "hbm_x86": ok("normal")}
     own = diagnose({**FULL_INFO, "results": {**base, "board": {**ok("abnormal"), "by": "own_app"}}})
-    assert own.verdict["stage"] == "board"
+    assert own.verdict_json["stage"] == "board"
     for by in ("vendor_tool", "hrt_model_exec infer", "sample", "rdk_model_zoo 的 demo"):
         d = diagnose({**FULL_INFO, "results": {**base, "board": {**ok("abnormal"), "by": by}}})
-        assert d.verdict["stage"] == "compile", by
+        assert d.verdict_json["stage"] == "compile", by
         assert stages(d) == ["compile"]
 
 
@@ -295,14 +295,14 @@ def test_board_problem_reproduced_by_the_vendor_tool_points_at_the_toolchain(dia
 def test_equal_outputs_carry_the_wrongness_up_the_chain(diagnose):
     d = diagnose({**FULL_INFO, "results": {"qat_bc": ok("normal"), "board": ok("abnormal")},
                   "comparisons": [{"a": "board", "b": "quantized.bc", "relation": "same"}]})
-    assert d.verdict["stage"] == "convert"  # quantized.bc is as wrong as the board on that input
+    assert d.verdict_json["stage"] == "convert"  # quantized.bc is as wrong as the board on that input
 
 
 def test_a_control_through_the_same_board_code_clears_board_integration(diagnose):
     results = {"quantized_bc": ok("normal"), "hbm_x86": ok("normal"), "board": ok("abnormal")}
     d = diagnose({**FULL_INFO, "results": results,
                   "comparisons": [{"variant": "zoo .bin", "stage": "board", "status": "normal"}]})
-    assert d.verdict["stage"] == "compile" and "board" not in stages(d)
+    assert d.verdict_json["stage"] == "compile" and "board" not in stages(d)
     unsplit = diagnose({**FULL_INFO, "results": {"quantized_bc": ok("normal"), "board": ok("abnormal")},
                         "controls": [{"variant": "zoo .bin", "stage": "board", "status": "normal"}]})
     assert stages(unsplit) == ["compile"]
@@ -311,8 +311,8 @@ def test_a_control_through_the_same_board_code_clears_board_integration(diagnose
 def test_differing_outputs_are_only_noted(diagnose):
     d = diagnose({**FULL_INFO, "results": {"quantized_bc": ok("normal"), "hbm_x86": ok("normal")},
                   "comparisons": [{"a": "hbm_x86", "b": "board", "relation": "differs"}]})
-    assert d.verdict["stage"] == "undetermined"
-    assert any("输出不同" in f["text"] for f in d.verdict["findings"])
+    assert d.verdict_json["stage"] == "undetermined"
+    assert any("输出不同" in f["text"] for f in d.verdict_json["findings"])
 
 
 # ---------------------------------------------------------------------------- 6./8. never drop a confirmed statement; free text
@@ -355,14 +355,14 @@ def _case_with_text(where: str, text: str) -> dict:
 @pytest.mark.parametrize("topic,where,text,item", STATED, ids=[f"{t[0]}:{t[2][:30]}" for t in STATED])
 def test_a_mismatch_stated_in_free_text_is_never_dropped(diagnose, topic, where, text, item):
     d = diagnose(_case_with_text(where, text))
-    assert d.verdict["stage"] == "user_side", d.verdict["text_facts"]
-    assert d.verdict["chain_stage"]["stage"] == "baseline"  # the chain is still shown, for after the fix
-    stated = [t for t in d.verdict["text_facts"] if t["kind"] == "stated" and t["item"] == item]
+    assert d.verdict_json["stage"] == "user_side", d.verdict_json["text_facts"]
+    assert d.verdict_json["chain_stage"]["stage"] == "baseline"  # the chain is still shown, for after the fix
+    stated = [t for t in d.verdict_json["text_facts"] if t["kind"] == "stated" and t["item"] == item]
     assert stated and stated[0]["quote"] and stated[0]["key"].split(".")[0] in ("symptom", "deployment", "tried")
     mismatch = next(f for f in d.run.by_type("user_mismatch") if f["item"] == item)
     assert "从描述中识别" in mismatch["note"]
     if item in ("preprocess", "layout", "input_scale", "io_nodes", "padding"):
-        assert {c["id"]: c["status"] for c in d.verdict["checklist"]}[item] == "mismatch"
+        assert {c["id"]: c["status"] for c in d.verdict_json["checklist"]}[item] == "mismatch"
     assert "从描述中识别" in render_markdown(d)
 
 
@@ -382,32 +382,32 @@ NEGATED = [
 @pytest.mark.parametrize("text", NEGATED)
 def test_negations_do_not_fire_a_mismatch(diagnose, text):
     d = diagnose(_case_with_text("symptom", text))
-    assert d.verdict["stage"] == "baseline", d.verdict["text_facts"]
-    assert not [t for t in d.verdict["text_facts"] if t["kind"] == "stated" and t["item"] != "none"]
+    assert d.verdict_json["stage"] == "baseline", d.verdict_json["text_facts"]
+    assert not [t for t in d.verdict_json["text_facts"] if t["kind"] == "stated" and t["item"] != "none"]
 
 
 def test_a_negation_in_another_part_of_the_sentence_does_not_block(diagnose):
     d = diagnose(_case_with_text("symptom", "已确认 march 一致，但板端喂 NHWC，模型要 NCHW"))
-    assert d.verdict["stage"] == "user_side"
-    assert [t["item"] for t in d.verdict["text_facts"] if t["kind"] == "stated"] == ["layout"]
+    assert d.verdict_json["stage"] == "user_side"
+    assert [t["item"] for t in d.verdict_json["text_facts"] if t["kind"] == "stated"] == ["layout"]
 
 
 def test_free_text_facts_carry_key_line_and_span_back_to_the_case(tmp_path, rulebase):
     path = write_case(tmp_path, 'symptom: "板端掉点。板端喂 NHWC，模型要 NCHW；其他正常"\nresults:\n  board: abnormal\n')
     d = diagnose_file(path, rulebase)
-    (fact,) = [t for t in d.verdict["text_facts"] if t["topic"] == "layout"]
+    (fact,) = [t for t in d.verdict_json["text_facts"] if t["topic"] == "layout"]
     symptom = read_case(path).data["symptom"]
     assert symptom[fact["start"]:fact["end"]] == fact["quote"] == "板端喂 NHWC，模型要 NCHW"
     assert (fact["key"], fact["line"], fact["rule"]) == ("symptom", 1, "text.layout_mismatch")
-    entry = next(t for t in d.verdict["trace"] if t["id"] == fact["fact"])
-    premise = next(t for t in d.verdict["trace"] if t["id"] == entry["premises"][0])
+    entry = next(t for t in d.verdict_json["trace"] if t["id"] == fact["fact"])
+    premise = next(t for t in d.verdict_json["trace"] if t["id"] == entry["premises"][0])
     assert premise["source"] == {"kind": "case", "file": "case.yaml", "line": 1, "key": "symptom"}
-    verdict_fact = d.verdict["conclusion"][0]["fact"]
+    verdict_fact = d.verdict_json["conclusion"][0]["fact"]
     assert fact["fact"] in _ancestors(d, verdict_fact)  # the verdict's chain reaches the span
 
 
 def _ancestors(d, fact_id):
-    by_id = {t["id"]: t for t in d.verdict["trace"]}
+    by_id = {t["id"]: t for t in d.verdict_json["trace"]}
     seen, todo = set(), [fact_id]
     while todo:
         current = todo.pop()
@@ -421,7 +421,7 @@ def test_hints_are_raised_as_questions(diagnose):
     d = diagnose({**FULL_INFO, "deployment": {"notes": "板端送入 RGB 图像；编译时删除了输出 Dequantize 节点"},
                   "input_parameters": {"input_type_rt": "nv12"},
                   "results": {"quantized_bc": ok("normal"), "board": ok("abnormal")}})
-    assert d.verdict["stage"] == "compile"
+    assert d.verdict_json["stage"] == "compile"
     text = steps(d)
     assert "送入 rgb" in text and "input_type_rt 是 nv12" in text
     assert "删除节点的作用" in text or "被删除节点的作用" in text
@@ -431,8 +431,8 @@ def test_a_stated_single_frame_keeps_unspecified_results_from_confirming(diagnos
     d = diagnose({**FULL_INFO, "symptom": "只有一张图片板端和 x86 不一致",
                   "results": {"quantized_bc": {"status": "normal"}, "hbm_x86": {"status": "normal"},
                               "board": {"status": "abnormal"}}})
-    assert d.verdict["stage"] == "undetermined"
-    assert [m["id"] for m in d.verdict["mistakes"]] == ["M01"]
+    assert d.verdict_json["stage"] == "undetermined"
+    assert [m["id"] for m in d.verdict_json["mistakes"]] == ["M01"]
     assert set(stages(d)) == {"board", "compile"}  # the stage the frame points at
 
 
@@ -442,19 +442,19 @@ def test_float_equal_to_a_wrong_output_is_a_broken_reference(diagnose):
     case = {**FULL_INFO, "results": {"hbm": ok("abnormal", "badcase")},
             "comparisons": [{"a": "hbm", "b": "float", "relation": "equal"}]}
     d = diagnose(case)
-    assert d.verdict["stage"] == "undetermined"
-    assert d.verdict["next_steps"][0]["text"].startswith("先验证参考")
-    assert "同一份预处理后的张量" in d.verdict["next_steps"][0]["text"]
+    assert d.verdict_json["stage"] == "undetermined"
+    assert d.verdict_json["next_steps"][0]["text"].startswith("先验证参考")
+    assert "同一份预处理后的张量" in d.verdict_json["next_steps"][0]["text"]
     assert stages(d)[0] == "user_side"
     shown = diagnose({**case, "controls": [{"variant": "PyTorch 中的同一模型", "stage": "float", "status": "normal"}]})
-    assert shown.verdict["stage"] == "user_side"
+    assert shown.verdict_json["stage"] == "user_side"
 
 
 def test_the_broken_reference_example_blames_no_toolchain_stage(rulebase):
     d = diagnose_file(EXAMPLES / "broken_reference.yaml", rulebase)
-    assert d.verdict["stage"] == "user_side"
-    assert d.verdict["conclusion"][0]["reason"].startswith("参考（float）流程")
-    assert d.verdict["checklist"] == []
+    assert d.verdict_json["stage"] == "user_side"
+    assert d.verdict_json["conclusion"][0]["reason"].startswith("参考（float）流程")
+    assert d.verdict_json["checklist"] == []
 
 
 # ---------------------------------------------------------------------------- 9. candidates
@@ -474,7 +474,7 @@ def test_the_broken_reference_example_blames_no_toolchain_stage(rulebase):
 def test_every_verdict_lists_the_stages_still_possible(diagnose, results, expected):
     d = diagnose({**FULL_INFO, "results": results})
     assert stages(d) == expected
-    assert all(c["check"] for c in d.verdict["candidates"])
+    assert all(c["check"] for c in d.verdict_json["candidates"])
 
 
 def test_candidates_are_in_the_report(rulebase):
@@ -487,11 +487,11 @@ def test_candidates_are_in_the_report(rulebase):
 
 def test_m02_only_when_the_user_acted_on_a_deployment_attribution(diagnose):
     plain = diagnose({**FULL_INFO, "results": {"board": ok("abnormal")}})
-    assert plain.verdict["mistakes"] == [] and "先验证 quantized.bc" in steps(plain)
+    assert plain.verdict_json["mistakes"] == [] and "先验证 quantized.bc" in steps(plain)
     for extra in ({"tried": ["换了 hbdk 版本重新编译"]}, {"suspect": "compile"}, {"suspect": ["板端"]},
                   {"symptom": "怀疑是 hbdk 编译器的 bug"}, {"tried": ["rewrote the board code"]}):
         d = diagnose({**FULL_INFO, **extra, "results": {"board": ok("abnormal")}})
-        assert [m["id"] for m in d.verdict["mistakes"]] == ["M02"], extra
+        assert [m["id"] for m in d.verdict_json["mistakes"]] == ["M02"], extra
 
 
 def test_deployment_reports_give_no_quant_analysis_reasons(diagnose):
@@ -499,9 +499,9 @@ def test_deployment_reports_give_no_quant_analysis_reasons(diagnose):
     d = diagnose({**FULL_INFO, "deployment": {"notes": "NV12"},
                   "results": {"quantized_bc": ok("normal"), "hbm_x86": ok("abnormal")},
                   "artifacts": [str(BUNDLED_RULES_DIR / "fixtures" / "horizon_quant_analysis")]})
-    assert d.verdict["stage"] == "compile"
-    assert d.verdict["mistakes"] == []  # no M06 / M09 for a compile problem
-    assert not any(f["topic"] in ("quant_analysis", "badcase") for f in d.verdict["findings"])
+    assert d.verdict_json["stage"] == "compile"
+    assert d.verdict_json["mistakes"] == []  # no M06 / M09 for a compile problem
+    assert not any(f["topic"] in ("quant_analysis", "badcase") for f in d.verdict_json["findings"])
     assert "sensitivity" not in steps(d)
 
 
@@ -509,11 +509,11 @@ def test_a_small_drop_asks_before_naming_a_stage(diagnose):
     results = {"qat_bc": {**ok("normal"), "metric": "mAP", "value": 41.0},
                "quantized_bc": {**ok("abnormal"), "metric": "mAP", "value": 40.8}}
     d = diagnose({**FULL_INFO, "results": results})
-    assert d.verdict["stage"] == "undetermined"
-    assert d.verdict["next_steps"][0]["text"].startswith("先确认 quantized.bc 的下降")
+    assert d.verdict_json["stage"] == "undetermined"
+    assert d.verdict_json["next_steps"][0]["text"].startswith("先确认 quantized.bc 的下降")
     assert stages(d) == ["convert"]
     strict = diagnose({**FULL_INFO, "results": results, "metrics": {"tolerance": 0.001}})
-    assert strict.verdict["stage"] == "convert"
+    assert strict.verdict_json["stage"] == "convert"
 
 
 # ---------------------------------------------------------------------------- 11. case first, environment second
@@ -535,7 +535,7 @@ def test_environment_fills_only_what_the_case_leaves_out(tmp_path, rulebase, mon
     assert versions["horizon-plugin-pytorch"]["version"] == "3.1.2"  # the case wins
     assert versions["hbdk4-compiler"].source.kind == "environment"  # the environment fills a gap
     assert [f["family"] for f in d.facts if f.type == "platform"] == ["J6E"]
-    warnings = " ".join(d.verdict["warnings"])
+    warnings = " ".join(d.verdict_json["warnings"])
     assert "3.0.5" in warnings and "3.1.2" in warnings and "以案例为准" in warnings
     assert "RDK S100P" in warnings and "J6E" in warnings
     assert "hbdk4-compiler 4.4.2（本机环境）" in render_markdown(d)

@@ -14,7 +14,7 @@ def test_earliest_abnormal_wins(diagnose):
     d = diagnose({**FULL_INFO, "results": {
         "qat_pt": ok("normal"), "qat_export_pt": ok("normal"), "qat_bc": ok("abnormal"),
         "quantized_bc": ok("abnormal"), "hbm_x86": ok("abnormal"), "board": ok("abnormal")}})
-    assert d.verdict["stage"] == "export"
+    assert d.verdict_json["stage"] == "export"
 
 
 @pytest.mark.parametrize("results,evaluate", [
@@ -27,10 +27,10 @@ def test_earliest_abnormal_wins(diagnose):
 ])
 def test_gap_gives_undetermined_and_artifact_to_evaluate(diagnose, results, evaluate):
     d = diagnose({**FULL_INFO, "results": results})
-    assert d.verdict["stage"] in ("undetermined", "baseline")
-    assert [e["artifact"] for e in d.verdict["evaluate_next"]] == [evaluate]
-    assert "stage_results" in d.verdict["missing"]
-    assert d.verdict["next_steps"][0]["text"].startswith("先评测") or d.verdict["stage"] == "baseline"
+    assert d.verdict_json["stage"] in ("undetermined", "baseline")
+    assert [e["artifact"] for e in d.verdict_json["evaluate_next"]] == [evaluate]
+    assert "stage_results" in d.verdict_json["missing"]
+    assert d.verdict_json["next_steps"][0]["text"].startswith("先评测") or d.verdict_json["stage"] == "baseline"
 
 
 @pytest.mark.parametrize("results", [
@@ -43,54 +43,54 @@ def test_gap_gives_undetermined_and_artifact_to_evaluate(diagnose, results, eval
 ])
 def test_contradictory_results_are_undetermined_with_warning(diagnose, results):
     d = diagnose({**FULL_INFO, "results": results})
-    assert d.verdict["stage"] == "undetermined"
-    assert any("矛盾" in w for w in d.verdict["warnings"])
-    assert "stage_results" in d.verdict["missing"]
+    assert d.verdict_json["stage"] == "undetermined"
+    assert any("矛盾" in w for w in d.verdict_json["warnings"])
+    assert "stage_results" in d.verdict_json["missing"]
 
 
 def test_all_normal_is_undetermined(diagnose):
     d = diagnose({**FULL_INFO, "results": {"qat_pt": ok("normal"), "qat_bc": ok("normal"),
                                            "quantized_bc": ok("normal")}})
-    assert d.verdict["stage"] == "undetermined"
-    assert d.verdict["warnings"] == []
+    assert d.verdict_json["stage"] == "undetermined"
+    assert d.verdict_json["warnings"] == []
 
 
 def test_float_abnormal_blames_the_reference_not_a_toolchain_stage(diagnose):
     # float wrong while qat.bc is fine: the reference pipeline is what is wrong
     d = diagnose({**FULL_INFO, "results": {"float": ok("abnormal"), "qat_bc": ok("normal"),
                                            "quantized_bc": ok("abnormal")}})
-    assert d.verdict["stage"] == "user_side"
-    assert d.verdict["chain_stage"]["stage"] == "convert"  # still shown, for after the fix
-    assert "参考流程" in d.verdict["conclusion"][0]["reason"]
+    assert d.verdict_json["stage"] == "user_side"
+    assert d.verdict_json["chain_stage"]["stage"] == "convert"  # still shown, for after the fix
+    assert "参考流程" in d.verdict_json["conclusion"][0]["reason"]
     # float wrong and nothing shows the pipeline is: verify the reference first
     alone = diagnose({**FULL_INFO, "results": {"float": ok("abnormal"), "board": ok("abnormal")}})
-    assert alone.verdict["stage"] == "undetermined"
-    assert alone.verdict["next_steps"][0]["text"].startswith("先验证参考")
-    assert alone.verdict["candidates"][0]["stage"] == "user_side"
+    assert alone.verdict_json["stage"] == "undetermined"
+    assert alone.verdict_json["next_steps"][0]["text"].startswith("先验证参考")
+    assert alone.verdict_json["candidates"][0]["stage"] == "user_side"
 
 
 def test_user_side_from_confirmed_checklist_mismatch(diagnose):
     d = diagnose({**FULL_INFO, "results": {"quantized_bc": ok("normal"), "board": ok("abnormal")},
                   "deployment": {"checklist": {"padding": {"status": "mismatch", "note": "板端 pad 到 640"}}}})
-    assert d.verdict["stage"] == "user_side"
-    assert "padding" in d.verdict["next_steps"][0]["text"] or "pad" in d.verdict["next_steps"][0]["text"]
-    assert [c["id"] for c in d.verdict["checklist"]] == ["preprocess", "layout", "input_scale", "io_nodes", "padding"]
-    assert {c["id"]: c["status"] for c in d.verdict["checklist"]}["padding"] == "mismatch"
+    assert d.verdict_json["stage"] == "user_side"
+    assert "padding" in d.verdict_json["next_steps"][0]["text"] or "pad" in d.verdict_json["next_steps"][0]["text"]
+    assert [c["id"] for c in d.verdict_json["checklist"]] == ["preprocess", "layout", "input_scale", "io_nodes", "padding"]
+    assert {c["id"]: c["status"] for c in d.verdict_json["checklist"]}["padding"] == "mismatch"
 
 
 def test_confirmed_checklist_mismatch_is_never_dropped(diagnose):
     # a confirmed mismatch wins whatever the chain says; the chain's stage stays for after the fix
     d = diagnose({**FULL_INFO, "results": {"qat_bc": ok("normal"), "quantized_bc": ok("abnormal")},
                   "deployment": {"checklist": {"layout": {"status": "mismatch"}}}})
-    assert d.verdict["stage"] == "user_side"
-    assert d.verdict["chain_stage"]["stage"] == "convert"
-    assert {c["id"]: c["status"] for c in d.verdict["checklist"]}["layout"] == "mismatch"
-    assert [c["stage"] for c in d.verdict["candidates"]] == ["user_side", "convert"]
+    assert d.verdict_json["stage"] == "user_side"
+    assert d.verdict_json["chain_stage"]["stage"] == "convert"
+    assert {c["id"]: c["status"] for c in d.verdict_json["checklist"]}["layout"] == "mismatch"
+    assert [c["stage"] for c in d.verdict_json["candidates"]] == ["user_side", "convert"]
     for results in ({"board": ok("abnormal")}, {}):  # baseline and undetermined chains too
         other = diagnose({**FULL_INFO, "results": results,
                           "deployment": {"checklist": {"padding": {"status": "mismatch", "note": "stride"}}}})
-        assert other.verdict["stage"] == "user_side"
-        assert {c["id"]: c["status"] for c in other.verdict["checklist"]}["padding"] == "mismatch"
+        assert other.verdict_json["stage"] == "user_side"
+        assert {c["id"]: c["status"] for c in other.verdict_json["checklist"]}["padding"] == "mismatch"
 
 
 @pytest.mark.parametrize("stage", ["compile", "board"])
@@ -98,19 +98,19 @@ def test_deployment_verdicts_list_all_five_checklist_items(diagnose, stage):
     results = {"quantized_bc": ok("normal"), "hbm_x86": ok("abnormal" if stage == "compile" else "normal"),
                "board": ok("abnormal")}
     d = diagnose({**FULL_INFO, "results": results})
-    assert d.verdict["stage"] == stage
-    assert [(c["id"], c["status"]) for c in d.verdict["checklist"]] == [
+    assert d.verdict_json["stage"] == stage
+    assert [(c["id"], c["status"]) for c in d.verdict_json["checklist"]] == [
         (i, "unchecked") for i in ("preprocess", "layout", "input_scale", "io_nodes", "padding")]
 
 
 def test_x86_vs_board_inference_is_stated(diagnose):
     both = diagnose({**FULL_INFO, "results": {"quantized_bc": ok("normal"), "hbm_x86": ok("abnormal"),
                                               "board": ok("abnormal")}})
-    texts = " ".join(f["text"] for f in both.verdict["findings"])
+    texts = " ".join(f["text"] for f in both.verdict_json["findings"])
     assert "排除了板端独有因素" in texts
     board = diagnose({**FULL_INFO, "results": {"quantized_bc": ok("normal"), "hbm_x86": ok("normal"),
                                                "board": ok("abnormal")}})
-    assert "板端部署接入" in " ".join(f["text"] for f in board.verdict["findings"])
+    assert "板端部署接入" in " ".join(f["text"] for f in board.verdict_json["findings"])
 
 
 def test_every_contract_stage_is_reachable(diagnose):
@@ -125,7 +125,7 @@ def test_every_contract_stage_is_reachable(diagnose):
         "undetermined": {},
     }
     for stage, results in cases.items():
-        assert diagnose({**FULL_INFO, "results": results}).verdict["stage"] == stage
+        assert diagnose({**FULL_INFO, "results": results}).verdict_json["stage"] == stage
     user = diagnose({**FULL_INFO, "results": cases["board"],
                      "deployment": {"checklist": {"layout": {"status": "mismatch"}}}})
-    assert user.verdict["stage"] == "user_side"
+    assert user.verdict_json["stage"] == "user_side"

@@ -13,7 +13,7 @@ CASES = sorted(EXAMPLES.glob("*.yaml"))
 @pytest.mark.parametrize("path", CASES, ids=[p.name for p in CASES])
 def test_trace_is_closed_and_sourced(path, rulebase):
     d = diagnose_file(path, rulebase)
-    trace = {t["id"]: t for t in d.verdict["trace"]}
+    trace = {t["id"]: t for t in d.verdict_json["trace"]}
     rule_ids = {r.id for r in rulebase.rules}
     for entry in trace.values():
         if "rule" in entry:
@@ -30,7 +30,7 @@ def test_trace_is_closed_and_sourced(path, rulebase):
 @pytest.mark.parametrize("path", CASES, ids=[p.name for p in CASES])
 def test_every_conclusion_reaches_input_facts(path, rulebase):
     d = diagnose_file(path, rulebase)
-    trace = {t["id"]: t for t in d.verdict["trace"]}
+    trace = {t["id"]: t for t in d.verdict_json["trace"]}
 
     def leaves(fact_id, seen=None):
         seen = seen if seen is not None else set()
@@ -44,28 +44,28 @@ def test_every_conclusion_reaches_input_facts(path, rulebase):
                 found |= leaves(premise, seen)
         return found
 
-    for conclusion in d.verdict["conclusion"]:
+    for conclusion in d.verdict_json["conclusion"]:
         entry = trace[conclusion["fact"]]
-        assert entry["type"] == "verdict" and entry["fields"]["stage"] == d.verdict["stage"]
+        assert entry["type"] == "verdict" and entry["fields"]["stage"] == d.verdict_json["stage"]
         inputs = leaves(conclusion["fact"])
-        if d.verdict["stage"] not in ("undetermined",):
+        if d.verdict_json["stage"] not in ("undetermined",):
             assert inputs, "a committed stage must rest on input facts"
-        assert inputs == {e["fact"] for e in d.verdict["evidence"]} or len(d.verdict["conclusion"]) > 1
+        assert inputs == {e["fact"] for e in d.verdict_json["evidence"]} or len(d.verdict_json["conclusion"]) > 1
     for key in ("findings", "next_steps", "retain"):
-        for item in d.verdict[key]:
+        for item in d.verdict_json[key]:
             assert trace[item["fact"]]["rule"] == item["rule"]
 
 
 def test_evidence_lists_the_deciding_facts_with_lines(rulebase):
     d = diagnose_file(EXAMPLES / "convert_j6m.yaml", rulebase)
-    evidence = {(e["fields"]["artifact"], e["source"]["line"]) for e in d.verdict["evidence"]}
+    evidence = {(e["fields"]["artifact"], e["source"]["line"]) for e in d.verdict_json["evidence"]}
     assert evidence == {("qat_bc", 11), ("quantized_bc", 12)}
-    chain = [t for t in d.verdict["trace"] if t.get("rule") == "map.convert"]
+    chain = [t for t in d.verdict_json["trace"] if t.get("rule") == "map.convert"]
     assert chain and "chain_open" in {trace_type(d, p) for p in chain[0]["premises"]}
 
 
 def trace_type(d, fact_id):
-    return next(t["type"] for t in d.verdict["trace"] if t["id"] == fact_id)
+    return next(t["type"] for t in d.verdict_json["trace"] if t["id"] == fact_id)
 
 
 def test_report_shows_the_chain(rulebase):

@@ -111,11 +111,12 @@ def test_examples_and_broken_cases(cli, tmp_path, rulebase):
     diagnosed = [i for i in items if i["status"] == "ok"]
     assert {i["stage"] for i in diagnosed} >= {"convert", "export", "board", "user_side", "undetermined"}
     for item in diagnosed:  # each row is the verdict `diagnose` gives the same file
-        verdict = diagnose_file(tmp_path / item["path"], rulebase).verdict
+        diagnosis = diagnose_file(tmp_path / item["path"], rulebase)
+        verdict = diagnosis.verdict_json
         assert item["stage"] == verdict["stage"] and item["stage_label"] == verdict["stage_label"]
         assert item["missing"] == verdict["missing"]
         assert [c["stage"] for c in item["candidates"]] == [c["stage"] for c in verdict["candidates"]]
-        assert item["first_finding"] == first_finding(verdict)
+        assert item["first_finding"] == first_finding(diagnosis.verdict)
         assert list(item["reports"]) == ["html"]
         assert (out / item["reports"]["html"]).read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     by_name = {Path(i["path"]).name: i for i in items}
