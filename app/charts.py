@@ -2,8 +2,9 @@
 marked, and sensitivity bars. Pure numbers and labels; the template draws them as inline
 SVG (no script, no network), and Jinja escapes every label.
 
-The series functions are called only when the HTML report is drawn (evidence.Charts); a
-compare table's series reads its columns, thinned to MAX_POINTS rows."""
+The report calls series_of on the probes' readings (probes/probe_output.Reading) only when
+it draws the HTML page; a compare table's series reads its columns, thinned to MAX_POINTS
+rows."""
 
 from __future__ import annotations
 
@@ -33,6 +34,18 @@ def _thin_positions(count: int, keep: set[int]) -> list[int]:
         return list(range(count))
     step = count / MAX_POINTS
     return sorted({int(i * step) for i in range(MAX_POINTS)} | keep)
+
+
+def series_of(reading) -> dict[str, Any]:
+    """The chart series of a probe's reading (probes/probe_output.Reading): a compare table
+    and its summary, a per-node cosine list (tool, [(name, cosine)], index of the first
+    fall), or a sensitivity table and its summary."""
+    if reading.kind == "compare":
+        return compare_series(reading.path, *reading.data)
+    if reading.kind == "sensitivity":
+        return sensitivity_series(reading.path, *reading.data)
+    tool, nodes, origin = reading.data
+    return cosine_series(reading.path, tool, [(i, name, cosine) for i, (name, cosine) in enumerate(nodes)], origin)
 
 
 def compare_series(display: str, table, summary) -> dict[str, Any]:

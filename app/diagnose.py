@@ -28,7 +28,7 @@ class Diagnosis:
     rulebase: RuleBase
     verdict: Verdict
     command_args: str = ""  # how to name the same inputs on a command line, for hints
-    charts: list = field(default_factory=list)  # per-layer series for the HTML report
+    readings: list = field(default_factory=list)  # the probes' tables and summaries, for the report (probe_output.Reading)
     read_paths: list[Path] = field(default_factory=list)  # every file the run read
 
     @cached_property
@@ -75,7 +75,7 @@ def diagnose(case: Case | None, rulebase: RuleBase | None = None,
     args = [case.display] if case is not None else []
     args += [f"--workdir {p.name or p}" for p in options.workdirs]
     return Diagnosis(case, title, evidence.facts, result, rulebase, build_verdict(result, rulebase),
-                     " ".join(args), evidence.charts, evidence.read_paths)
+                     " ".join(args), evidence.readings, evidence.read_paths)
 
 
 def diagnose_file(path: Path, rulebase: RuleBase | None = None,

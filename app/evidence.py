@@ -7,14 +7,14 @@ the rest; nothing here decides anything about stages.
 Each artifact file is read once: the scan leaves hashing for later, the probes read their
 files (hashed from the bytes read, artifacts.hashing_reads), and the artifact_file facts
 are then put where the scan would have put them, before the facts read from the files.
-Chart series for the HTML report are built only when a report draws them (Charts).
+The probes' tables and summaries are kept as readings (probe_output.Reading); the report
+builds chart series from them when it draws any.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -23,6 +23,7 @@ from j6doctor.engine import Fact, Source
 from j6doctor.facts import vocabulary
 from j6doctor.probes import InputError
 from j6doctor.probes.case_file import Case, case_facts, normalize_platform, resolve_package, version_number
+from j6doctor.probes.probe_output import ProbeOutput, Reading
 from j6doctor.probes.tolerance import Tolerance
 
 if TYPE_CHECKING:  # imported where used: a case without files needs no discovery, metrics or board
@@ -45,45 +46,12 @@ class EvidenceOptions:
     given_facts: list[tuple[str, dict[str, Any], Source]] = field(default_factory=list)
 
 
-Chart = dict[str, Any]
-
-
-class Charts:
-    """The per-layer series of the HTML report, not facts. An item is a series or a function
-    that builds it, called the first time the charts are iterated: a JSON or Markdown report
-    never pays for the series of a large table."""
-
-    def __init__(self) -> None:
-        self._items: list[Chart | Callable[[], Chart]] = []
-
-    def append(self, item: Chart | Callable[[], Chart]) -> None:
-        self._items.append(item)
-
-    def _built(self, k: int) -> Chart:
-        item = self._items[k]
-        if callable(item):
-            item = self._items[k] = item()
-        return item
-
-    def __iter__(self) -> Iterator[Chart]:
-        return (self._built(k) for k in range(len(self._items)))
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __getitem__(self, k: int) -> Chart:
-        return self._built(range(len(self._items))[k])
-
-    def __repr__(self) -> str:
-        return f"Charts({len(self._items)} series)"
-
-
 class FactList:
     """Numbers input facts f1, f2, ... in the order the probes produce them."""
 
     def __init__(self) -> None:
         self.facts: list[Fact] = []
-        self.charts = Charts()  # per-layer series for the HTML report, not facts
+        self.readings: list[Reading] = []  # the probes' tables for the report, not facts
         self.vocab = vocabulary()
 
     def insert(self, at: int, add: Callable[[], None]) -> None:
@@ -273,10 +241,10 @@ def _sha256(digests: Digests, path: Path) -> str | None:
 
 @dataclass
 class Evidence:
-    """The facts collected for one diagnosis, the charts of the HTML report and the files read."""
+    """The facts collected for one diagnosis, the probes' readings for the report and the files read."""
 
     facts: list[Fact]
-    charts: Charts
+    readings: list[Reading]
     read_paths: list[Path] = field(default_factory=list)  # every file read: never an output
 
 
@@ -330,17 +298,21 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
         from j6doctor.probes.environment import BOARD_FILE
 
         read.append(base / BOARD_FILE)
-    return Evidence(facts.facts, facts.charts, read + [p for p in paths if p.is_file()])
+    return Evidence(facts.facts, facts.readings, read + [p for p in paths if p.is_file()])
 
 
 def _read_files(facts: FactList, found: list[FoundFile], metrics_path: Path | None, tolerance: Tolerance,
                 base: Path | None, options: EvidenceOptions) -> None:
     """The artifacts found and the metrics file, each hashed from the bytes its reader read."""
-    from j6doctor.artifact_readers import read_artifacts
+    from j6doctor.probes import registry
     from j6doctor.probes.artifacts import hashing_reads
 
+    def problem(item: FoundFile, error: InputError) -> None:
+        _problem(facts, item.display, (f"第 {error.line} 行：" if error.line else "") + error.message, item.sha256)
+
     with hashing_reads(found) as digests:
-        read_artifacts(found, facts, _problem, MAX_SIGNALS_PER_KIND, options.progress)
+        out = ProbeOutput(facts, MAX_SIGNALS_PER_KIND, facts.readings)
+        registry.add_facts(found, out, problem, options.progress)
         if metrics_path is not None:
             display = _display(metrics_path, base)
             try:

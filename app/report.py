@@ -114,7 +114,7 @@ def render_html(diagnosis: Diagnosis) -> str:
     """A self-contained HTML page (inline CSS and SVG, no script, no network); every value
     is escaped by Jinja's autoescape."""
     from j6doctor import __version__
-    from j6doctor.charts import layout_compare, layout_sensitivity
+    from j6doctor.charts import layout_compare, layout_sensitivity, series_of
     from j6doctor.explain_report import explain_data
 
     data = explain_data(diagnosis)
@@ -122,8 +122,8 @@ def render_html(diagnosis: Diagnosis) -> str:
     context.update({
         "version": __version__,
         "trees": data["conclusions"] + data["mistakes"],
-        "compare_charts": [layout_compare(c) for c in diagnosis.charts if c["kind"] == "compare"],
-        "sensitivity_charts": [layout_sensitivity(c) for c in diagnosis.charts if c["kind"] == "sensitivity"],
+        "compare_charts": [layout_compare(series_of(r)) for r in diagnosis.readings if r.kind in ("compare", "cosines")],
+        "sensitivity_charts": [layout_sensitivity(series_of(r)) for r in diagnosis.readings if r.kind == "sensitivity"],
     })
     return report_environment().get_template("report.html.j2").render(**context)
 

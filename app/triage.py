@@ -775,7 +775,7 @@ def _silence(stream: TextIO) -> None:
 def _warm_up(formats: tuple[str, ...]) -> None:
     """Import and compile what every pool process needs before the pool forks, so that
     each starts with it (copied, not redone): the report modules and their templates."""
-    from j6doctor import artifact_readers, charts, explain_report, report  # noqa: F401
+    from j6doctor import charts, explain_report, report  # noqa: F401
     from j6doctor.evidence import collect  # noqa: F401
     from j6doctor.probes import artifacts, environment, metrics_file  # noqa: F401  (evidence imports them when used)
     from j6doctor.templates import report_environment

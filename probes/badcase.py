@@ -150,3 +150,13 @@ def _worst(table: Table, display: str) -> dict[str, int]:
                          table.header_line)
     return {row.cells[0]: _parse_index(row.cells[1], row.cells[0], row.line, display)
             for row in table.rows}
+
+
+# --- facts (probes/probe_output.py) -------------------------------------------------------
+
+def add_facts(found, out) -> None:
+    report = read_badcase_txt(found.path, found.display)
+    out.add("badcase_info", {
+        "path": found.display, "outputs": len(report.index_by_output),
+        "used_index": report.sample_used_by_run("L1"), "disagree": report.outputs_disagree("L1"),
+    }, found, line=report.lines.get("index"), key="L1")

@@ -1216,3 +1216,78 @@ def metric_row_for(table: CompareTable, op_name: str) -> CompareRow | None:
             break
         j += 1
     return table.row(j) if has_metrics[j] else None
+
+
+# =========================================================================================
+# Facts (probes/probe_output.py)
+# =========================================================================================
+
+# The metric columns a reading uses; a nan / inf there is said once per row, however many
+# rows hold one (a table of thousands of nan rows gets a count after the first ones).
+_METRIC_COLUMNS = (("cosine", "Cosine"), ("l1", "L1"), ("atol", "Atol"), ("max_qscale_diff", "max_qscale_diff"))
+MAX_NON_FINITE_NOTES = 20
+
+
+def add_facts(found, out) -> None:
+    """A compare table's summary and error origin (with its range measures) as facts; the
+    table is kept for the sensitivity join and the report's chart. The csv is the file to
+    read when a folder holds both the csv and the txt."""
+    from j6doctor.probes.probe_output import folder_of
+
+    if found.kind == "compare_per_layer_txt" and folder_of(found) in out.csv_folders:
+        return
+    table = read_compare_per_layer(found.path, found.display)
+    out.compare_tables[folder_of(found)] = table
+    summary = summarize(table)
+    out.keep("compare", found, (table, summary))
+    _non_finite_cells(found, out, table)
+    out.add("compare_summary", {
+        "path": found.display, "rows": summary.rows, "metric_rows": summary.metric_rows,
+        "pattern": summary.pattern, "analysis_type": summary.analysis_type,
+        "worst_mod_name": summary.worst.mod_name if summary.worst else "",
+        "worst_cosine": summary.worst.cosine if summary.worst else None,
+        "gradual_start": summary.gradual_start.mod_name if summary.gradual_start else "",
+        "has_origin": summary.origin is not None,
+    }, found, key="summary")
+    origin = summary.origin
+    if origin is None:
+        return
+    row, up, ranges = origin.row, origin.upstream, origin.ranges
+    out.add("compare_origin", {
+        "path": found.display, "row": row.index, "mod_name": row.mod_name, "op_type": row.base_op_type,
+        "fused_group": " → ".join(origin.fused_group), "trigger": origin.trigger,
+        "high_narrowing": ranges.high_narrowing, "low_narrowing": ranges.low_narrowing,
+        "range_deviation": ranges.deviation, "high_limit_steps": ranges.high_limit_steps,
+        "low_limit_steps": ranges.low_limit_steps, "has_int_limits": ranges.has_int_limits,
+        "cosine": row.cosine, "atol": row.atol, "l1": row.l1, "qscale": row.qscale,
+        "max_qscale_diff": row.max_qscale_diff, "dtype": row.dtype or "",
+        "base_max": row.base_max, "analy_max": row.analy_max,
+        "upstream": up.mod_name if up else "", "upstream_cosine": up.cosine if up else None,
+        "upstream_atol": up.atol if up else None,
+    }, found, line=row.line, key=f"row {row.index}")
+
+
+def _non_finite_cells(found, out, table: CompareTable) -> None:
+    """A nan / inf metric cell is no number a reading can use (the summary, origin and charts
+    skip it): each such row is named, whether or not a fact would have carried the cell."""
+    columns = []
+    for field, name in _METRIC_COLUMNS:
+        column = table.numbers(field)
+        if column is not None:
+            values, missing = column
+            broken = ~missing & ~np.isfinite(values)
+            if broken.any():
+                columns.append((name, values, broken))
+    if not columns:
+        return
+    rows = np.flatnonzero(np.logical_or.reduce([broken for _, _, broken in columns]))
+    for i in rows[:MAX_NON_FINITE_NOTES].tolist():
+        row = table.row(i)
+        cells = "，".join(f"{name} 是 {float(values[i])}" for name, values, broken in columns if broken[i])
+        where = f"{found.display}:{row.line}（row {row.index}，{row.mod_name}）"
+        out.add("intake_note", {"key": where, "text": f"{where}：{cells}，不作为数值使用"},
+                found, line=row.line, key=f"row {row.index}")
+    if len(rows) > MAX_NON_FINITE_NOTES:
+        out.add("intake_note", {"key": found.display,
+                                "text": f"{found.display}：另有 {len(rows) - MAX_NON_FINITE_NOTES} 行的指标是 nan / inf，"
+                                        "不作为数值使用"}, found, key="summary")

@@ -697,3 +697,56 @@ def first_node(nodes: Sequence[N], following: int = FOLLOWING_NODES) -> FirstNod
 def summarize_cosines(nodes: Sequence[N], healthy: float = COSINE_HEALTHY,
                       drop: float = COSINE_DROP, following: int = FOLLOWING_NODES) -> CosineSummary[N]:
     return CosineSummary(first_sudden_fall(nodes, healthy, drop), worst_cosine(nodes), first_node(nodes, following))
+
+
+# --- facts (probes/probe_output.py) -------------------------------------------------------
+
+def add_facts(found, out) -> None:
+    """An hb_mapper / hb_compile conversion log: versions, march and input parameters, the
+    per-node cosine reading, warnings verbatim."""
+    from j6doctor.probes.probe_output import warning_text
+
+    log = read_conversion_log(found.path, found.display, require_tables=False)
+    facts = out.facts
+    for tool, value in sorted(log.versions.items()):
+        facts.add_version(tool, value.text, out.source(found, line=value.line, key=tool),
+                          f"{found.display}:{value.line} 记录")
+    if log.march is not None:
+        source = out.source(found, line=log.march.line, key="march")
+        facts.add("artifact_march", {"path": found.display, "march": log.march.text.lower(),
+                                     "what": "转换（编译）时的 march"}, source)
+        facts.add_platform(log.march.text, source, f"{found.display}:{log.march.line} 记录的 march", note=False)
+    multi = len(log.input_parameters) > 1
+    for block in log.input_parameters[:out.limit]:
+        for key, value in block.values.items():
+            out.add("input_param", {"name": key, "value": value.text.strip().rstrip(",").lower(),
+                                    "input": (block.name or "") if multi else ""},
+                    found, line=value.line, key=key)
+    for warning in log.warnings[:out.limit]:
+        out.add("tool_warning", {"path": found.display, "tool": "hb_mapper / hb_compile",
+                                 "text": warning_text(warning.text)}, found, line=warning.line)
+    add_cosine_facts(found, out, "conversion_log", log.nodes, log.outputs, log.summary().nodes)
+
+
+def add_cosine_facts(found, out, tool: str, nodes: Sequence[N], outputs: Sequence, summary: CosineSummary[N]) -> None:
+    """The per-node cosine reading of a conversion log or a *_quant_info.json, as measures:
+    the first sudden fall, the worst node and output, the first node against the next ones."""
+    from j6doctor.probes.probe_output import finite
+
+    if not nodes:
+        return
+    origin, worst, first = summary.origin, summary.worst, summary.first_node
+    worst_output = min((o for o in outputs if o.cosine is not None), key=lambda o: o.cosine, default=None)
+    out.keep("cosines", found, (tool, [(n.name, n.cosine) for n in nodes],
+                                nodes.index(origin.node) if origin else None))
+    out.add("layer_cosines", {
+        "path": found.display, "tool": tool, "rows": len(nodes),
+        "first_drop_node": origin.node.name if origin else "",
+        "first_drop_cosine": finite(origin.node.cosine if origin else None),
+        "worst_node": worst.name if worst else "", "worst_cosine": finite(worst.cosine if worst else None),
+        "worst_output": worst_output.name if worst_output else "",
+        "worst_output_cosine": finite(worst_output.cosine if worst_output else None),
+        "first_node": first.node.name if first.node else "", "first_node_cosine": finite(first.cosine),
+        "first_node_nan": first.cosine is not None and math.isnan(first.cosine),
+        "next_cosine": finite(first.following_min),
+    }, found, line=(origin.node if origin else (worst or nodes[0])).line, key="nodes")

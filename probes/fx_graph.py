@@ -272,3 +272,9 @@ def _float_signals(node: FxNode, refs: list[str], sized: dict[str, str],
                        f"tensor method {node.target}() outside FloatFunctional: may bypass "
                        "quantization", node.line)]
     return []
+
+
+# --- facts (probes/probe_output.py) -------------------------------------------------------
+
+def add_facts(found, out) -> None:
+    out.signals(found, "fx_graph", read_fx_graph(found.path, found.display).signals)

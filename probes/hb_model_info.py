@@ -737,3 +737,54 @@ class _HbParser:
             raise InputError(self.display, "the table NAME TYPE SHAPE DATA_TYPE lists no "
                                            f"{missing} (file truncated?)", last)
         return inputs, outputs
+
+
+# --- facts (probes/probe_output.py) -------------------------------------------------------
+
+# The input settings a compiled model declares, as the conversion yaml names them.
+MODEL_INPUT_KEYS = ("input_type_rt", "input_type_train", "input_layout_rt", "input_layout_train",
+                    "norm_type", "mean_value", "scale_value")
+
+
+def add_facts(found, out) -> None:
+    add_model_facts(found, out, read_hb_model_info(found.path, found.display))
+
+
+def add_model_facts(found, out, info: ModelInfo) -> None:
+    """A compiled model's description (hb_model_info or hrt_model_exec model_info): march,
+    runtime and toolchain versions, declared inputs and outputs."""
+    facts = out.facts
+    out.add("model_info", {
+        "path": found.display, "tool": info.tool, "march": info.march.text.lower() if info.march else "",
+        "hbrt_older": info.hbrt_older_than_model, "hbrt_warning": info.hbrt_warning.text if info.hbrt_warning else "",
+        "removed_nodes": "、".join(v.text for v in info.removed_nodes),
+    }, found, line=info.hbrt_warning.line if info.hbrt_warning else info.line, key=info.tool)
+    if info.march:
+        source = out.source(found, line=info.march.line, key="march")
+        facts.add("artifact_march", {"path": found.display, "march": info.march.text.lower(),
+                                     "what": "模型（hbm / bin）编译的 march"}, source)
+        facts.add_platform(info.march.text, source, f"{found.display}:{info.march.line} 记录的模型 march", note=False)
+    # the conversion tools' own versions (hb_mapper / horizon_nn on X3 / X5 / J5; a J6 hbm's
+    # "builder version"): they answer the versions question for PTQ users
+    tools = [(given, info.fields[key]) for key, given in (("hb_mapper_version", "hb_mapper"),
+                                                          ("builder_version", "builder"),
+                                                          ("horizon_nn_version", "horizon_nn"))
+             if key in info.fields]
+    for name, value in [("hbdk", info.hbdk_version), *tools, ("UCP", info.ucp_version), ("DNN", info.dnn_version),
+                        ("HBRT", info.hbrt_version)]:
+        if value is not None:
+            facts.add_version(name, value.text, out.source(found, line=value.line, key=name),
+                              f"{found.display}:{value.line} 记录")
+    multi = len(info.inputs) > 1
+    for model_input in info.inputs[:out.limit]:
+        for key in MODEL_INPUT_KEYS:
+            value = getattr(model_input, key)
+            if value is not None:
+                out.add("input_param", {"name": key, "value": value.text.strip().lower(),
+                                        "input": model_input.name if multi else ""},
+                        found, line=value.line, key=f"{model_input.name}.{key}")
+    for output in info.outputs[:out.limit]:
+        out.add("model_output", {"path": found.display, "name": output.name,
+                                 "quanti_type": output.quanti_type.text if output.quanti_type else "",
+                                 "needs_dequantize": output.needs_dequantize},
+                found, line=output.line, key=output.name)

@@ -362,3 +362,30 @@ def _words(args: str) -> list[str]:
         return list(lexer)
     except ValueError:
         return args.split()
+
+
+# --- facts (probes/probe_output.py) -------------------------------------------------------
+
+def add_facts(found, out) -> None:
+    from j6doctor.probes.probe_output import finite
+
+    report = read_hb_verifier(found.path, found.display)
+    kinds = {m.kind for m in report.models}
+    pair = "bc_hbm" if "bc" in kinds and kinds & {"hbm", "bin"} else ""
+    models = ",".join(m.path for m in report.models)
+    if report.layers:
+        drop, worst = report.first_drop(), report.worst_layer()
+        out.keep("cosines", found, ("hb_verifier", [(r.node_name, r.cosine) for r in report.layers],
+                                    report.layers.index(drop) if drop else None))
+        out.add("layer_cosines", {
+            "path": found.display, "tool": "hb_verifier", "rows": len(report.layers),
+            "first_drop_node": drop.node_name if drop else "", "first_drop_cosine": finite(drop.cosine if drop else None),
+            "worst_node": worst.node_name if worst else "", "worst_cosine": finite(worst.cosine if worst else None),
+            "first_node": report.layers[0].node_name, "first_node_cosine": finite(report.layers[0].cosine),
+        }, found, line=(drop or worst or report.layers[0]).line, key="layers")
+    for row in report.outputs[:out.limit]:
+        out.add("verifier_output", {
+            "path": found.display, "output": row.output_name, "consistent": row.consistent,
+            "mismatched": row.mismatched, "total": row.total, "max_abs": finite(row.max_abs_diff),
+            "max_rel": finite(row.max_rel_diff), "pair": pair, "models": models,
+        }, found, line=row.line, key=row.output_name)

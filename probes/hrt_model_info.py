@@ -289,3 +289,11 @@ def _int(text: str) -> int | None:
         return int(text.strip())
     except ValueError:
         return None
+
+
+# --- facts (probes/probe_output.py) -------------------------------------------------------
+
+def add_facts(found, out) -> None:
+    from j6doctor.probes.hb_model_info import add_model_facts
+
+    add_model_facts(found, out, read_hrt_model_info(found.path, found.display))

@@ -116,3 +116,12 @@ def _findings(line: int, mod_name: str, op_type: str, info: str,
     paired = advices if len(advices) == len(parts) else [advice.strip()] * len(parts)
     return [AdvisorFinding(line, mod_name, op_type, kind, text, adv)
             for (kind, text), adv in zip(parts, paired)]
+
+
+# --- facts (probes/probe_output.py) -------------------------------------------------------
+
+def add_facts(found, out) -> None:
+    from j6doctor.probes.module_signal import Signal
+
+    out.signals(found, "layer_advisor", [Signal(f.kind, f.mod_name, f.text, f.line)
+                                         for f in read_layer_advisor(found.path, found.display)])

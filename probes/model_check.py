@@ -489,3 +489,47 @@ def _weight_table_signals(rows: list[dict[str, str]], lines: list[int],
         if dtype and dtype != "qint8" and row["module"] not in reported:
             signals.append(Signal("weight_dtype", row["module"], f"{dtype} weight (weight table)", line))
     return signals
+
+
+# --- facts (probes/probe_output.py) -------------------------------------------------------
+
+# plugin 3.0.x names each check `model_check_result_<YYMMDD>_<HHMM>_<n>.txt` (docs/file_formats.md R1)
+_CHECK_STAMP = re.compile(r"model_check_result_(\d{6})_(\d{4})_(\d+)\.txt$", re.IGNORECASE)
+
+
+def _check_order(found) -> tuple:
+    """Newest last: timestamped checks by their stamp, after the unstamped ones."""
+    match = _CHECK_STAMP.search(found.display)
+    if match:
+        return (1, match.group(1), match.group(2), int(match.group(3)), found.display)
+    return (0, "", "", 0, found.display)
+
+
+def add_facts_of_all(found: list, out) -> None:
+    """The model checks found together: the newest is the current one, read in full; older
+    ones are listed. Raises the current one's InputError after listing them."""
+    checks = sorted(found, key=_check_order)
+    if not checks:
+        return
+    current = checks[-1]
+    try:  # read before its facts cite it: the sha256 then comes from the bytes read
+        check, error = read_model_check(current.path, current.display), None
+    except InputError as exc:
+        check, error = None, exc
+    for older in checks[:-1]:
+        out.add("model_check_info", {"path": older.display, "current": False, "current_path": current.display}, older)
+    out.add("model_check_info", {"path": current.display, "current": True, "current_path": current.display}, current)
+    if error is not None:
+        raise error
+    for name in ("horizon_plugin_pytorch", "horizon_plugin_profiler"):
+        if name in check.header:
+            version, line = check.header[name]
+            out.facts.add_version(name, version, out.source(current, line=line, key=name),
+                                  f"{current.display}:{line} 记录")
+    if "march" in check.header:
+        march, line = check.header["march"]
+        source = out.source(current, line=line, key="current march")
+        out.facts.add("artifact_march", {"path": current.display, "march": march.lower(),
+                                         "what": "prepare 时的 march（模型检查）"}, source)
+        out.facts.add_platform(march, source, f"{current.display}:{line} 记录的 current march", note=False)
+    out.signals(current, "model_check", check.signals)

@@ -479,3 +479,27 @@ def _templates(messages: tuple[LogMessage, ...]) -> tuple[TemplateChoice, ...]:
             names = tuple(dict.fromkeys(_TEMPLATE_NAMES.findall(m.text)))
             choices.append(TemplateChoice(names, m.text, m.line))
     return tuple(choices)
+
+
+# --- facts (probes/probe_output.py) -------------------------------------------------------
+
+def add_facts(found, out) -> None:
+    from j6doctor.probes.probe_output import warning_text
+
+    log = read_plugin_log(found.path, found.display)
+    facts = out.facts
+    for fact in log.versions:
+        facts.add_version(fact.name, fact.version, out.source(found, line=fact.line, key=fact.name),
+                          f"{found.display}:{fact.line} 记录")
+    if log.python is not None:
+        facts.add_version("python", log.python.version, out.source(found, line=log.python.line, key="python"),
+                          f"{found.display}:{log.python.line} 记录的用户环境")
+    if log.march is not None:
+        source = out.source(found, line=log.march.line, key="march")
+        facts.add("artifact_march", {"path": found.display, "march": log.march.march,
+                                     "what": "plugin 运行时的 march"}, source)
+        facts.add_platform(log.march.march, source, f"{found.display}:{log.march.line} 记录的 march", note=False)
+    for message in log.warnings[:out.limit]:
+        out.add("tool_warning", {"path": found.display, "tool": "horizon_plugin_pytorch",
+                                 "text": warning_text(f"{message.level} {message.headline}")},
+                found, line=message.line, key=message.module)

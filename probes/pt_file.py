@@ -815,3 +815,26 @@ def sensitivity_rows_from_pt(content: PtContent) -> list[tuple[str, str, float]]
         except OverflowError:  # an integer beyond float range: not a sensitivity value
             return []
     return rows
+
+
+# --- facts (probes/probe_output.py) -------------------------------------------------------
+
+def add_facts(found, out) -> None:
+    """What the .pt holds (readable or not, and why); a sensitivity .pt without its .txt twin
+    is read as the table it carries (docs/file_formats.md §6)."""
+    from pathlib import PurePosixPath
+
+    from j6doctor.probes import sensitivity
+
+    content = read_pt(found.path, found.display)
+    out.add("pt_file", {"path": found.display, "kind": found.kind, "readable": content.readable,
+                        "note": content.note}, found)
+    if found.kind != "sensitivity_pt" or found.display[:-3] in out.txt_twins:
+        return
+    rows = sensitivity_rows_from_pt(content)
+    name = sensitivity.parse_sensitivity_name(PurePosixPath(found.display).name)
+    if rows and name is not None:
+        table = sensitivity.SensitivityTable(found.display, name, name.metric or "L1", "unsorted", [
+            sensitivity.SensitivityRow(rank, 0, op, kind, "", value, None, None)
+            for rank, (op, kind, value) in enumerate(rows)])
+        sensitivity.add_facts(found, out, table)

@@ -27,6 +27,7 @@ from j6doctor.probes.conversion_log import (
     CosineSummary,
     Fall,
     FirstNode,
+    add_cosine_facts,
     first_node,
     first_sudden_fall,
     summarize_cosines,
@@ -243,3 +244,10 @@ def _line_of(text: str, offset: int) -> int:
 def _line_at(newlines: list[int], offset: int) -> int:
     """1-based line of `offset`, given the offsets of every '\\n' (no rescan per node)."""
     return bisect.bisect_left(newlines, offset) + 1
+
+
+# --- facts (probes/probe_output.py) -------------------------------------------------------
+
+def add_facts(found, out) -> None:
+    info = read_quant_info(found.path, found.display)
+    add_cosine_facts(found, out, "quant_info", info.nodes, [], info.summary())

@@ -334,3 +334,32 @@ def _first_per_op(ranked: list[int], op_names: list[str]) -> list[int]:
             seen.add(op_names[k])
             result.append(k)
     return result
+
+
+# =========================================================================================
+# Facts (probes/probe_output.py)
+# =========================================================================================
+
+def add_facts(found, out, table: SensitivityTable | None = None) -> None:
+    """The table's summary, joined to the compare row of its top op (through the fused
+    group, docs/file_formats.md §13.5) when a compare table was read."""
+    from j6doctor.probes.compare_per_layer import metric_row_for
+
+    table = table or read_sensitivity_txt(found.path, found.display)
+    if not len(table):
+        raise InputError(found.display, "the sensitivity table has no rows")
+    summary = summarize_sensitivity(table)
+    out.keep("sensitivity", found, (table, summary))
+    compare = out.compare_table_for(found)
+    joined = metric_row_for(compare, summary.top.op_name) if compare is not None else None
+    runner = summary.runner_up
+    out.add("sensitivity_summary", {
+        "path": found.display, "output": table.name.output, "metric": table.metric,
+        "top_op": summary.top.op_name, "top_type": summary.top.sensitive_type, "top_value": summary.top.value,
+        "runner_up_op": runner.op_name if runner else "", "runner_up_value": runner.value if runner else None,
+        "metric_kind": summary.metric_kind, "top_distance": summary.top_distance,
+        "next_share": summary.next_share, "third_share": summary.third_share,
+        "top_ops": "、".join(r.op_name for r in summary.top_ops),
+        "compare_path": compare.display if joined else "",
+        "compare_row": joined.mod_name if joined else "",
+    }, found, line=summary.top.line, key=f"rank {summary.top.rank}")

@@ -850,3 +850,24 @@ def _hbm_reference(arg: ast.AST | None) -> str | None:
         if any((_str(a) or "").lower().endswith(".hbm") for a in arg.args):
             return f"{func or 'call'}(... .hbm ...)"
     return None
+
+
+# --- facts (probes/probe_output.py) -------------------------------------------------------
+
+# What a script does that rules combine with case facts (M05, M08, M09, M10).
+SCRIPT_USES = ("quant_analysis", "split_run", "single_run", "consistency_strategy", "sensitivity",
+               "compare_per_layer", "fake_quant_float", "bc_editor")
+
+
+def add_facts(found, out) -> None:
+    from collections import Counter
+
+    report = check_script(found.path, found.display)
+    per_kind: Counter[str] = Counter()
+    for finding in report.findings:
+        per_kind[finding.kind] += 1
+        if per_kind[finding.kind] <= out.limit:
+            out.add("script_finding", {"path": found.display, "line": finding.line, "kind": finding.kind,
+                                       "detail": finding.detail}, found, line=finding.line)
+    for use in sorted(u for u in report.uses if u in SCRIPT_USES or u.startswith("consistency_level:")):
+        out.add("script_use", {"path": found.display, "use": use}, found, key=use)

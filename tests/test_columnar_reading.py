@@ -513,16 +513,18 @@ def test_hashing_reads_gives_a_found_file_the_digest_of_the_bytes_read(tmp_path)
     assert hashed_now[0].sha256 == item.sha256
 
 
-def test_chart_series_are_built_when_the_report_draws_them(tmp_path):
+def test_chart_series_are_built_from_the_kept_reading(tmp_path):
+    from j6doctor.charts import series_of
+
     folder = tmp_path / "qa"
     write_file(folder, "compare_per_layer_out.csv", csv_text(big_rows(3_000, 2_002)))
     evidence = collect(None, EvidenceOptions(workdirs=[folder], use_environment=False))
-    assert len(evidence.charts) == 1 and callable(evidence.charts._items[0])  # not built yet
-    (chart,) = list(evidence.charts)
+    (reading,) = evidence.readings  # the probe's table and summary: no series built yet
+    assert reading.kind == "compare" and reading.path == "compare_per_layer_out.csv"
+    chart = series_of(reading)
     assert chart["kind"] == "compare" and chart["rows"] == 3_000 and chart["origin"] == 2_002
     summary = next(f for f in evidence.facts if f.type == "compare_summary")
     shown = {point[0]: point for point in chart["points"]}
     assert 600 <= len(shown) <= 602  # thinned to 600 points, the origin and the worst row kept
     assert 2_002 in shown and shown[2_002][1] == "m667.relu1"
     assert summary["worst_cosine"] in {point[2] for point in chart["points"]}
-    assert not callable(evidence.charts._items[0])

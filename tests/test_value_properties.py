@@ -50,6 +50,7 @@ from j6doctor.evidence import EvidenceOptions
 from j6doctor.facts import vocabulary
 from j6doctor.probes.case_file import read_case
 from j6doctor.report import render_html, render_json, render_markdown
+from j6doctor.charts import series_of
 
 REPO = Path(__file__).resolve().parents[1]
 COMPARE_CSV = REPO / "tests" / "fixtures" / "formats" / "horizon_quant_analysis" / "compare_per_layer_out.csv"
@@ -579,7 +580,7 @@ def test_compare_table_cells_arrive_exactly(cells, quiet_rulebase, work):
     no non-finite number reaches a fact."""
     diagnosis = _diagnose_table(cells, quiet_rulebase.value, work)
     # the chart points carry every metric row's Cosine and Atol as read
-    (chart,) = [c for c in diagnosis.charts if c["kind"] == "compare"]
+    (chart,) = [series_of(r) for r in diagnosis.readings if r.kind == "compare"]
     points = {index: (cosine, atol) for index, _, cosine, atol in chart["points"]}
     for k, texts in enumerate(cells):
         for got, text in zip(points[k], texts):
