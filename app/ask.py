@@ -29,6 +29,14 @@ class EndOfAnswers(Exception):
     """The user closed the input: stop asking, keep what was answered."""
 
 
+class Interrupted(Exception):
+    """Ctrl-C while asking: the answers given so far, to be saved before the program stops."""
+
+    def __init__(self, updates: dict[str, Any]):
+        super().__init__("interrupted")
+        self.updates = updates
+
+
 MAX_ANSWER_BYTES = 64 * 1024  # one answer line; the rest of a longer line is dropped
 
 
@@ -119,10 +127,44 @@ def ask_missing(data: dict[str, Any], verdict: Verdict, items: list[MissingItem]
         for item in items:
             say(f"\n[{item.label}] {item.why}")
             kind = attr("gate_item", item.id, "answer", "text")
-            _ANSWER_KINDS.get(kind, _text)(_Item(item), data, verdict, ask, updates)
+            _ANSWER_KINDS[kind](_Item(item), data, verdict, ask, updates)
     except EndOfAnswers:
         say("\n（输入结束，保存已回答的内容）")
+    except KeyboardInterrupt:
+        raise Interrupted(_pruned(updates)) from None
     return _pruned(updates)
+
+
+MAX_ROUNDS = 3  # answers can reveal new gaps (e.g. deploy_adaptation once the stage is known)
+
+
+def ask_session(case: Path, diagnose_case: Callable[[bool], Any], ask: Ask, say: Callable[[str], None]) -> Any:
+    """Diagnose the case, ask for what is missing, write the answers into the case file and
+    diagnose again, until nothing new is missing; the last diagnosis. `diagnose_case(exists)`
+    diagnoses the case file, or an empty case when the file does not exist yet (it is created
+    with the first answers, never before). Ctrl-C writes the answers given so far, then
+    raises KeyboardInterrupt."""
+    asked: set[str] = set()
+    diagnosis = diagnose_case(case.exists())
+    for _ in range(MAX_ROUNDS):
+        items = [m for m in diagnosis.verdict.missing_detail if m.id not in asked]
+        if not items:
+            break
+        asked.update(m.id for m in items)
+        data = diagnosis.case.data if diagnosis.case is not None else {}
+        try:
+            updates = ask_missing(data, diagnosis.verdict, items, ask, say)
+        except Interrupted as stop:
+            if stop.updates:
+                write_case(case, stop.updates)
+                say(f"\n已把回答过的内容写入 {case}")
+            raise KeyboardInterrupt from None
+        if not updates:
+            break
+        write_case(case, updates)
+        say(f"\n已写入 {case}")
+        diagnosis = diagnose_case(True)  # the case changed: diagnose again
+    return diagnosis
 
 
 def _pruned(value: Any) -> Any:
@@ -279,26 +321,73 @@ def _quoted(value: Any) -> Any:
 
 
 def write_case(path: Path, updates: dict[str, Any]) -> None:
-    """Merge the answers into the case file, keeping its comments and order (YAML
-    round-trip), atomically; a new file is created when there was none."""
+    """Merge the answers into the case file atomically; a new file is created when there was
+    none. In YAML only the top-level keys the answers touch are written anew (with their
+    comments); every other line stays as it was, byte for byte."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     if path.suffix.lower() == ".json":
         data = json.loads(text) if text.strip() else {}
         merge(data, updates)
         out = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     else:
-        updates = _quoted(updates)
-        yaml = YAML(typ="rt")
-        yaml.preserve_quotes = True
-        yaml.allow_unicode = True
-        data = yaml.load(text) if text.strip() else None
-        buffer = io.StringIO()
-        if data is None:
-            # empty or comment-only file: keep its text and append the answers after it
-            yaml.dump(updates, buffer)
-            out = (text.rstrip("\n") + "\n" if text.strip() else "") + buffer.getvalue()
-        else:
-            merge(data, updates)
-            yaml.dump(data, buffer)
-            out = buffer.getvalue()
+        out = _yaml_with_answers(text, _quoted(updates))
     write_atomic(path, out)
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.allow_unicode = True
+    yaml.width = 4096  # a long answer stays on its line
+    return yaml
+
+
+def _dumped(yaml: YAML, data: Any) -> str:
+    buffer = io.StringIO()
+    yaml.dump(data, buffer)
+    return buffer.getvalue()
+
+
+def _yaml_with_answers(text: str, updates: dict[str, Any]) -> str:
+    yaml = _yaml()
+    data = yaml.load(text) if text.strip() else None
+    if data is None:  # empty or comment-only file: keep its text and append the answers
+        return (text.rstrip("\n") + "\n" if text.strip() else "") + _dumped(yaml, updates)
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    starts = sorted((data.lc.key(k)[0], k) for k in data)
+    before = {key: set(data[key]) if isinstance(data[key], dict) else None for _, key in starts}
+    merge(data, updates)
+    replaced: dict[int, tuple[int, str]] = {}  # first line -> (end line, new text)
+    for index, (start, key) in enumerate(starts):
+        if key not in updates:
+            continue
+        end = starts[index + 1][0] if index + 1 < len(starts) else len(lines)
+        while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+            end -= 1  # blank lines and comments before the next key stay where they are
+        value = data[key]
+        if before[key] and not value.fa.flow_style():
+            # a block mapping: its lines stay, the new entries go after them at its indentation
+            indent = " " * value.lc.key(next(iter(before[key])))[1]
+            added = _dumped(yaml, {sub: value[sub] for sub in value if sub not in before[key]})
+            block = "".join(lines[start:end]) + "".join(indent + line if line.strip() else line
+                                                         for line in added.splitlines(keepends=True))
+        else:
+            block = _dumped(yaml, {key: value})
+        replaced[start] = (end, block)
+    out: list[str] = []
+    k = 0
+    while k < len(lines):
+        if k in replaced:
+            end, block = replaced[k]
+            out.append(block)
+            k = end
+        else:
+            out.append(lines[k])
+            k += 1
+    existing = {key for _, key in starts}
+    new = {key: data[key] for key in updates if key not in existing}
+    if new:
+        out.append(_dumped(yaml, new))
+    return "".join(out)

@@ -75,26 +75,27 @@ def _rulebase(rule_packs: tuple[Path, ...], engine: str | None = None):
 
 def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, tolerance: float | None,
          absolute: bool, lower_is_better: bool, env: bool | None, rule_packs: tuple[Path, ...] = (),
-         engine: str | None = None):
-    """Read the inputs and diagnose; every input problem exits 2 with its message."""
+         engine: str | None = None, empty_case: Path | None = None):
+    """Read the inputs and diagnose; every input problem exits 2 with its message.
+    `empty_case`: a case file not written yet (`ask`), diagnosed as an empty case."""
     from j6doctor.config import load_config
     from j6doctor.diagnose import diagnose as run_diagnosis
     from j6doctor.engine import EngineError, EngineLimitError, RuleBaseErrors
     from j6doctor.evidence import EvidenceOptions
     from j6doctor.probes import InputError
     from j6doctor.probes.artifacts import require_folder
-    from j6doctor.probes.case_file import read_case
+    from j6doctor.probes.case_file import case_from_data, read_case
     from j6doctor.probes.tolerance import Tolerance
     from j6doctor.progress import Progress
 
-    if case is None and not workdirs:
+    if case is None and not workdirs and empty_case is None:
         _fail("give a case file, or --workdir DIR, or both (see --help)", EXIT_INPUT)
     if tolerance is not None and not (math.isfinite(tolerance) and tolerance > 0):
         _fail("--tolerance must be a finite number greater than 0", EXIT_INPUT)
     custom = tolerance is not None or absolute or lower_is_better
     config_files: tuple[str, ...] = ()
     try:
-        config = load_config(case.parent if case is not None else workdirs[0])
+        config = load_config((case or empty_case).parent if (case or empty_case) is not None else workdirs[0])
     except InputError as exc:
         _fail(exc.render(), EXIT_INPUT)
     config_files = config.sources
@@ -111,7 +112,10 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
     options.progress = progress.step
     try:
         options.workdirs = [require_folder(w) for w in workdirs]
-        loaded = read_case(case) if case is not None else None
+        if case is not None:
+            loaded = read_case(case)
+        else:
+            loaded = case_from_data({}, str(empty_case), empty_case.parent) if empty_case is not None else None
         diagnosis = run_diagnosis(loaded, rulebase, options=options)
     except InputError as exc:
         _fail(exc.render(), EXIT_INPUT)
@@ -128,12 +132,15 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
     return diagnosis, inputs
 
 
-def diagnose(fmt: str, output: Path | None, **inputs) -> None:
+def _render(diagnosis, fmt: str) -> str:
     from j6doctor.report import render_html, render_json, render_markdown
 
+    return {"json": render_json, "html": render_html, "md": render_markdown}[fmt](diagnosis)
+
+
+def diagnose(fmt: str, output: Path | None, **inputs) -> None:
     diagnosis, protected = _run(**inputs)
-    text = {"json": render_json, "html": render_html, "md": render_markdown}[fmt](diagnosis)
-    _write(text, output, protected)
+    _write(_render(diagnosis, fmt), output, protected)
 
 
 def next_step(output: Path | None, **inputs) -> None:
@@ -170,56 +177,40 @@ def inspect(paths: list[Path], fmt: str, output: Path | None) -> None:
     _write(text, output, list(paths) + [Path.cwd() / f["path"] for f in data["files"]])
 
 
-def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None,
-        rule_packs: list[Path] | tuple[Path, ...] = ()) -> None:
-    from j6doctor.ask import EndOfAnswers, ask_missing, read_answer, write_case
-    from j6doctor.report import render_markdown
+def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None, fmt: str = "md",
+        metrics: Path | None = None, rule_packs: list[Path] | tuple[Path, ...] = ()) -> None:
+    from j6doctor.ask import EndOfAnswers, ask_session, read_answer
 
     if case.suffix.lower() not in (".yaml", ".yml", ".json"):
         _fail(f"{case}: a case file ends in .yaml, .yml or .json", EXIT_INPUT)
-
     stdin = getattr(sys.stdin, "buffer", None)
     encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
     if encoding.lower().replace("_", "-") in ("ascii", "ansi-x3.4-1968", "us-ascii"):
         encoding = "utf-8"  # a C / POSIX locale: answers are still typed in UTF-8
 
-    def say(text: str) -> None:
-        _echo(text)
+    def say(text: str) -> None:  # the dialogue goes to stderr: stdout is the report
+        _echo(text, err=True)
 
     def answer(question: str) -> str:
-        _echo(question, nl=False)
-        sys.stdout.flush()
+        _echo(question, nl=False, err=True)
         if stdin is None:  # a text-only stream (embedding): nothing to decode
             line = sys.stdin.readline()
             if not line:
                 raise EndOfAnswers()
             return line.rstrip("\r\n")
-        return read_answer(stdin, encoding, say, lambda: (_echo(question, nl=False), sys.stdout.flush()))
+        return read_answer(stdin, encoding, say, lambda: _echo(question, nl=False, err=True))
 
-    asked: set[str] = set()
-    diagnosis = None
-    workdirs_t = tuple(workdirs)
-    for _ in range(3):  # answers can reveal new gaps (e.g. deploy_adaptation once the stage is known)
-        if not case.exists() and not workdirs_t:
-            write_case(case, {})
-        # _run reads and validates the case: a bad case file exits 2 before anything is written
-        diagnosis, protected = _run(case if case.exists() else None, workdirs_t, None, None, False, False, env,
-                                    tuple(rule_packs))
-        items = [m for m in diagnosis.verdict.missing_detail if m.id not in asked]
-        if not items:
-            break
-        asked.update(m.id for m in items)
-        data = diagnosis.case.data if diagnosis.case is not None else {}
-        updates = ask_missing(data, diagnosis.verdict, items, answer, say)
-        if not updates:
-            break
-        write_case(case, updates)
-        _echo(f"\n已写入 {case}")
-        diagnosis = None  # the case changed: diagnose again
-    if diagnosis is None:
-        diagnosis, protected = _run(case, workdirs_t, None, None, False, False, env, tuple(rule_packs))
-    _echo("")
-    _write(render_markdown(diagnosis), output, protected)
+    inputs: list[Path] = []
+
+    def diagnose_case(exists: bool):
+        diagnosis, protected = _run(case if exists else None, tuple(workdirs), metrics, None, False, False, env,
+                                    tuple(rule_packs), empty_case=None if exists else case)
+        inputs[:] = protected
+        return diagnosis
+
+    diagnosis = ask_session(case, diagnose_case, answer, say)
+    say("")
+    _write(_render(diagnosis, fmt), output, inputs)
 
 
 def _rule_dirs(dirs: list[Path]):
@@ -547,8 +538,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("ask", "Ask for the missing information, write it into the case, then diagnose.",
                 "Ask for the missing information that would change the judgement (info gate order,\n"
-                "with the reason), write the answers into CASE (created if absent; existing content and\n"
-                "comments are kept), then diagnose. An empty answer skips; end of input stops asking.")
+                "with the reason), write the answers into CASE (created with the first answer; existing\n"
+                "content and comments are kept), then diagnose. An empty answer skips; end of input stops\n"
+                "asking; Ctrl-C saves the answers given so far and exits 130. The questions go to stderr,\n"
+                "the final report to stdout (or -o).")
     p.add_argument("case", nargs="?", default=Path("case.yaml"), type=_path_type("file"), metavar="CASE")
     p.add_argument("--workdir", dest="workdirs", action="append", default=[], metavar="DIR",
                    type=_path_type("folder"), help="Folder of artifacts to scan (repeatable).")
@@ -557,6 +550,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rules", dest="rule_packs", action="append", default=[], metavar="PACK",
                    type=_path_type("folder"),
                    help="Extra rule pack folder (repeatable); its rules and vocabulary decide what is asked.")
+    p.add_argument("--metrics", type=_path_type("file"), metavar="FILE",
+                   help="Evaluation results (CSV / YAML / JSON rows: artifact, metric, value[, dataset, frames]).")
+    p.add_argument("--format", dest="fmt", choices=["md", "json", "html"], default="md",
+                   help="The final report: Chinese Markdown, the JSON verdict or an HTML page.  [default: md]")
     _add_output(p, "the final report")
     p.set_defaults(run=ask)
 

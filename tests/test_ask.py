@@ -27,7 +27,8 @@ def test_asks_in_gate_order_and_keeps_the_file(tmp_path):
     answers = "normal\n\ny\nqa/badcase.pt\nJ6M\n3.1.2\n3.1.2\n4.4\nNV12 输入，板端 resize 双线性\n"
     proc = run_ask(tmp_path, "case.yaml", answers)
     assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+    out = proc.stderr  # the dialogue; stdout holds the report alone
+    assert proc.stdout.startswith("# j6doctor 诊断报告")
     order = [out.index(label) for label in ("[已验证正常和异常的产物]", "[稳定可复现 badcase", "[平台 / march]",
                                             "[软件版本", "[输入输出前后处理")]
     assert order == sorted(order)
@@ -40,7 +41,7 @@ def test_asks_in_gate_order_and_keeps_the_file(tmp_path):
     assert case["versions"]["hbdk4-compiler"] == "4.4"  # stays text, not the number 4.4
     assert case["platform"] == "J6M" and case["badcase"] == {"reproducible": True, "path": "qa/badcase.pt"}
     assert case["deployment"]["notes"].startswith("NV12")
-    report = out.split("# j6doctor 诊断报告", 1)[1]
+    report = proc.stdout
     assert "当前最可能阶段：**compile / 部署适配**" in report
     assert "需要用户补充的信息或产物：无" in report
 
@@ -49,7 +50,7 @@ def test_empty_answers_skip_and_end_of_input_stops(tmp_path):
     (tmp_path / "case.yaml").write_text(ORIGINAL, encoding="utf-8")
     proc = run_ask(tmp_path, "case.yaml", "\n\n")
     assert proc.returncode == 0
-    assert "输入结束" in proc.stdout
+    assert "输入结束" in proc.stderr
     assert (tmp_path / "case.yaml").read_text(encoding="utf-8") == ORIGINAL  # nothing answered, nothing written
     assert "暂不能判断" in proc.stdout or "基线确认" in proc.stdout
 
@@ -57,7 +58,7 @@ def test_empty_answers_skip_and_end_of_input_stops(tmp_path):
 def test_invalid_answers_are_asked_again(tmp_path):
     (tmp_path / "case.yaml").write_text("results: {qat_pt: normal, qat_bc: abnormal}\n", encoding="utf-8")
     proc = run_ask(tmp_path, "case.yaml", "\n\nJ7\nnash-m\n")  # skip symptom and badcase
-    assert "无法识别 'J7'" in proc.stdout
+    assert "无法识别 'J7'" in proc.stderr
     assert read_case(tmp_path / "case.yaml").data["platform"] == "nash-m"
 
 
@@ -97,7 +98,7 @@ def test_answers_that_are_not_text_are_asked_again_and_never_written(tmp_path):
                + b"J6M\n")
     proc = run_ask_bytes(tmp_path, answers, PYTHONIOENCODING="utf-8")
     assert proc.returncode == 0, proc.stderr.decode()
-    out = proc.stdout.decode()
+    out = proc.stderr.decode()
     assert out.count("不是 utf-8 编码的文本，请重新输入") == 4 and "多次无法读取，跳过这一问" in out
     case = read_case(tmp_path / "case.yaml").data
     assert case["symptom"] == "板端 mAP 低 3 个点[31m"
@@ -116,6 +117,69 @@ def test_an_overlong_answer_is_cut(tmp_path):
     (tmp_path / "case.yaml").write_text("results: {qat_pt: normal, qat_bc: abnormal}\n", encoding="utf-8")
     proc = run_ask_bytes(tmp_path, "低".encode() * 200_000 + b"\n\nJ6M\n", PYTHONIOENCODING="utf-8")
     assert proc.returncode == 0, proc.stderr.decode()
-    assert "回答超过 64 KiB，只保留前面部分" in proc.stdout.decode()
+    assert "回答超过 64 KiB，只保留前面部分" in proc.stderr.decode()
     case = read_case(tmp_path / "case.yaml").data
     assert case["symptom"] == "低" * (64 * 1024 // 3) and case["platform"] == "J6M"
+
+
+ALIGNED = """# 板端问题
+symptom: "板端 mAP 低 6 个点，这是一段很长很长的描述，用来检查写回时不会在行中间被折行，也不会在行尾留下空格，因为默认八十列就会折行"   # 来自评测报告
+results:
+  qat_bc:   {status: normal,   evidence: dataset_eval}   # 对齐
+  board:    {status: abnormal, evidence: multi_frame_visual}
+
+# 部署说明
+deployment: {notes: "NV12 输入"}
+"""
+
+
+def test_untouched_lines_stay_byte_for_byte(tmp_path):
+    (tmp_path / "case.yaml").write_text(ALIGNED, encoding="utf-8")
+    proc = run_ask(tmp_path, "case.yaml", "abnormal\n")  # quantized.bc, then end of input
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / "case.yaml").read_text(encoding="utf-8")
+    original = ALIGNED.splitlines(keepends=True)
+    assert text.startswith("".join(original[:5]))  # the long line and the aligned entries as written
+    assert text.endswith("".join(original[5:]))    # the comment and the line after the block too
+    added = text[len("".join(original[:5])):-len("".join(original[5:]))]
+    assert added == '  quantized_bc:\n    status: "abnormal"\n    evidence: "dataset_eval"\n'
+    assert read_case(tmp_path / "case.yaml").data["results"]["quantized_bc"]["status"] == "abnormal"
+
+
+def test_nothing_answered_creates_no_file(tmp_path):
+    proc = run_ask(tmp_path, "new.yaml", "")
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / "new.yaml").exists()
+    assert proc.stdout.startswith("# j6doctor 诊断报告")
+
+
+def test_format_json_puts_the_verdict_alone_on_stdout(tmp_path):
+    (tmp_path / "case.yaml").write_text(ORIGINAL, encoding="utf-8")
+    proc = run_ask(tmp_path, "case.yaml", "abnormal\n", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    verdict = json.loads(proc.stdout)
+    assert verdict["schema_version"] and verdict["stage"] == "undetermined"  # quantized.bc abnormal: qat.bc next
+    assert [e["artifact"] for e in verdict["evaluate_next"]] == ["qat_bc"]
+    assert "[已验证正常和异常的产物]" in proc.stderr
+
+
+def test_ctrl_c_keeps_the_answers_given_and_exits_130(tmp_path):
+    import signal
+
+    (tmp_path / "case.yaml").write_text(ORIGINAL, encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "j6doctor", "ask", "case.yaml", "--no-env"], cwd=tmp_path,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write("normal\n\n".encode())  # quantized.bc normal, the evidence kind left to its default
+    proc.stdin.flush()
+    seen = b""
+    while b"[y/n]" not in seen:  # the badcase question: the results answer is complete
+        chunk = proc.stderr.read1(4096)
+        assert chunk, seen.decode(errors="replace")
+        seen += chunk
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (seen + err).decode(errors="replace")
+    assert "已把回答过的内容写入 case.yaml" in err.decode()
+    case = read_case(tmp_path / "case.yaml").data
+    assert case["results"]["quantized_bc"] == {"status": "normal", "evidence": "dataset_eval"}
+    assert (tmp_path / "case.yaml").read_text(encoding="utf-8").startswith(ORIGINAL.splitlines(keepends=True)[0])

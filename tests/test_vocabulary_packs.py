@@ -117,8 +117,8 @@ def test_ask_asks_the_new_item_and_the_answer_closes_it(pack):
     done = subprocess.run([sys.executable, "-m", "j6doctor", "ask", "case.yaml", "--no-env", "--rules", "pack"],
                           input=answers, cwd=pack, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "[校准数据集说明] 校准数据决定量化 scale" in done.stdout
-    assert "校准用了哪些数据（多少张、是否与训练同分布）：" in done.stdout
+    assert "[校准数据集说明] 校准数据决定量化 scale" in done.stderr
+    assert "校准用了哪些数据（多少张、是否与训练同分布）：" in done.stderr
     text = (pack / "case.yaml").read_text(encoding="utf-8")
     assert text.startswith(CASE)  # what was there is kept as written
     assert 'answers:\n  calib_set: "验证集 100 张"\n' in text
