@@ -12,10 +12,6 @@ from j6doctor.engine import RuleBase
 from j6doctor.engine.rule_model import Rule
 
 
-def _where(rule: Rule) -> str:
-    return f"{rule.file}:{rule.line}" if rule.line else rule.file
-
-
 def listing(rulebase: RuleBase) -> list[dict[str, Any]]:
     """One entry per rule, in rule-base order."""
     return [{"id": r.id, "title": r.title, "seed": r.seed, "file": r.file, "line": r.line,

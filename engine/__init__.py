@@ -64,10 +64,6 @@ class RuleBase:
             rules, compiled = load_or_build(cache_key(files, vocab, engine, build_id(engine)), build)
         return cls(vocab, rules, compiled, shown)
 
-    @classmethod
-    def from_rules(cls, rules: list[Rule], vocab: Vocabulary, engine: str | None = None) -> "RuleBase":
-        return cls(vocab, rules, compile_rules(rules, vocab, engine))
-
     @property
     def engine(self) -> str:
         """The backend this rule base runs on: `durable` or `clips`."""

@@ -41,10 +41,6 @@ _READERS: dict[str, tuple[str, str, str | None]] = {
 }
 
 
-def readable_kinds() -> tuple[str, ...]:
-    return tuple(_READERS)
-
-
 def reader(kind: str) -> Callable[[Path, str], Any] | None:
     """The function that reads a file of this kind (path, display) → its result; None for
     kinds that are only recorded (models, configs)."""
