@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK  (argcomplete looks for this marker: j6doctor completes its commands)
 """Command line: `j6doctor diagnose CASE [--format md|json|html] [-o FILE]` and friends.
 
 Exit codes (public contract): 0 a verdict was produced (暂不能判断 included), 2 a usage
@@ -19,7 +20,9 @@ import argparse
 
 from j6doctor import __version__
 
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
+from j6doctor.exit_codes import EXIT_FAIL_ON, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK  # noqa: E402
+_VERBOSITY = [0]  # -q: -1, -v: 1
+_LAST_CONFIG: list = [None]  # the config of the last _run (format default)
 
 
 def _echo(text: str = "", nl: bool = True, err: bool = False) -> None:
@@ -27,6 +30,18 @@ def _echo(text: str = "", nl: bool = True, err: bool = False) -> None:
     stream.write(text + ("\n" if nl else ""))
     if err:
         stream.flush()
+
+
+def _say(text: str) -> None:
+    """A note on stderr, unless -q."""
+    if _VERBOSITY[0] >= 0:
+        _echo(text, err=True)
+
+
+def _say_verbose(text: str) -> None:
+    """A detail on stderr, with -v only."""
+    if _VERBOSITY[0] > 0:
+        _echo(text, err=True)
 
 
 def _fail(message: str, code: int) -> None:
@@ -37,7 +52,7 @@ def _fail(message: str, code: int) -> None:
 def _write(text: str, output: Path | None, protected: list[Path]) -> None:
     from j6doctor.atomic_write import is_protected, write_atomic
 
-    if output is None:
+    if output is None or str(output) == "-":
         try:
             _echo(text, nl=False)
             sys.stdout.flush()
@@ -84,38 +99,59 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
     from j6doctor.evidence import EvidenceOptions
     from j6doctor.probes import InputError
     from j6doctor.probes.artifacts import require_folder
-    from j6doctor.probes.case_file import case_from_data, read_case
+    from j6doctor.probes.case_file import case_from_bytes, case_from_data, read_case
     from j6doctor.probes.tolerance import Tolerance
     from j6doctor.progress import Progress
 
-    if case is None and not workdirs and empty_case is None:
-        _fail("give a case file, or --workdir DIR, or both (see --help)", EXIT_INPUT)
+    if case is None and not workdirs and empty_case is None and metrics is None:
+        _fail("give a case file (or - for standard input), --workdir DIR or --metrics FILE (see --help)", EXIT_INPUT)
+    if metrics is not None:
+        try:
+            problem = None if metrics.is_file() else ("not a regular file" if metrics.exists() else "no such file")
+        except OSError as exc:  # e.g. a name too long for the file system
+            problem = f"cannot read: {exc.strerror or exc}"
+        if problem:
+            _fail(f"{metrics}: {problem}; --metrics takes an evaluation results file (CSV / YAML / JSON rows: "
+                  "artifact, metric, value)", EXIT_INPUT)
     if tolerance is not None and not (math.isfinite(tolerance) and tolerance > 0):
         _fail("--tolerance must be a finite number greater than 0", EXIT_INPUT)
-    custom = tolerance is not None or absolute or lower_is_better
     config_files: tuple[str, ...] = ()
     try:
-        config = load_config((case or empty_case).parent if (case or empty_case) is not None else workdirs[0])
+        given = case if case is not None and str(case) != "-" else empty_case
+        config = load_config(given.parent if given is not None else (workdirs[0] if workdirs else Path.cwd()))
     except InputError as exc:
         _fail(exc.render(), EXIT_INPUT)
     config_files = config.sources
     if env is None:
         env = config.environment
+    for pack in config.rules:
+        if not pack.is_dir():
+            _fail(f"{config_files[-1]}: rules: {pack}: " + ("not a folder" if pack.exists() else "no such rule pack folder")
+                  + "; rules lists rule pack folders, relative to this file", EXIT_INPUT)
+    packs = tuple(dict.fromkeys((*config.rules, *rule_packs)))
+    if tolerance is None:
+        tolerance = config.tolerance
+    absolute, lower_is_better = absolute or config.absolute, lower_is_better or config.lower_is_better
+    custom = tolerance is not None or absolute or lower_is_better
     options = EvidenceOptions(
         metrics=metrics,
         tolerance=Tolerance(tolerance if tolerance is not None else 0.01, not absolute, not lower_is_better)
         if custom else None,
         use_environment=env,
     )
-    rulebase = _rulebase(rule_packs, (engine or config.engine or "").lower() or None)
-    progress = Progress()
+    rulebase = _rulebase(packs, (engine or config.engine or "").lower() or None)
+    progress = Progress(enabled=False if _VERBOSITY[0] < 0 else None)
     options.progress = progress.step
     try:
         options.workdirs = [require_folder(w) for w in workdirs]
-        if case is not None:
+        if case is not None and str(case) == "-":
+            loaded = case_from_bytes(sys.stdin.buffer.read(), "<stdin>", Path.cwd())
+        elif case is not None:
             loaded = read_case(case)
+        elif empty_case is not None:
+            loaded = case_from_data({}, str(empty_case), empty_case.parent)
         else:
-            loaded = case_from_data({}, str(empty_case), empty_case.parent) if empty_case is not None else None
+            loaded = None
         diagnosis = run_diagnosis(loaded, rulebase, options=options)
     except InputError as exc:
         _fail(exc.render(), EXIT_INPUT)
@@ -127,8 +163,11 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
         _fail(str(exc), EXIT_INTERNAL)
     finally:
         progress.done()
-    inputs = ([case] if case else []) + list(diagnosis.read_paths) + [Path(s) for s in config_files]
-    inputs += [f for pack in rule_packs for f in pack.rglob("*") if f.is_file()]
+    inputs = ([case] if case and str(case) != "-" else []) + list(diagnosis.read_paths) + [Path(s) for s in config_files]
+    inputs += [f for pack in packs for f in pack.rglob("*") if f.is_file()]
+    _say_verbose(f"j6doctor: 配置 {', '.join(config_files) or '无'}；规则包 {', '.join(map(str, packs)) or '无'}；"
+                 f"规则引擎 {diagnosis.rulebase.engine}；读取 {len(diagnosis.read_paths)} 个文件")
+    _LAST_CONFIG[0] = config
     return diagnosis, inputs
 
 
@@ -138,9 +177,22 @@ def _render(diagnosis, fmt: str) -> str:
     return {"json": render_json, "html": render_html, "md": render_markdown}[fmt](diagnosis)
 
 
-def diagnose(fmt: str, output: Path | None, **inputs) -> None:
+def _format(fmt: str | None) -> str:
+    """The format asked for, else the config's, else Markdown."""
+    return fmt or _LAST_CONFIG[0].format or "md"
+
+
+def _check_fail_on(stage: str, fail_on: list[str] | None) -> None:
+    """`--fail-on`: the report is written; the exit status says the verdict was one of these."""
+    if fail_on and stage in fail_on:
+        _say(f"j6doctor: 结论为 {stage}（--fail-on），退出码 {EXIT_FAIL_ON}")
+        sys.exit(EXIT_FAIL_ON)
+
+
+def diagnose(fmt: str | None, output: Path | None, fail_on: list[str] | None = None, **inputs) -> None:
     diagnosis, protected = _run(**inputs)
-    _write(_render(diagnosis, fmt), output, protected)
+    _write(_render(diagnosis, _format(fmt)), output, protected)
+    _check_fail_on(diagnosis.verdict.stage, fail_on)
 
 
 def next_step(output: Path | None, **inputs) -> None:
@@ -149,20 +201,20 @@ def next_step(output: Path | None, **inputs) -> None:
     diagnosis, protected = _run(**inputs)
     script = render_next_step(diagnosis)
     if script is None:
-        _echo(f"j6doctor: {diagnosis.verdict.stage_label}：没有可运行的下一步脚本；"
-              "先补充报告中列出的信息再诊断", err=True)
+        _say(f"j6doctor: {diagnosis.verdict.stage_label}：没有可运行的下一步脚本；"
+             "先补充报告中列出的信息再诊断")
         return
     _write(script, output, protected)
 
 
-def explain(why_not_stage: str | None, fmt: str, output: Path | None, **inputs) -> None:
+def explain(why_not_stage: str | None, fmt: str | None, output: Path | None, **inputs) -> None:
     from j6doctor.explain_report import explain_data, render_explain_json, render_explain_markdown, stage_choices
 
     if why_not_stage is not None and why_not_stage not in stage_choices():
         _fail(f"--why-not: unknown stage {why_not_stage!r}; allowed: {', '.join(stage_choices())}", EXIT_INPUT)
     diagnosis, protected = _run(**inputs)
     data = explain_data(diagnosis, why_not_stage)
-    text = render_explain_json(data) if fmt == "json" else render_explain_markdown(diagnosis, data)
+    text = render_explain_json(data) if _format(fmt) == "json" else render_explain_markdown(diagnosis, data)
     _write(text, output, protected)
 
 
@@ -177,7 +229,7 @@ def inspect(paths: list[Path], fmt: str, output: Path | None) -> None:
     _write(text, output, list(paths) + [Path.cwd() / f["path"] for f in data["files"]])
 
 
-def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None, fmt: str = "md",
+def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None, fmt: str | None = None,
         metrics: Path | None = None, rule_packs: list[Path] | tuple[Path, ...] = ()) -> None:
     from j6doctor.ask import EndOfAnswers, ask_session, read_answer
 
@@ -210,7 +262,7 @@ def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None,
 
     diagnosis = ask_session(case, diagnose_case, answer, say)
     say("")
-    _write(_render(diagnosis, fmt), output, inputs)
+    _write(_render(diagnosis, _format(fmt)), output, inputs)
 
 
 def _rule_dirs(dirs: list[Path]):
@@ -405,6 +457,22 @@ def _path_type(kind: str):
     return check
 
 
+def _case_path(text: str) -> Path:
+    """CASE: a case file, or - for standard input; a folder gets told what to do instead."""
+    if text == "-":
+        return Path("-")
+    path = Path(text)
+    try:
+        is_folder = path.is_dir()
+    except (OSError, ValueError):
+        return path
+    if is_folder:
+        found = [name for name in ("case.yaml", "case.yml", "case.json") if (path / name).is_file()]
+        hint = f"give the case file ({path / found[0]})" if found else "give a case file"
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder; {hint}, or scan the folder with --workdir {text}")
+    return path
+
+
 def _formats(text: str) -> tuple[str, ...]:
     chosen = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",") if part.strip()))
     unknown = [f for f in chosen if f not in ("html", "json", "md")]
@@ -462,8 +530,8 @@ def _add_engine(parser: argparse.ArgumentParser) -> None:
 
 def _add_inputs(parser: argparse.ArgumentParser) -> None:
     """The options every command that diagnoses shares: what to read, and how to judge it."""
-    parser.add_argument("case", nargs="?", metavar="CASE", type=_path_type("file"),
-                        help="The case file (case.yaml / case.json).")
+    parser.add_argument("case", nargs="?", metavar="CASE", type=_case_path,
+                        help="The case file (case.yaml / case.json); - reads it from standard input.")
     parser.add_argument("--workdir", dest="workdirs", action="append", default=[], metavar="DIR",
                         type=_path_type("folder"),
                         help="Folder of artifacts to scan (repeatable); CASE may then be omitted.")
@@ -484,9 +552,35 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
     _add_engine(parser)
 
 
+def _stage_list(text: str) -> list[str]:
+    from j6doctor.facts import enum_values
+
+    stages = [part.strip() for part in text.replace(",", " ").split() if part.strip()]
+    allowed = list(enum_values("stage"))
+    unknown = [stage for stage in stages if stage not in allowed]
+    if unknown or not stages:
+        raise argparse.ArgumentTypeError(f"unknown stage {unknown[0]!r}; allowed: {', '.join(allowed)}"
+                                         if unknown else "name at least one stage")
+    return stages
+
+
+def _add_fail_on(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fail-on", dest="fail_on", type=_stage_list, action="extend", metavar="STAGE",
+                        help=f"Exit {EXIT_FAIL_ON} (after writing the report) when the verdict is one of these "
+                             "stages, e.g. --fail-on undetermined or --fail-on convert,compile (repeatable).")
+
+
+def _add_verbosity(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1, default=0,
+                       help="Only errors on stderr: no progress line, no notes.")
+    group.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1,
+                       help="Also say on stderr which config files, rule packs and engine were used.")
+
+
 def _add_output(parser: argparse.ArgumentParser, what: str = "the report") -> None:
     parser.add_argument("-o", "--output", type=_path_type("file"), metavar="FILE",
-                        help=f"Write {what} to this file instead of standard output.")
+                        help=f"Write {what} to this file instead of standard output (- is standard output).")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -498,16 +592,19 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
 
     def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
-        return commands.add_parser(name, help=summary, description=description, formatter_class=_Formatter)
+        made = commands.add_parser(name, help=summary, description=description, formatter_class=_Formatter)
+        _add_verbosity(made)
+        return made
 
     p = command("diagnose", "Diagnose a case and/or work folders: which stage, and why.",
                 "Diagnose CASE (case.yaml / case.json) and/or the artifacts under --workdir:\n"
                 "which stage, and why.")
     _add_inputs(p)
-    p.add_argument("--format", dest="fmt", choices=["md", "json", "html"], default="md",
+    p.add_argument("--format", dest="fmt", choices=["md", "json", "html"], default=None,
                    help="Chinese Markdown report, the JSON verdict of the public contract, or a "
-                        "self-contained HTML page.")
+                        "self-contained HTML page (default: `format` in j6doctor.toml, else md).")
     _add_output(p)
+    _add_fail_on(p)
     p.set_defaults(run=diagnose)
 
     p = command("next-step", "Write the concluded stage's next step as a runnable Python script.",
@@ -524,7 +621,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--why-not", dest="why_not_stage", metavar="STAGE",
                    help="Also explain why the verdict is not STAGE: the rules that would conclude it, "
                         "their failed conditions, and the evidence that would change the answer.")
-    p.add_argument("--format", dest="fmt", choices=["md", "json"], default="md")
+    p.add_argument("--format", dest="fmt", choices=["md", "json"], default=None)
     _add_output(p)
     p.set_defaults(run=explain)
 
@@ -552,8 +649,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Extra rule pack folder (repeatable); its rules and vocabulary decide what is asked.")
     p.add_argument("--metrics", type=_path_type("file"), metavar="FILE",
                    help="Evaluation results (CSV / YAML / JSON rows: artifact, metric, value[, dataset, frames]).")
-    p.add_argument("--format", dest="fmt", choices=["md", "json", "html"], default="md",
-                   help="The final report: Chinese Markdown, the JSON verdict or an HTML page.  [default: md]")
+    p.add_argument("--format", dest="fmt", choices=["md", "json", "html"], default=None,
+                   help="The final report: Chinese Markdown, the JSON verdict or an HTML page "
+                        "(default: `format` in j6doctor.toml, else md).")
     _add_output(p, "the final report")
     p.set_defaults(run=ask)
 
@@ -579,6 +677,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_engine(p)
     p.add_argument("--no-progress", dest="progress", action="store_false",
                    help="No progress bar (it is shown only on a terminal anyway).")
+    _add_fail_on(p)
     p.set_defaults(run=triage)
 
     p = command("schema", "Print the JSON Schema of the verdict, a case file or a rule file.",
@@ -653,21 +752,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def triage(paths: list[Path], out: Path | None, formats: tuple[str, ...], jobs: int | None, env: bool | None,
-           rule_packs: list[Path], engine: str | None, progress: bool) -> None:
+           rule_packs: list[Path], engine: str | None, progress: bool, fail_on: list[str] | None = None) -> None:
     from j6doctor.triage import triage_main
 
     if jobs is not None and jobs < 1:
         _fail("--jobs must be 1 or more", EXIT_INPUT)
-    sys.exit(triage_main(paths, out, jobs, tuple(rule_packs), engine, env, progress, formats=formats))
+    sys.exit(triage_main(paths, out, jobs, tuple(rule_packs), engine, env, progress and _VERBOSITY[0] >= 0,
+                         formats=formats, fail_on=fail_on))
+
+
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Shell completion through argcomplete when it is installed and the shell asks for it
+    (it sets _ARGCOMPLETE); otherwise nothing is imported."""
+    if "_ARGCOMPLETE" in os.environ:
+        try:
+            import argcomplete
+        except ImportError:
+            return
+        argcomplete.autocomplete(parser)
 
 
 def _dispatch(argv: list[str] | None) -> None:
     parser = build_parser()
+    _complete(parser)
     args = vars(parser.parse_args(argv))
     run = args.pop("run", None)
     if run is None:  # `j6doctor` or `j6doctor rules` alone: its help, as click did
         (args.get("parser") or parser).print_help()
         return
+    _VERBOSITY[0] = args.pop("verbosity", 0) or 0
     args.pop("command", None)
     args.pop("rules_command", None)
     args.pop("parser", None)
@@ -700,7 +813,7 @@ def main(argv: list[str] | None = None, *, exit_fast: bool = True) -> None:
         raise
     except KeyboardInterrupt:
         _echo("j6doctor: interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:  # last line of defence: no traceback unless asked for
         if os.environ.get("J6DOCTOR_DEBUG"):
             import traceback

@@ -8,6 +8,7 @@ win over both files; the project file wins over the user file.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -18,8 +19,12 @@ from j6doctor.probes import InputError
 
 
 PROJECT_FILE = "j6doctor.toml"
-KEYS = {"environment": bool, "engine": str}  # key -> type; more keys come with their features
-CHOICES = {"engine": ("durable", "clips")}  # keys whose value is one of a few words
+# key -> the types its value may have
+KEYS: dict[str, tuple[type, ...]] = {
+    "environment": (bool,), "engine": (str,), "format": (str,), "rules": (list,),
+    "tolerance": (float, int), "absolute": (bool,), "lower_is_better": (bool,),
+}
+CHOICES = {"engine": ("durable", "clips"), "format": ("md", "json", "html")}  # one of a few words
 MAX_LEVELS = 32  # folders walked upward looking for a project file
 
 
@@ -29,6 +34,11 @@ class Config:
 
     environment: bool = True
     engine: str | None = None  # the rule engine (None: durable-rules where it loads, else CLIPS)
+    format: str | None = None  # the report format of diagnose / explain / ask (None: md)
+    rules: tuple[Path, ...] = ()  # rule packs always used, relative to the file that names them
+    tolerance: float | None = None  # the allowed drop from the qat.pt baseline (None: 0.01)
+    absolute: bool = False  # the tolerance is in metric units
+    lower_is_better: bool = False  # the metric is an error
     sources: tuple[str, ...] = ()  # the files the values came from
 
 
@@ -115,16 +125,31 @@ def load_config(start: Path | None, environ: dict[str, str] | None = None) -> Co
     for path, table in found:
         data = _read(path, table) or {}
         for key, value in data.items():
-            expected = KEYS.get(key)
-            if expected is None:
-                raise InputError(str(path), f"unknown setting {key!r}; known: {', '.join(KEYS)}")
-            if not isinstance(value, expected):
-                raise InputError(str(path), f"{key}: expected {expected.__name__}, got {value!r}")
-            if key in CHOICES and value.strip().lower() not in CHOICES[key]:
-                raise InputError(str(path), f"{key}: expected one of {', '.join(CHOICES[key])}, got {value!r}")
-            values[key] = value.strip().lower() if key in CHOICES else value
+            values[key] = _value(path, key, value)
         sources.append(str(path))
     return Config(**values, sources=tuple(sources))
+
+
+def _value(path: Path, key: str, value: Any) -> Any:
+    """A setting checked against what it may be; `rules` paths resolved from the file's folder."""
+    expected = KEYS.get(key)
+    if expected is None:
+        raise InputError(str(path), f"unknown setting {key!r}; known: {', '.join(KEYS)}")
+    if not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected):
+        names = " or ".join({"str": "a string", "bool": "true or false", "list": "a list", "float": "a number",
+                             "int": "a number"}[t.__name__] for t in expected)
+        raise InputError(str(path), f"{key}: expected {names}, got {value!r}")
+    if key in CHOICES:
+        if value.strip().lower() not in CHOICES[key]:
+            raise InputError(str(path), f"{key}: expected one of {', '.join(CHOICES[key])}, got {value!r}")
+        return value.strip().lower()
+    if key == "tolerance" and not (math.isfinite(value) and value > 0):
+        raise InputError(str(path), f"tolerance: expected a finite number greater than 0, got {value!r}")
+    if key == "rules":
+        if not all(isinstance(item, str) and item.strip() for item in value):
+            raise InputError(str(path), f"rules: expected a list of rule pack folders, got {value!r}")
+        return tuple(path.parent / item for item in value)
+    return float(value) if key == "tolerance" else value
 
 
 def _toml():

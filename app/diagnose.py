@@ -70,10 +70,13 @@ def diagnose(case: Case | None, rulebase: RuleBase | None = None,
         title = case.display
     elif options.workdirs:
         title = "工作目录 " + ", ".join(p.name or str(p) for p in options.workdirs)
+    elif options.metrics is not None:
+        title = f"评测结果 {options.metrics.name}"
     else:
         title = "（无输入）"
     args = [case.display] if case is not None else []
     args += [f"--workdir {p.name or p}" for p in options.workdirs]
+    args += [f"--metrics {options.metrics.name}"] if options.metrics is not None else []
     return Diagnosis(case, title, evidence.facts, result, rulebase, build_verdict(result, rulebase),
                      " ".join(args), evidence.readings, evidence.read_paths)
 

@@ -52,12 +52,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, TextIO
 from urllib.parse import quote
 
+from j6doctor.exit_codes import EXIT_FAIL_ON, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK
 from j6doctor.progress import Progress
 
 if TYPE_CHECKING:
     from j6doctor.verdict_model import Verdict
-
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
 
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
 FORMATS = ("md", "html", "json")  # per-case report formats written under --out
@@ -652,7 +651,8 @@ def _prepare_out(out: Path, protected: list[Path], stems: list[str], formats: tu
 def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = None,
                 rule_packs: tuple[Path, ...] = (), engine: str | None = None, env: bool | None = None,
                 progress: bool = True, *, formats: tuple[str, ...] | None = None,
-                stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+                stdout: TextIO | None = None, stderr: TextIO | None = None,
+                fail_on: list[str] | None = None) -> int:
     """Diagnose every item the PATHs name; print the summary table on stdout, the errors
     and warnings on stderr; with `out`, write the per-case reports (`formats`: any of
     "html", "json", "md"; default html), summary.csv, summary.json and index.html there.
@@ -758,6 +758,11 @@ def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = N
             return fail(problem)
         stderr.write(f"j6doctor: wrote {out.as_posix()}/index.html, summary.csv, summary.json and "
                      f"{sum(len(r['reports']) for r in rows)} report(s)\n")
+    if not code and fail_on:
+        hit = [row["path"] for row in rows if row["stage"] in fail_on]
+        if hit:
+            stderr.write(f"j6doctor: {len(hit)} case(s) concluded {' / '.join(fail_on)} (--fail-on), e.g. {hit[0]}\n")
+            code = EXIT_FAIL_ON
     return code
 
 

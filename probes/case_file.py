@@ -27,7 +27,7 @@ from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponen
 from j6doctor.engine.vocabulary import alias_key
 from j6doctor.facts import attr, enum_values, per_vocabulary, vocabulary
 from j6doctor.probes.input_error import InputError
-from j6doctor.probes.text_file import decode_text, read_bytes
+from j6doctor.probes.text_file import decode_written_text, read_bytes
 
 if TYPE_CHECKING:  # jsonschema is imported only to explain a case that fails the fast check
     import jsonschema
@@ -500,9 +500,20 @@ def read_case(path: Path) -> Case:
         raise InputError(display, "a case file ends in .yaml, .yml or .json")
     # File-system errors name the path as given; content errors the file name, with a line.
     raw = read_bytes(path, str(path), CASE_WHAT, MAX_CASE_BYTES)
-    text = decode_text(raw, display, CASE_WHAT)
+    text, _ = decode_written_text(raw, display, CASE_WHAT)
     doc = _parse(text, path.suffix.lower(), display)
     return validate_case(doc, display, path)
+
+
+def case_from_bytes(raw: bytes, display: str, base: Path) -> Case:
+    """A case read from a stream (standard input): YAML or JSON, relative paths from `base`."""
+    if len(raw) > MAX_CASE_BYTES:
+        raise InputError(display, f"larger than {MAX_CASE_BYTES // (1024 * 1024)} MiB; expected {CASE_WHAT}")
+    text, _ = decode_written_text(raw, display, CASE_WHAT)
+    suffix = ".json" if text.lstrip().startswith("{") else ".yaml"
+    case = validate_case(_parse(text, suffix, display), display, None)
+    case.base = base
+    return case
 
 
 def case_from_data(data: dict[str, Any], display: str = "<example>", base: Path | None = None) -> Case:

@@ -24,7 +24,7 @@ from j6doctor.engine.strict_yaml import YamlInputError, load_yaml
 from j6doctor.facts import enum_values, resolve
 from j6doctor.probes.input_error import InputError
 from j6doctor.probes.tolerance import Tolerance
-from j6doctor.probes.text_file import decode_text, read_bytes
+from j6doctor.probes.text_file import decode_written_text, read_bytes
 from j6doctor.probes.text_tables import check_table_width
 
 BASELINE = "qat_pt"
@@ -98,7 +98,7 @@ def _rows_from_records(records: list[Any], lines: list[int | None], display: str
 def read_metrics(path: Path, display: str | None = None) -> list[MetricRow]:
     display = display or path.name
     # An empty file passes here: the format checks below say what its header should be.
-    text = decode_text(read_bytes(path, display, WHAT, MAX_BYTES), display, WHAT)
+    text, _ = decode_written_text(read_bytes(path, display, WHAT, MAX_BYTES), display, WHAT)
     suffix = path.suffix.lower()
     if suffix == ".csv":
         header_end = text.find("\n")

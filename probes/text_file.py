@@ -100,6 +100,50 @@ def decode_text(raw: bytes, display: str, what: str) -> str:
     return text.removeprefix("\ufeff")
 
 
+# Byte-order marks, longest first (a UTF-32 LE mark starts like a UTF-16 LE one).
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xef\xbb\xbf", "utf-8"),
+         (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def decode_written_text(raw: bytes, display: str, what: str) -> tuple[str, str]:
+    """Text a person wrote (a case file, an evaluation table) and the encoding it was read in:
+    UTF-8, UTF-16 / UTF-32 with a byte-order mark or UTF-16 without one (Windows editors
+    write these), or GBK / GB18030 (Chinese Windows editors) when that reads as Chinese text.
+    Anything else is refused like decode_text refuses it."""
+    for bom, encoding in _BOMS:
+        if raw.startswith(bom):
+            try:
+                return _checked(raw[len(bom):].decode(encoding), raw, display, what), encoding
+            except UnicodeDecodeError as exc:
+                raise InputError(display, f"not {encoding.upper()} text after its byte-order mark (invalid "
+                                          f"bytes at offset {exc.start + len(bom)}); expected {what}") from None
+    if b"\x00" in raw and len(raw) % 2 == 0:
+        odd, even = raw[1::2].count(0), raw[0::2].count(0)
+        encoding = "utf-16-le" if odd > even else "utf-16-be"
+        if max(odd, even) * 2 >= len(raw) // 2:  # mostly ASCII in UTF-16: every other byte NUL
+            try:
+                return _checked(raw.decode(encoding), raw, display, what), encoding
+            except UnicodeDecodeError:
+                pass
+    try:
+        return decode_text(raw, display, what), "utf-8"
+    except InputError as utf8_error:
+        try:
+            text = raw.decode("gb18030")
+        except UnicodeDecodeError:
+            raise utf8_error from None
+        if not any("\u4e00" <= ch <= "\u9fff" for ch in text):
+            raise utf8_error from None
+        return _checked(text, raw, display, what), "gb18030"
+
+
+def _checked(text: str, raw: bytes, display: str, what: str) -> str:
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise InputError(display, f"binary data (NUL character); expected {what}", text.count("\n", 0, nul) + 1)
+    return text.removeprefix("\ufeff")
+
+
 def load_text(path: Path, display: str, what: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
     """The file as text, or InputError for missing, too large, empty, binary or non-UTF-8 input."""
     text = decode_text(read_bytes(path, display, what, max_bytes), display, what)

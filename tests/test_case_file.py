@@ -82,7 +82,9 @@ def test_all_errors_reported_together(tmp_path):
 
 
 @pytest.mark.parametrize("content,message", [
-    (b"\xff\xfe\x00r\x00e", "binary data"),
+    (b"\xff\xfe\x00r\x00e", "a case file is a mapping"),        # UTF-16 BE text behind a LE mark
+    (b"\x00\x01\x02garbage\x00", "binary data"),
+    (b"\xff\xfe\x00\xd8", "not UTF-16-LE text after its byte-order mark"),  # a lone surrogate
     (b"symptom: \xe6\x8e\x89\xff\n", "not UTF-8"),
 ])
 def test_binary_and_non_utf8(tmp_path, content, message):
@@ -148,3 +150,20 @@ def test_unknown_status_adds_no_evidence(tmp_path):
 def test_empty_file_is_an_empty_case(tmp_path):
     assert case_facts(read_case(write_case(tmp_path, ""))) == []
     assert case_facts(read_case(write_case(tmp_path, "# nothing yet\n"))) == []
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "gbk", "gb18030"])
+def test_case_files_chinese_editors_write_are_read(tmp_path, encoding):
+    """Windows editors save UTF-16 (with or without a byte-order mark), Chinese ones GBK."""
+    text = 'symptom: "板端 mAP 低 6 个点"\nplatform: J6M\nresults:\n  board: {status: abnormal}\n'
+    path = tmp_path / "case.yaml"
+    path.write_bytes(text.encode(encoding))
+    case = read_case(path)
+    assert case.data["symptom"] == "板端 mAP 低 6 个点" and case.data["platform"] == "J6M"
+
+
+def test_latin1_text_is_not_taken_for_gbk(tmp_path):
+    path = tmp_path / "case.yaml"
+    path.write_bytes("symptom: café déjà\n".encode("latin-1"))
+    with pytest.raises(InputError, match="not UTF-8"):
+        read_case(path)

@@ -21,7 +21,7 @@ def test_help_and_version(cli):
 
 def test_usage_error_exits_2(cli):
     proc = cli("diagnose")
-    assert proc.returncode == 2 and "give a case file, or --workdir DIR" in proc.stderr
+    assert proc.returncode == 2 and "give a case file (or - for standard input), --workdir DIR or --metrics FILE" in proc.stderr
     bad = cli("diagnose", str(EXAMPLES / "empty.yaml"), "--format", "pdf")
     assert bad.returncode == 2 and "pdf" in bad.stderr
 
@@ -83,4 +83,4 @@ def test_non_finite_tolerance_and_unusable_metrics_path(cli, tmp_path):
         assert proc.returncode == 2 and "finite number greater than 0" in proc.stderr
     long_name = tmp_path / ("m" * 300 + ".csv")
     proc = cli("diagnose", str(EXAMPLES / "empty.yaml"), "--no-env", "--metrics", str(long_name), "--format", "json")
-    assert proc.returncode == 0 and "cannot read" in proc.stdout
+    assert proc.returncode == 2 and "cannot read" in proc.stderr and proc.stdout == ""
