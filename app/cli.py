@@ -288,6 +288,13 @@ def rules_lint(dirs: list[Path], strict: bool) -> None:
     for issue in issues:
         _echo(issue.render())
     errors = sum(1 for i in issues if i.level == "error")
+    if not errors:  # the rules load: their examples' fixtures must be there too
+        from j6doctor.engine.rule_loader import load_rule_dirs
+        from j6doctor.rule_tests import missing_fixtures
+
+        for rule, example, problem in missing_fixtures(load_rule_dirs(folders, vocab, display)[0]):
+            _echo(f"{rule.file}:{example.line}: error: rule {rule.id}: example {example.name!r}: {problem}")
+            errors += 1
     warnings = sum(1 for i in issues if i.level == "warning")
     _echo(f"{errors} error(s), {warnings} warning(s)")
     if errors or (strict and warnings):

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from j6doctor.diagnose import Diagnosis
+from j6doctor.case_words import annotate
 from j6doctor.engine.explain import derivation_tree, inputs_needed, why_not
 from j6doctor.facts import enum_values, label, vocabulary
 
@@ -29,6 +30,7 @@ def explain_data(diagnosis: Diagnosis, why_not_stage: str | None = None) -> dict
     if why_not_stage is not None:
         input_types = {n for n, t in vocabulary().types.items() if t.origin == "input"}
         checks = why_not(result, diagnosis.rulebase.rules, "verdict", {"stage": why_not_stage}, input_types)
+        annotate(checks, result)
         data["why_not"] = {
             "stage": why_not_stage,
             "stage_label": label("stage", why_not_stage),
@@ -80,7 +82,13 @@ def _check_lines(check: dict[str, Any], depth: int, out: list[str]) -> None:
         detail = ""
         if cond.get("facts"):
             detail = ("，被 " if cond["negated"] and not cond["satisfied"] else "，由 ") + "、".join(cond["facts"])
-        if cond.get("needs_input"):
+        if cond.get("blocked_by"):
+            detail += " 阻止，它来自 " + "；".join(cond["blocked_by"])
+        if cond.get("written"):
+            detail = f"，需要在案例中写 {cond['written']}"
+            if cond.get("instead"):
+                detail += f"；现在是 {'；'.join(cond['instead'])}"
+        elif cond.get("needs_input"):
             detail = f"，需要输入 {cond['needs_input']}"
         if cond.get("unknown"):
             detail = "，未评估（依赖前面未满足的条件）"
@@ -115,8 +123,12 @@ def render_explain_markdown(diagnosis: Diagnosis, data: dict[str, Any]) -> str:
         if w["would_change"]:
             out += ["", "会改变结论的证据：", ""]
             for item in w["would_change"]:
-                if item["kind"] == "add":
-                    out.append(f"- 补充输入：{item['condition']}（规则 {item['rule']}）")
+                if item["kind"] == "add" and item.get("instead"):
+                    out.append(f"- 改为：{item['condition']}；现在是 {'；'.join(item['instead'])}（规则 {item['rule']}）")
+                elif item["kind"] == "add":
+                    out.append(f"- 补充：{item['condition']}（规则 {item['rule']}）")
+                elif item.get("blocked_by"):
+                    out.append(f"- 复核：{'；'.join(item['blocked_by'])}——它阻止了规则 {item['rule']}")
                 else:
                     out.append(f"- 复核或去掉：{item['condition']}，当前由 {'、'.join(item['facts'])} 阻止（规则 {item['rule']}）")
     out.append("")

@@ -17,7 +17,8 @@ from typing import Any, Callable
 from j6doctor.diagnose import diagnose_data
 from j6doctor.evidence import EvidenceOptions
 from j6doctor.engine import RuleBase, Source
-from j6doctor.engine.explain import satisfying_binding
+from j6doctor.case_words import annotate
+from j6doctor.engine.explain import check_rule, inputs_needed, satisfying_binding
 from j6doctor.engine.rule_model import Rule
 from j6doctor.probes import InputError
 from j6doctor.verdict_model import Verdict
@@ -49,17 +50,42 @@ class RuleCoverage:
         return [c for i, c in enumerate(self.conditions) if i not in self.decided]
 
 
-def _blocked_at(rule: Rule, facts) -> list[str]:
+def _blocked_at(rule: Rule, run, rulebase: RuleBase) -> list[str]:
     """Why an example did not fire its rule: the first condition that no longer holds with
-    the ones before it (a `not:` condition: a fact it forbids is there)."""
+    the ones before it, and — as `explain --why-not` says it — what the example would need:
+    the case entry to write, the input a `not:` is blocked by, or what the rules that derive
+    the missing fact still lack."""
     if rule.text is not None:
         return []
+    facts = run.facts
     for index in range(len(rule.when)):
         if satisfying_binding(rule.when[:index + 1], facts, {}) is None:
             cond = rule.when[index]
             why = "a fact it forbids is there" if cond.negated else "no fact matches (with the conditions before it)"
-            return [f"blocked at line {cond.line}: {cond.in_words()} — {why}"]
+            return [f"blocked at line {cond.line}: {cond.in_words()} — {why}", *_why_not(rule, index, run, rulebase)]
     return []
+
+
+MAX_NEEDS_SHOWN = 4
+
+
+def _why_not(rule: Rule, index: int, run, rulebase: RuleBase) -> list[str]:
+    input_types = {name for name, t in rulebase.vocab.types.items() if t.origin == "input"}
+    check = check_rule(rule, run, rulebase.rules, input_types, {}, 0, {rule.id})
+    annotate([check], run)
+    cond = check.conditions[index]
+    if cond.blocked_by:
+        return [f"  it is there because of: {'; '.join(cond.blocked_by)}"]
+    if cond.written or cond.needs_input:
+        instead = [f"  it says instead: {'; '.join(cond.instead)}"] if cond.instead else []
+        return [f"  the example needs: {cond.written or cond.needs_input}", *instead]
+    needs = [n for n in inputs_needed(cond.producers)]
+    lines = [f"  the rules that derive it still need: {n['condition']} ({n['rule']})" if n["kind"] == "add"
+             else f"  the rules that derive it are blocked by: {'; '.join(n.get('blocked_by') or n['facts'])} "
+                  f"({n['rule']})" for n in needs[:MAX_NEEDS_SHOWN]]
+    if len(needs) > MAX_NEEDS_SHOWN:
+        lines.append(f"  ... and {len(needs) - MAX_NEEDS_SHOWN} more (j6doctor explain --why-not shows them all)")
+    return lines
 
 
 def _decided_alone(rule: Rule, facts) -> set[int]:
@@ -103,6 +129,23 @@ def _disagreement(run, rulebase: RuleBase) -> list[str]:
     return problems
 
 
+def fixture_problems(rule: Rule, example) -> list[str]:
+    """The files and folders an example case names (artifacts, scripts, metrics) that are
+    not there, relative to the rule file's folder: such an example tests nothing it claims to."""
+    from j6doctor.probes.case_file import case_paths
+
+    folder = Path(rule.folder) if rule.folder else Path.cwd()
+    data = example.case if isinstance(example.case, dict) else {}
+    return [f"{'.'.join(map(str, where))} names {text}, which does not exist in {folder}"
+            for where, text in case_paths(data) if isinstance(text, str) and not (folder / text).exists()]
+
+
+def missing_fixtures(rules: list[Rule]) -> list[tuple[Rule, Any, str]]:
+    """fixture_problems of every example: (rule, example, problem)."""
+    return [(rule, example, problem) for rule in rules for example in rule.examples
+            for problem in fixture_problems(rule, example)]
+
+
 def example_options(rule: Rule, index: int) -> EvidenceOptions:
     """What an example reads besides its case: the facts it gives, cited by the example."""
     example = rule.examples[index]
@@ -136,11 +179,11 @@ def run_rule_tests(rulebase: RuleBase, selected: Callable[[str], bool] | None = 
             for rule_id in fired:
                 if rule_id in fired_any:
                     fired_any[rule_id] += 1
-            problems = []
+            problems = fixture_problems(rule, example)
             if (rule.id in fired) != example.fires:
                 problems.append("did not fire the rule" if example.fires else "fired the rule, expected not to")
                 if example.fires:
-                    problems += _blocked_at(rule, d.run.facts)
+                    problems += _blocked_at(rule, d.run, rulebase)
             elif example.fires:
                 fired_own[rule.id] += 1
             if rule.id not in fired:

@@ -131,6 +131,10 @@ class ConditionCheck:
     unknown: bool = False  # a `not:` that compares with a fact an earlier failed condition did not bind  # matching facts (or, for `not`, the blockers)
     producers: list["RuleCheck"] = field(default_factory=list)  # for unmet derived conditions
     needs_input: str = ""  # for unmet input conditions: the input that would satisfy it
+    needs: Condition | None = None  # ... as a condition (its literal tests, simplified)
+    written: str = ""  # ... as the user would write it (filled by the caller, which knows the case)
+    blocked_by: list[str] = field(default_factory=list)  # for a `not:` that fails: where its blockers came from
+    instead: list[str] = field(default_factory=list)  # for an unmet input condition: what the inputs say instead
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"condition": self.condition, "negated": self.negated, "satisfied": self.satisfied}
@@ -142,6 +146,12 @@ class ConditionCheck:
             out["producers"] = [p.as_dict() for p in self.producers]
         if self.needs_input:
             out["needs_input"] = self.needs_input
+        if self.written:
+            out["written"] = self.written
+        if self.blocked_by:
+            out["blocked_by"] = self.blocked_by
+        if self.instead:
+            out["instead"] = self.instead
         return out
 
 
@@ -220,7 +230,7 @@ def check_rule(rule: Rule, result: RunResult, rules: list[Rule], vocab_input_typ
         text = f"{reads} 中有子句匹配 {' | '.join(rule.text.match)}"
         check = ConditionCheck(text, False, bool(fired_on), sorted(set(fired_on)))
         if not fired_on:
-            check.needs_input = f"{reads} 的描述中写明（匹配 {' | '.join(rule.text.match)}，且同一子句不含否定）"
+            check.needs_input = f"{reads} 的描述中写明「{rule.title}」所说的情况（同一句中不含否定）"
         checks.append(check)
     # the facts under which the rule holds, where some do: the conditions are then shown with
     # them (the first fact of each type may fail a later join that another one passes)
@@ -243,9 +253,10 @@ def check_rule(rule: Rule, result: RunResult, rules: list[Rule], vocab_input_typ
             checks.append(ConditionCheck(text, False, True, [f.id for f in matches[:5]]))
             continue
         check = ConditionCheck(text, False, False)
-        literal = tuple(t for t in cond.tests + extra if not isinstance(t.value, Ref))
+        literal = simplified(tuple(t for t in cond.tests + extra if not isinstance(t.value, Ref)))
         if cond.type in vocab_input_types:
-            check.needs_input = Condition(cond.type, literal).describe()
+            check.needs = Condition(cond.type, literal)
+            check.needs_input = check.needs.describe()
         elif depth < MAX_DEPTH:
             for producer, more in producers_of(rules, cond.type, literal)[:MAX_PRODUCERS]:
                 if producer.id in visiting:
@@ -255,6 +266,42 @@ def check_rule(rule: Rule, result: RunResult, rules: list[Rule], vocab_input_typ
         checks.append(check)
     fired = rule.id in result.fired_rules()
     return RuleCheck(rule.id, rule.title, rule.file, rule.line, fired, checks)
+
+
+def simplified(tests: tuple[Test, ...]) -> tuple[Test, ...]:
+    """The tests without those an equality on the same field already implies
+    (`artifact≠float` beside `artifact=quantized_bc`)."""
+    equal = {t.field: t.value for t in tests if t.op == "eq"}
+
+    def implied(t: Test) -> bool:
+        if t.op == "eq" or t.field not in equal:
+            return False
+        value = equal[t.field]
+        return ((t.op == "ne" and value != t.value) or (t.op == "in" and value in t.value)
+                or (t.op == "not_in" and value not in t.value))
+
+    return tuple(t for t in tests if not implied(t))
+
+
+def near_misses(cond: Condition, facts: list[Fact], keep: tuple[str, ...] = ()) -> list[Fact]:
+    """Facts of the condition's type that fail exactly one of its tests, never one on a
+    field in `keep` (what identifies the entry): what the inputs say instead (results.qat_bc
+    is abnormal where the rule needs it normal)."""
+    out: list[Fact] = []
+    for k, test in enumerate(cond.tests):
+        rest = cond.tests[:k] + cond.tests[k + 1:]
+        if test.field in keep or not rest:
+            continue
+        out += [f for f in matching_facts(Condition(cond.type, rest), facts, {}) if f not in out]
+    return out
+
+
+def walk_checks(checks: list[RuleCheck]):
+    """Every condition check, producers' included, depth first."""
+    for check in checks:
+        for cond in check.conditions:
+            yield cond
+            yield from walk_checks(cond.producers)
 
 
 def why_not(result: RunResult, rules: list[Rule], type_name: str, wanted: dict[str, Any],
@@ -276,9 +323,11 @@ def inputs_needed(checks: list[RuleCheck]) -> list[dict[str, Any]]:
             if cond.satisfied:
                 continue
             if cond.negated:
-                item = {"kind": "remove", "condition": cond.condition, "facts": cond.facts, "rule": check.rule}
+                item = {"kind": "remove", "condition": cond.condition, "facts": cond.facts, "rule": check.rule,
+                        "blocked_by": cond.blocked_by}
             elif cond.needs_input:
-                item = {"kind": "add", "condition": cond.needs_input, "facts": [], "rule": check.rule}
+                item = {"kind": "add", "condition": cond.written or cond.needs_input, "facts": [], "rule": check.rule,
+                        "instead": cond.instead}
             else:
                 for producer in cond.producers:
                     walk(producer)

@@ -100,6 +100,8 @@ class FactType:
     meaning: str
     fields: dict[str, FieldSpec]
     exclusive: tuple[str, ...] = ()  # fields that must take one value per run (e.g. a verdict's stage)
+    # how a user gives such a fact, with {field} placeholders (explain --why-not says what to add)
+    written_as: str = ""
 
 
 @dataclass
@@ -167,7 +169,13 @@ class Vocabulary:
             unknown_fields = [f for f in exclusive if f not in fields]
             if unknown_fields:
                 raise VocabularyError(f"{origin}: type {tname!r}: exclusive field {unknown_fields[0]!r} is not a field")
-            vocab.types[tname] = FactType(tname, origin_kind, str(tspec.get("meaning", "")), fields, exclusive)
+            written = tspec.get("written_as", "")
+            if not isinstance(written, str):
+                raise VocabularyError(f"{origin}: type {tname!r}: written_as must be text with {{field}} placeholders")
+            unknown_placeholders = [f for f in re.findall(r"\{(\w+)\}", written) if f not in fields]
+            if unknown_placeholders:
+                raise VocabularyError(f"{origin}: type {tname!r}: written_as names no field {unknown_placeholders[0]!r}")
+            vocab.types[tname] = FactType(tname, origin_kind, str(tspec.get("meaning", "")), fields, exclusive, written)
         return vocab
 
     # ------------------------------------------------------------------ checks

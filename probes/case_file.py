@@ -647,14 +647,20 @@ def _non_finite(value: Any, where: tuple) -> list[tuple[tuple, float]]:
 _MAX_NAME_BYTES = 255
 
 
-def _unusable_paths(data: dict[str, Any]) -> list[tuple[tuple, str]]:
-    """Paths the tool opens that no file can have (NUL byte, over-long name)."""
+def case_paths(data: dict[str, Any]) -> list[tuple[tuple, Any]]:
+    """The files and folders a case names for the tool to open, with their keys."""
     paths: list[tuple[tuple, Any]] = []
     for key in ("artifacts", "scripts"):
         if isinstance(data.get(key), list):
             paths += [((key, i), p) for i, p in enumerate(data[key])]
     if isinstance(data.get("metrics"), dict):
         paths.append((("metrics", "file"), data["metrics"].get("file")))
+    return paths
+
+
+def _unusable_paths(data: dict[str, Any]) -> list[tuple[tuple, str]]:
+    """Paths the tool opens that no file can have (NUL byte, over-long name)."""
+    paths = case_paths(data)
     problems = []
     for where, text in paths:
         if not isinstance(text, str):

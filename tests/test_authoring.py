@@ -67,9 +67,13 @@ def test_why_not_names_rules_failed_conditions_and_evidence(cli):
     convert = next(p for p in chain["producers"] if p["rule"] == "map.convert")
     failed = [c["condition"] for c in convert["conditions"] if not c["satisfied"]]
     assert failed == ["confirmed{artifact=qat_bc, status=normal}", "first_abnormal{artifact=quantized_bc}"]
-    changes = [c["condition"] for c in data["would_change"]]
-    assert any("artifact=qat_bc, status=normal" in c for c in changes)
-    assert any("status=abnormal, artifact=quantized_bc" in c for c in changes)
+    changes = [c["condition"] for c in data["would_change"]]  # in the words of the case file
+    assert "results.qat_bc: {status: normal, evidence: dataset_eval / badcase / multi_frame_visual}" in changes
+    assert "results.quantized_bc: {status: abnormal, evidence: dataset_eval / badcase / multi_frame_visual}" in changes
+    qat_bc = next(c for c in data["would_change"] if c["condition"].startswith("results.qat_bc: {status: normal"))
+    # ... and what the case says instead, with its line
+    assert qat_bc["instead"] == ["results.qat_bc: {status: abnormal, evidence: dataset_eval}"
+                                 "（export_qat_bc_abnormal.yaml:10 results.qat_bc）"]
 
 
 def test_why_not_blocked_by_a_negation(cli):
@@ -299,3 +303,60 @@ def test_authoring_guide_text_rule_example_passes_lint_and_test(cli, tmp_path):
     test = cli("rules", "test", str(folder))
     assert test.returncode == 0, test.stdout
     assert "site.mean_order" in test.stdout
+
+
+def test_authoring_guide_first_example_passes_lint_and_test(cli, tmp_path):
+    """The first rule example of docs/AUTHORING.md works as written: lint and test pass,
+    both of its examples are run, and a missing fixture would have been reported."""
+    import re
+    from conftest import REPO
+    guide = (REPO / "docs" / "AUTHORING.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", guide, re.S) if "site.requantize_hint" in b)
+    folder = pack(tmp_path, block)
+    lint = cli("rules", "lint", "--strict", str(folder))
+    assert lint.returncode == 0, lint.stdout
+    test = cli("rules", "test", str(folder))
+    assert test.returncode == 0, test.stdout
+    assert "2 passed, 0 failed" in test.stdout
+    broken = pack(tmp_path, folder="broken", text=block.replace("        facts:                     # what a probe",
+                                                     "          artifacts: [fixtures/add_origin]\n"
+                                                     "        facts:                     # what a probe", 1))
+    lint = cli("rules", "lint", str(broken))
+    assert lint.returncode != 0 and "artifacts.0 names fixtures/add_origin, which does not exist" in lint.stdout
+
+
+def test_rules_test_explains_a_non_firing_example_in_case_terms(cli, tmp_path):
+    folder = pack(tmp_path, """\
+        seed: test
+        rules:
+          - id: site.qat_bc_ok
+            title: qat.bc 评测正常
+            when:
+              - result: {artifact: qat_bc, status: normal}
+            then:
+              - finding: {topic: site, text: qat.bc 正常}
+            examples:
+              - name: 没写 qat.bc
+                case: {results: {board: {status: abnormal}}}
+          - id: site.no_board
+            title: 没有板端异常时
+            when:
+              - chain_open: {}
+              - not:
+                  confirmed: {artifact: board, status: abnormal}
+            then:
+              - finding: {topic: site, text: 板端未见异常}
+            examples:
+              - name: 板端异常挡住了
+                case:
+                  results:
+                    board: {status: abnormal, evidence: dataset_eval}
+        """)
+    test = cli("rules", "test", str(folder))
+    assert test.returncode != 0
+    out = test.stdout
+    assert "blocked at line 6: result{artifact=qat_bc, status=normal}" in out
+    assert "the example needs: results.qat_bc: {status: normal, evidence: …}" in out
+    # the input behind the blocking fact, and where it came from (the example, its case key)
+    assert "it is there because of: results.board: {status: abnormal, evidence: dataset_eval}" \
+           "（site.no_board#1 results.board）" in out

@@ -1,0 +1,94 @@
+"""Conditions and input facts in the words of the case file: what a user would write to add a
+fact (`results.quantized_bc: {status: normal, evidence: dataset_eval}`) and where a fact that
+blocks a rule came from (`results.qat_bc: normal`, case.yaml line 11). Each input fact type
+says how it is written (`written_as` in the vocabulary); a type without it keeps the
+engine's wording."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from j6doctor.engine import Fact, RunResult
+from j6doctor.engine.explain import RuleCheck, near_misses, walk_checks
+from j6doctor.engine.rule_model import Condition
+from j6doctor.facts import attr, vocabulary
+from j6doctor.verdict import supporting_inputs
+
+_SYMBOLS = {"lt": "<", "le": "≤", "gt": ">", "ge": "≥"}
+_PLACEHOLDER = re.compile(r"(?<!\{)\{(\w+)\}")
+
+
+MAX_INSTEAD = 3
+
+
+class _Unsaid(dict):
+    def __missing__(self, key: str) -> str:
+        return "…"
+
+
+def _value(type_name: str, field: str, value: Any) -> str:
+    """A field value as a case writes it: an enum value's `written` form when it has one."""
+    spec = vocabulary().types[type_name].fields.get(field)
+    if spec is not None and spec.type == "enum" and isinstance(value, str):
+        return str(attr(spec.enum, value, "written", value))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "…" if value is None or value == "" else str(value)
+
+
+def condition_words(cond: Condition) -> str:
+    """What to write in the case so that an input fact meets `cond`."""
+    ftype = vocabulary().types.get(cond.type)
+    if ftype is None or not ftype.written_as:
+        return cond.describe()
+    values: dict[str, list[str]] = {}
+    for test in cond.tests:
+        if test.op == "eq":
+            text = _value(cond.type, test.field, test.value)
+        elif test.op == "in":
+            text = " / ".join(_value(cond.type, test.field, v) for v in test.value)
+        elif test.op == "ne":
+            text = f"不是 {_value(cond.type, test.field, test.value)}"
+        elif test.op == "not_in":
+            text = "不是 " + " / ".join(_value(cond.type, test.field, v) for v in test.value)
+        elif test.op == "contains":
+            text = f"含「{test.value}」"
+        else:
+            text = f"{_SYMBOLS[test.op]} {test.value}"
+        values.setdefault(test.field, []).append(text)
+    words = {k: "，".join(v) for k, v in values.items()}
+    text = ftype.written_as.format_map(_Unsaid(words))
+    placed = set(_PLACEHOLDER.findall(ftype.written_as))
+    extra = [f"{k}: {v}" for k, v in words.items() if k not in placed]
+    return text + (f"（且 {'，'.join(extra)}）" if extra else "")
+
+
+def fact_words(fact: Fact) -> str:
+    """An input fact as the case (or the file) gave it, with where: `results.qat_bc: {...}
+    （case.yaml:11 results.qat_bc）`."""
+    ftype = vocabulary().types.get(fact.type)
+    if ftype is not None and ftype.written_as:
+        text = ftype.written_as.format_map(_Unsaid({k: _value(fact.type, k, v) for k, v in fact.fields.items()}))
+    else:
+        text = f"{fact.type}（" + "，".join(f"{k}={v}" for k, v in fact.fields.items() if v not in ("", None)) + "）"
+    return f"{text}（{fact.source.describe()}）" if fact.source is not None else text
+
+
+def annotate(checks: list[RuleCheck], result: RunResult) -> None:
+    """Fill each unmet input condition with what to write, and each failing `not:` with the
+    input facts its blockers came from."""
+    for cond in walk_checks(checks):
+        if cond.satisfied:
+            continue
+        if cond.needs is not None:
+            cond.written = condition_words(cond.needs)
+            if cond.needs.tests:
+                written = vocabulary().types[cond.needs.type].written_as
+                identity = tuple(_PLACEHOLDER.findall(written)[:1])  # `artifact` of results.{artifact}
+                if any(t.field in identity for t in cond.needs.tests):
+                    cond.instead = [fact_words(f) for f in near_misses(cond.needs, result.facts, identity)
+                                    if f.derivation is None][:MAX_INSTEAD]
+        if cond.negated and cond.facts:
+            blockers = [result.fact(fid) for fid in cond.facts]
+            cond.blocked_by = list(dict.fromkeys(fact_words(f) for f in supporting_inputs(result, blockers)))
