@@ -198,13 +198,12 @@ def diagnose(fmt: str | None, output: Path | None, fail_on: list[str] | None = N
 def next_step(output: Path | None, **inputs) -> None:
     from j6doctor.next_step_script import render_next_step
 
+    from j6doctor.next_step_script import script_stage
+
     diagnosis, protected = _run(**inputs)
-    script = render_next_step(diagnosis)
-    if script is None:
-        _say(f"j6doctor: {diagnosis.verdict.stage_label}：没有可运行的下一步脚本；"
-             "先补充报告中列出的信息再诊断")
-        return
-    _write(script, output, protected)
+    if script_stage(diagnosis) is None:
+        _say(f"j6doctor: {diagnosis.verdict.stage_label}：没有可运行的排查脚本，写出的是报告中的下一步（手动执行）")
+    _write(render_next_step(diagnosis), output, protected)
 
 
 def explain(why_not_stage: str | None, fmt: str | None, output: Path | None, **inputs) -> None:

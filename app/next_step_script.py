@@ -113,14 +113,14 @@ def script_stage(diagnosis: Diagnosis) -> str | None:
     return plan[0] if plan is not None and plan[1] != MANUAL_TEMPLATE else None
 
 
-def render_next_step(diagnosis: Diagnosis) -> str | None:
-    """The script's text, or None when the stage has no next step to write (暂不能判断,
-    基线确认, a failure). On a platform family whose procedure j6doctor does not script, the
-    text is a file that says so and lists the report's next steps to carry out by hand."""
+def render_next_step(diagnosis: Diagnosis) -> str:
+    """The script's text. Where there is no procedure to script (暂不能判断, 基线确认, a
+    failure, a platform family whose procedure j6doctor does not script) it is a file that
+    says so and lists the report's next steps to carry out by hand. STAGE is the verdict's
+    stage; PROCEDURE the chain stage whose procedure the file carries out (a user-side
+    verdict keeps the chain's, to run after the fix)."""
     plan = _plan(diagnosis)
-    if plan is None:
-        return None
-    stage, template = plan
+    stage, template = plan if plan is not None else (None, MANUAL_TEMPLATE)
     facts = diagnosis.run
     paths: dict[str, str] = {}
     for fact in facts.by_type("artifact_file"):
@@ -134,10 +134,13 @@ def render_next_step(diagnosis: Diagnosis) -> str | None:
                        "unchecked", label("check_status", "unchecked"), "", None)
         for item in enum_values("check_item")
     ]
+    badcase = next((f["path"] for f in facts.by_type("badcase") if f["reproducible"] and f["path"]), None)
     context = {
         "case": diagnosis.title,
-        "stage": stage,
-        "stage_label": label("stage", stage),
+        "stage": diagnosis.verdict.stage,
+        "stage_label": diagnosis.verdict.stage_label,
+        "procedure_stage": stage,
+        "badcase_path": badcase,
         "version": __version__,
         "toolchain": toolchain(diagnosis),
         "family": platforms[0]["family"] if platforms else None,

@@ -129,10 +129,20 @@ def test_deployment_script_carries_the_checklist(rulebase):
     assert report.findings == []
 
 
+def constants(script: str) -> dict:
+    """The module-level constants of a generated file, as Python reads them."""
+    tree = ast.parse(script)
+    return {t.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
 @pytest.mark.parametrize("results", [{}, {"board": ok("abnormal")}])
-def test_no_script_when_undetermined_or_baseline(results, rulebase):
-    _, script = render(results, rulebase)
-    assert script is None
+def test_undetermined_or_baseline_gets_the_report_steps_by_hand(results, rulebase):
+    d, script = render(results, rulebase)
+    values = constants(script)
+    assert values["STAGE"] == d.verdict_json["stage"] and values["PROCEDURE"] is None
+    assert values["STEPS"] == [s["text"] for s in d.verdict_json["next_steps"]] and values["STEPS"]
+    assert "no script is generated" in script
 
 
 def test_cli_next_step(cli, tmp_path):
@@ -140,8 +150,29 @@ def test_cli_next_step(cli, tmp_path):
     proc = cli("next-step", str(EXAMPLES / "convert_j6m.yaml"), "--no-env", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     compile(out.read_text(encoding="utf-8"), "next_step.py", "exec")
-    none = cli("next-step", str(EXAMPLES / "empty.yaml"), "--no-env")
-    assert none.returncode == 0 and none.stdout == "" and "没有可运行的下一步脚本" in none.stderr
+    manual = cli("next-step", str(EXAMPLES / "empty.yaml"), "--no-env")
+    assert manual.returncode == 0 and "没有可运行的排查脚本，写出的是报告中的下一步（手动执行）" in manual.stderr
+    assert constants(manual.stdout)["STAGE"] == "undetermined" and constants(manual.stdout)["STEPS"]
+
+
+def test_user_side_verdict_keeps_its_stage_and_names_the_procedure(cli):
+    proc = cli("next-step", str(EXAMPLES / "user_side_layout.yaml"), "--no-env")
+    assert proc.returncode == 0, proc.stderr
+    values = constants(proc.stdout)
+    verdict = json.loads(cli("diagnose", str(EXAMPLES / "user_side_layout.yaml"), "--no-env", "--format", "json").stdout)
+    assert values["STAGE"] == verdict["stage"] == "user_side"
+    assert values["PROCEDURE"] == verdict["chain_stage"]["stage"]
+
+
+def test_the_case_badcase_is_used_instead_of_searching_one(tmp_path, rulebase):
+    data = {"results": {"qat_bc": ok("normal"), "quantized_bc": ok("abnormal")}, "platform": "J6M",
+            "badcase": {"reproducible": True, "path": "qa_old/all_badcase_info.pt"}}
+    d, script = render(data["results"], rulebase, **{k: v for k, v in data.items() if k != "results"})
+    values = constants(script)
+    assert values["BADCASE"] == "qa_old/all_badcase_info.pt"
+    assert 'use_badcase(qa, "./qa_convert")' in script and "qa.auto_find_bad_case(" not in script
+    _, searched = render(data["results"], rulebase)
+    assert "BADCASE" not in constants(searched) and "qa.auto_find_bad_case(build_dataloader())" in searched
 
 
 # --- Hostile names: every user value must reach the script as an inert string literal ---------
