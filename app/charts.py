@@ -105,12 +105,21 @@ def cosine_series(display: str, tool: str, nodes: list[tuple[int, str, float | N
 
 
 def sensitivity_series(display: str, table, summary, top: int = 15) -> dict[str, Any]:
+    """The most sensitive rows as bars whose length is the distance from the metric's ideal
+    value (1 − Cosine, the SQNR noise ratio, an error itself): the most sensitive op has the
+    longest bar whatever the metric's direction; each bar is labelled with the value as written."""
+    from j6doctor.probes.sensitivity import distance_function, metric_kind
+
+    distance = distance_function(table)
     ranked = [table.row(k) for k in range(min(top, len(table)))]  # file order: rank order
+    kind = metric_kind(table.metric)
+    measure = {"similarity": f"1 − {table.metric}", "snr": f"噪声幅度比 10^(−{table.metric}/20)"}.get(kind, table.metric)
     return {
         "kind": "sensitivity",
         "path": display,
         "metric": table.metric,
-        "bars": [(f"{r.op_name} ({r.sensitive_type})", r.value) for r in ranked],
+        "measure": measure,
+        "bars": [(f"{r.op_name} ({r.sensitive_type})", distance(r.value), r.value) for r in ranked],
         "top": summary.top.op_name,
     }
 
@@ -159,16 +168,34 @@ def _panel(points: list[tuple], which: int, log: bool, first: int, last: int) ->
         y = PAD_TOP + inner_h * (1 - (v / 2 - low / 2) / (high / 2 - low / 2))
         return x, y
 
-    coords = [xy(p[0], p[which]) for p in points if _finite(p[which]) and (p[which] > 0 or not log)]
-    ticks = []
-    for k in range(5):
-        ticks.append({"y": f"{PAD_TOP + inner_h * (1 - k / 4):.1f}", "label": _label(_between(low, high, k / 4), log)})
+    shown = [p for p in points if _finite(p[which]) and (p[which] > 0 or not log)]
+    coords = [xy(p[0], p[which]) for p in shown]
+    ticks = [{"y": f"{PAD_TOP + inner_h * (1 - (v / 2 - low / 2) / (high / 2 - low / 2)):.1f}", "label": _label(v, log)}
+             for v in _tick_values(low, high, log)]
     return {
         "points": " ".join(f"{x:.1f},{y:.1f}" for x, y in coords),
         "dots": [{"x": f"{x:.1f}", "y": f"{y:.1f}"} for x, y in coords] if len(coords) <= 80 else [],
+        # one hover target per point: the layer's name and value in an SVG <title>
+        "marks": [{"x": f"{x:.1f}", "y": f"{y:.1f}", "title": f"行 {p[0]} {p[1]}：{format(p[which], '.6g')}"}
+                  for (x, y), p in zip(coords, shown)],
         "ticks": ticks,
         "log": log,
     }
+
+
+def _tick_values(low: float, high: float, log: bool) -> list[float]:
+    """Axis ticks: on a log axis the powers of ten in range (every other one when there are
+    many), or 1-2-5 steps when the range spans less than two decades; five even steps on a
+    linear axis."""
+    if not log:
+        return [_between(low, high, k / 4) for k in range(5)]
+    decades = list(range(math.ceil(low - 1e-9), math.floor(high + 1e-9) + 1))
+    if len(decades) >= 2:
+        stride = max(1, math.ceil(len(decades) / 6))
+        return [float(d) for d in decades[::stride]]
+    nice = [math.log10(m) + e for e in range(math.floor(low) - 1, math.ceil(high) + 1) for m in (1, 2, 5)]
+    inside = [v for v in nice if low - 1e-9 <= v <= high + 1e-9]
+    return inside if len(inside) >= 2 else [_between(low, high, k / 4) for k in range(5)]
 
 
 def layout_compare(series: dict[str, Any]) -> dict[str, Any]:
@@ -192,14 +219,18 @@ def layout_compare(series: dict[str, Any]) -> dict[str, Any]:
 
 
 def layout_sensitivity(series: dict[str, Any]) -> dict[str, Any]:
+    """Bars scaled to the largest finite distance; the value label sits after the bar's end
+    (dark on the light background, never clipped by a short bar)."""
     bars = series["bars"]
-    finite = [abs(v) for _, v in bars if _finite(v)]
+    finite = [d for _, d, _ in bars if _finite(d)]
     top = max(finite) if finite else 1.0
-    label_w, bar_w, row_h = 300, 420, 20
+    label_w, bar_w, row_h, value_w = 300, 400, 20, 110
     drawn = []
-    for i, (name, value) in enumerate(bars):
-        length = (abs(value) / top * bar_w) if _finite(value) and top > 0 else 0.0
+    for i, (name, dist, value) in enumerate(bars):
+        length = (dist / top * bar_w) if _finite(dist) and top > 0 else (bar_w if dist == math.inf else 0.0)
+        length = max(length, 1.0)
         drawn.append({"y": f"{10 + i * row_h:.1f}", "text_y": f"{24 + i * row_h:.1f}", "name": name,
-                      "length": f"{max(length, 1.0):.1f}", "value": format(value, ".4g") if _finite(value) else str(value)})
-    return {**series, "width": label_w + bar_w + 90, "height": 20 + row_h * len(bars), "label_w": label_w,
+                      "length": f"{length:.1f}", "value_x": f"{label_w + length + 4:.1f}",
+                      "value": format(value, ".4g") if _finite(value) else str(value)})
+    return {**series, "width": label_w + bar_w + value_w, "height": 20 + row_h * len(bars), "label_w": label_w,
             "bars_drawn": drawn}

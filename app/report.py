@@ -119,9 +119,12 @@ def render_html(diagnosis: Diagnosis) -> str:
 
     data = explain_data(diagnosis)
     context = report_context(diagnosis)
+    trees = data["conclusions"] + data["mistakes"]
     context.update({
         "version": __version__,
-        "trees": data["conclusions"] + data["mistakes"],
+        "trees": trees,
+        "fired_rules": [{"id": r.id, "title": r.title, "file": r.file, "line": r.line}
+                        for r in diagnosis.rulebase.rules if r.id in diagnosis.run.fired_rules()],
         "compare_charts": [layout_compare(series_of(r)) for r in diagnosis.readings if r.kind in ("compare", "cosines")],
         "sensitivity_charts": [layout_sensitivity(series_of(r)) for r in diagnosis.readings if r.kind == "sensitivity"],
     })

@@ -107,3 +107,95 @@ def test_renders_in_headless_chromium(qa_case, rulebase, tmp_path):
     assert count_near(rows, channels, BLUE, 30) > 1000  # the per-layer series and bars
     white = count_near(rows, channels, (255, 255, 255), 4)
     assert white < width * height * 0.97  # the page is not blank
+
+
+# --- what a reader sees: glyphs, widths, labels ---------------------------------------------
+
+def _browser_run(browser, tmp_path, page, *extra):
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", *extra]
+    return subprocess.run([browser, *flags, page.as_uri()], capture_output=True, timeout=120)
+
+
+def _ink_box(rows, channels, width):
+    """The bounding box (x0, y0, x1, y1) of dark pixels."""
+    xs, ys = [], []
+    for y, row in enumerate(rows):
+        for x in range(width):
+            if row[x * channels] < 100 and row[x * channels + 1] < 100 and row[x * channels + 2] < 100:
+                xs.append(x)
+                ys.append(y)
+    return (min(xs), min(ys), max(xs), max(ys)) if xs else None
+
+
+@pytest.mark.browser
+def test_chinese_glyphs_are_drawn_not_tofu(tmp_path):
+    """With the report's font list, 一 is drawn as one flat stroke; a missing CJK font draws
+    a tall box (tofu) in its place."""
+    browser = _chromium()
+    css = re.search(r'body \{ font-family: ([^;]+);', (BUNDLED_RULES_DIR.parent / "templates" / "report.html.j2")
+                    .read_text(encoding="utf-8")).group(1)
+    page = tmp_path / "glyph.html"
+    page.write_text(f"<!DOCTYPE html><html><head><style>body {{ margin: 0; background: #fff }} "
+                    f"span {{ font-family: {css}; font-size: 160px; line-height: 1; color: #000 }}</style></head>"
+                    "<body><span>一</span></body></html>", encoding="utf-8")
+    shot = tmp_path / "glyph.png"
+    _browser_run(browser, tmp_path, page, "--window-size=300,300", f"--screenshot={shot}", "--hide-scrollbars")
+    width, height, channels, rows = read_png(shot.read_bytes())
+    box = _ink_box(rows, channels, width)
+    assert box is not None, "nothing drawn"
+    x0, y0, x1, y1 = box
+    assert (x1 - x0) > 80 and (y1 - y0) < 0.3 * (x1 - x0), (
+        f"一 drawn {x1 - x0}×{y1 - y0} px: a box, not the glyph — no CJK font (the CI installs fonts-wqy-microhei)")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("viewport", [1280, 800])
+def test_no_horizontal_overflow(qa_case, rulebase, tmp_path, viewport):
+    """Long absolute paths and wide charts stay inside the page: measured in the browser."""
+    browser = _chromium()
+    deep = qa_case / ("very_long_folder_name_of_a_real_project_" * 4) / "qa"
+    shutil.copytree(qa_case / "qa", deep)
+    html = html_of({**CONVERT, "artifacts": [str(deep)]}, qa_case, rulebase)
+    probe = ('<script>window.addEventListener("load", () => { const e = document.documentElement;'
+             ' document.body.setAttribute("data-widths", e.scrollWidth + "/" + e.clientWidth + "/" +'
+             ' document.querySelector("h1").getBoundingClientRect().left); });</script>')
+    page = tmp_path / "report.html"
+    page.write_text(html.replace("</body>", probe + "</body>"), encoding="utf-8")
+    dom = _browser_run(browser, tmp_path, page, f"--window-size={viewport},900", "--dump-dom",
+                       "--virtual-time-budget=2000")
+    scroll, client, left = re.search(r'data-widths="(\d+)/(\d+)/([\d.]+)"', dom.stdout.decode()).groups()
+    assert int(scroll) <= int(client), f"horizontal overflow at {viewport} px: {scroll} > {client}"
+    assert float(left) >= 8, "the text touches the left edge"
+
+
+def test_sensitivity_bars_grow_with_sensitivity_for_cosine(rulebase, tmp_path):
+    """A Cosine table: the most sensitive op (lowest cosine) has the longest bar, the value
+    label sits after the bar in a dark colour, and each bar names its op in a <title>."""
+    from j6doctor.charts import layout_sensitivity, series_of
+    from j6doctor.probes.probe_output import Reading
+    from j6doctor.probes.sensitivity import read_sensitivity_txt, summarize_sensitivity
+
+    qa = BUNDLED_RULES_DIR / "fixtures" / "horizon_quant_analysis"
+    path = next(qa.glob("*_Cosine_sensitive_ops.txt"))
+    table = read_sensitivity_txt(path)
+    chart = layout_sensitivity(series_of(Reading("sensitivity", path.name, (table, summarize_sensitivity(table)))))
+    lengths = [float(b["length"]) for b in chart["bars_drawn"]]
+    assert lengths[0] == max(lengths) and lengths[0] > 5 * lengths[-1]
+    assert chart["measure"] == "1 − Cosine"
+    first = chart["bars_drawn"][0]
+    assert float(first["value_x"]) > chart["label_w"] + float(first["length"])
+
+
+def test_page_has_titles_anchors_and_decade_ticks(qa_case, rulebase):
+    html = html_of({**CONVERT, "artifacts": ["qa"]}, qa_case, rulebase)
+    assert re.search(r'<circle class="mark"[^>]*><title>行 \d+ backbone\.layer3\.relu2：0\.873', html)
+    assert re.search(r'<rect class="bar"[^>]*><title>backbone\.layer3\.conv2 \(activation\)', html)
+    assert 'fill="#fff">' not in html  # no white text on the light chart background
+    links = re.findall(r'<a class="rule" href="#([^"]+)">', html)
+    assert "rule-map.convert" in links and all(f'id="{anchor}"' in html for anchor in links)
+    atol_ticks = re.findall(r'text-anchor="end" fill="#4a5568">([^<]+)</text>',
+                            html.split("ATOL（对数坐标）</text>")[1].split("</svg>")[0])
+    ticks = [t for t in atol_ticks if not t.startswith("行")]  # the row-axis labels share the style
+    assert ticks == ["0.01", "0.1", "1", "10", "100"], ticks  # powers of ten on the log axis
