@@ -285,7 +285,9 @@ def _badcase(item: _Item, data, verdict, ask: Ask, updates) -> None:
 def _versions(item: _Item, data, verdict, ask: Ask, updates) -> None:
     """A version for each package the gate rule asks for (else the item's `fields`)."""
     known = {resolve_package(str(k), str(v)) for k, v in (value_at(data, item.key) or {}).items()}
-    for package in item.asks or item.attr("fields", ()):
+    order = list(item.attr("fields", ()))  # the vocabulary's order, whatever order the gate rules fired in
+    asked = sorted(item.asks, key=lambda p: order.index(p) if p in order else len(order)) if item.asks else order
+    for package in asked:
         if package in known:
             continue
         example = attr("package", package, "example", "1.0.0")
