@@ -20,7 +20,8 @@ import argparse
 
 from j6doctor import __version__
 
-from j6doctor.exit_codes import EXIT_FAIL_ON, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK  # noqa: E402
+from j6doctor.exit_codes import (EXIT_CHANGED, EXIT_FAIL_ON, EXIT_INPUT, EXIT_INTERNAL,  # noqa: E402
+                                 EXIT_INTERRUPTED, EXIT_OK)
 _VERBOSITY = [0]  # -q: -1, -v: 1
 _LAST_CONFIG: list = [None]  # the config of the last _run (format default)
 
@@ -189,8 +190,31 @@ def _check_fail_on(stage: str, fail_on: list[str] | None) -> None:
         sys.exit(EXIT_FAIL_ON)
 
 
-def diagnose(fmt: str | None, output: Path | None, fail_on: list[str] | None = None, **inputs) -> None:
+def _library(given: str | None):
+    """The case library of --store (or `store` in the config), opened and migrated; None
+    without one."""
+    given = given or (_LAST_CONFIG[0].store if _LAST_CONFIG[0] is not None else None)
+    if not given:
+        return None
+    from j6doctor.store.keep import library
+    from j6doctor.store.library import StoreError
+
+    try:
+        return library(given)
+    except StoreError as exc:
+        _fail(str(exc), EXIT_INPUT)
+
+
+def diagnose(fmt: str | None, output: Path | None, fail_on: list[str] | None = None, store: str | None = None,
+             **inputs) -> None:
     diagnosis, protected = _run(**inputs)
+    library = _library(store)
+    if library is not None:
+        from j6doctor.store.keep import keep
+
+        recorded = keep(diagnosis, library)
+        _say_verbose(f"j6doctor: 案例库 {library.given}：案例 #{recorded.case_id}"
+                     f"{'（新）' if recorded.new_case else f'（第 {recorded.times} 次）'}")
     _write(_render(diagnosis, _format(fmt)), output, protected)
     _check_fail_on(diagnosis.verdict.stage, fail_on)
 
@@ -576,6 +600,30 @@ def _add_fail_on(parser: argparse.ArgumentParser) -> None:
                              "stages, e.g. --fail-on undetermined or --fail-on convert,compile (repeatable).")
 
 
+def _add_store(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    parser.add_argument("--store", metavar="PATH|URL", required=False,
+                        help="The case library: a SQLite file (created if absent) or postgresql://user@host/db "
+                             "(default: `store` in j6doctor.toml)." + (" Required here unless the config names one."
+                                                                        if required else
+                                                                        " Records the diagnosis and lists similar past "
+                                                                        "cases in the report."))
+
+
+def _add_case_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stage", help="The latest verdict's stage.")
+    parser.add_argument("--candidate", help="A stage among the latest verdict's candidates.")
+    parser.add_argument("--platform", help="The platform family (J6M, X5, ...).")
+    parser.add_argument("--flow", choices=["qat", "ptq"])
+    parser.add_argument("--finding", help="Text of a finding or its topic.")
+    parser.add_argument("--op-type", dest="op_type", help="Op type of the first divergent layer (Conv2d, add, ...).")
+    parser.add_argument("--missing", help="An info-gate item the verdict lists as missing.")
+    parser.add_argument("--since", metavar="DATE", help="Recorded on or after this date (YYYY-MM-DD).")
+    parser.add_argument("--until", metavar="DATE", help="Recorded before this date (YYYY-MM-DD).")
+    parser.add_argument("--format", dest="fmt", choices=["text", "json"], default="text")
+    _add_store(parser, required=True)
+    parser.set_defaults(run=cases_list)
+
+
 def _add_verbosity(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1, default=0,
@@ -611,6 +659,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "self-contained HTML page (default: `format` in j6doctor.toml, else md).")
     _add_output(p)
     _add_fail_on(p)
+    _add_store(p)
     p.set_defaults(run=diagnose)
 
     p = command("next-step", "Write the concluded stage's next step as a runnable Python script.",
@@ -684,6 +733,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", dest="progress", action="store_false",
                    help="No progress bar (it is shown only on a terminal anyway).")
     _add_fail_on(p)
+    _add_store(p)
     p.set_defaults(run=triage)
 
     p = command("schema", "Print the JSON Schema of the verdict, a case file or a rule file.",
@@ -694,6 +744,56 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rules", dest="rule_packs", action="append", default=[], metavar="PACK",
                    type=_path_type("folder"), help="Rule pack folder whose vocabulary to include (repeatable).")
     p.set_defaults(run=schema)
+
+    p = command("cases", "The case library: list, show, search, resolve, stats, rediagnose, export, import.",
+                "The case library that `diagnose --store` and `triage --store` fill: every diagnosis kept\n"
+                "(SQLite file or PostgreSQL URL), past cases found by similarity, rule changes checked\n"
+                "against all stored cases (`rediagnose`, exit 4 when a verdict would change).")
+    sub = p.add_subparsers(dest="cases_command", metavar="COMMAND", title="commands")
+    p.set_defaults(run=None, parser=p)
+    q = sub.add_parser("list", formatter_class=_Formatter, help="The stored cases with their latest verdict.")
+    _add_case_filters(q)
+    q = sub.add_parser("search", formatter_class=_Formatter, help="Cases whose title or case text contains TEXT.")
+    q.add_argument("text", metavar="TEXT")
+    _add_case_filters(q)
+    q = sub.add_parser("show", formatter_class=_Formatter, help="A stored case's report (or --format json: its verdict).")
+    q.add_argument("case_id", type=int, metavar="ID")
+    q.add_argument("--format", dest="fmt", choices=["md", "json"], default="md")
+    _add_store(q, required=True)
+    q.set_defaults(run=cases_show)
+    q = sub.add_parser("resolve", formatter_class=_Formatter, help="Record a case's confirmed root cause.")
+    q.add_argument("case_id", type=int, metavar="ID")
+    q.add_argument("--stage", required=True, type=lambda t: _stage_list(t)[0], metavar="STAGE")
+    q.add_argument("--note", default="", metavar="TEXT")
+    _add_store(q, required=True)
+    q.set_defaults(run=cases_resolve)
+    q = sub.add_parser("stats", formatter_class=_Formatter,
+                       help="Agreement of verdicts with confirmed root causes, per stage and rule-base version.")
+    q.add_argument("--format", dest="fmt", choices=["text", "json"], default="text")
+    _add_store(q, required=True)
+    q.set_defaults(run=cases_stats)
+    q = sub.add_parser("rediagnose", formatter_class=_Formatter,
+                       help="Re-run every stored case on the current (or a candidate) rule base; exit 4 if any changes.",
+                       description="Re-run every stored case from its stored input facts (no original files needed)\n"
+                                   "on the bundled rules plus --rules PACKs, and list each case whose stage,\n"
+                                   "candidates, missing items or mistakes would change, with the rules behind the\n"
+                                   "old and the new verdict. Exit 4 when any would change.")
+    q.add_argument("--rules", dest="rule_packs", action="append", default=[], metavar="PACK",
+                   type=_path_type("folder"), help="Candidate rule pack folder (repeatable).")
+    q.add_argument("--diff", action="store_true", help="Also show the candidates / missing / mistakes that change.")
+    q.add_argument("-j", "--jobs", type=int, metavar="N", help="Worker processes (default: all cores).")
+    q.add_argument("--format", dest="fmt", choices=["text", "json"], default="text")
+    _add_engine(q)
+    _add_store(q, required=True)
+    q.set_defaults(run=cases_rediagnose)
+    q = sub.add_parser("export", formatter_class=_Formatter, help="The library as JSON Lines (one case per line).")
+    _add_output(q, "the lines")
+    _add_store(q, required=True)
+    q.set_defaults(run=cases_export)
+    q = sub.add_parser("import", formatter_class=_Formatter, help="Add the cases of an export (JSON Lines).")
+    q.add_argument("file", type=_path_type("file"), metavar="FILE")
+    _add_store(q, required=True)
+    q.set_defaults(run=cases_import)
 
     p = command("rules", "Work on the rule base: lint, test, schema.",
                 "Work on the rule base: lint it, run each rule's example cases, print the rule-file schema.")
@@ -758,13 +858,105 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def triage(paths: list[Path], out: Path | None, formats: tuple[str, ...], jobs: int | None, env: bool | None,
-           rule_packs: list[Path], engine: str | None, progress: bool, fail_on: list[str] | None = None) -> None:
+           rule_packs: list[Path], engine: str | None, progress: bool, fail_on: list[str] | None = None,
+           store: str | None = None) -> None:
+    from j6doctor.config import load_config
+    from j6doctor.probes import InputError
     from j6doctor.triage import triage_main
 
     if jobs is not None and jobs < 1:
         _fail("--jobs must be 1 or more", EXIT_INPUT)
+    if store is None:
+        try:
+            store = load_config(Path.cwd()).store
+        except InputError as exc:
+            _fail(exc.render(), EXIT_INPUT)
     sys.exit(triage_main(paths, out, jobs, tuple(rule_packs), engine, env, progress and _VERBOSITY[0] >= 0,
-                         formats=formats, fail_on=fail_on))
+                         formats=formats, fail_on=fail_on, store=store))
+
+
+def _open_store(store: str | None):
+    from j6doctor.config import load_config
+    from j6doctor.probes import InputError
+
+    if not store:
+        try:
+            _LAST_CONFIG[0] = load_config(Path.cwd())
+        except InputError as exc:
+            _fail(exc.render(), EXIT_INPUT)
+    library = _library(store)
+    if library is None:
+        _fail("give the case library with --store PATH|URL (or `store` in j6doctor.toml)", EXIT_INPUT)
+    return library
+
+
+def _store_call(function, *args):
+    from j6doctor.store.library import StoreError
+
+    try:
+        return function(*args)
+    except StoreError as exc:
+        _fail(str(exc), EXIT_INPUT)
+
+
+def cases_list(store: str | None, fmt: str, text: str | None = None, **filters) -> None:
+    from j6doctor.store.commands import list_text
+
+    library = _open_store(store)
+    _echo(list_text(_store_call(lambda: library.rows(text=text, **filters)), fmt), nl=False)
+
+
+def cases_show(store: str | None, case_id: int, fmt: str) -> None:
+    from j6doctor.store.commands import show_text
+
+    library = _open_store(store)
+    _echo(_store_call(show_text, library, case_id, fmt), nl=False)
+
+
+def cases_resolve(store: str | None, case_id: int, stage: str, note: str) -> None:
+    library = _open_store(store)
+    _store_call(library.resolve, case_id, stage, note)
+    _say(f"j6doctor: 案例 #{case_id} 的根因记为 {stage}")
+
+
+def cases_stats(store: str | None, fmt: str) -> None:
+    from j6doctor.store.commands import stats_text
+
+    _echo(stats_text(_open_store(store), fmt), nl=False)
+
+
+def cases_rediagnose(store: str | None, rule_packs: list[Path], diff: bool, jobs: int | None, fmt: str,
+                     engine: str | None) -> None:
+    from j6doctor.store.commands import rediagnose_text
+    from j6doctor.store.rediagnose import rediagnose
+
+    library = _open_store(store)
+    _rulebase(tuple(rule_packs), engine)  # a broken pack is said here, once, with its file and line
+    count, changes = rediagnose(library.stored(), tuple(str(p) for p in rule_packs), engine, jobs)
+    _echo(rediagnose_text(count, changes, fmt, diff), nl=False)
+    if changes:
+        sys.stdout.flush()
+        sys.exit(EXIT_CHANGED)
+
+
+def cases_export(store: str | None, output: Path | None) -> None:
+    import io
+
+    library = _open_store(store)
+    buffer = io.StringIO()
+    count = library.export_jsonl(buffer)
+    _write(buffer.getvalue(), output, [])
+    _say(f"j6doctor: 导出 {count} 个案例")
+
+
+def cases_import(store: str | None, file: Path) -> None:
+    library = _open_store(store)
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(f"{file}: cannot read: {exc}", EXIT_INPUT)
+    added, known = _store_call(library.import_jsonl, lines, str(file))
+    _say(f"j6doctor: 导入 {added} 个新案例，{known} 个已在案例库中")
 
 
 def _complete(parser: argparse.ArgumentParser) -> None:
@@ -789,6 +981,7 @@ def _dispatch(argv: list[str] | None) -> None:
     _VERBOSITY[0] = args.pop("verbosity", 0) or 0
     args.pop("command", None)
     args.pop("rules_command", None)
+    args.pop("cases_command", None)
     args.pop("parser", None)
     for name in ("workdirs", "rule_packs"):
         if name in args and run is not triage and run is not ask:

@@ -22,7 +22,7 @@ PROJECT_FILE = "j6doctor.toml"
 # key -> the types its value may have
 KEYS: dict[str, tuple[type, ...]] = {
     "environment": (bool,), "engine": (str,), "format": (str,), "rules": (list,),
-    "tolerance": (float, int), "absolute": (bool,), "lower_is_better": (bool,),
+    "tolerance": (float, int), "absolute": (bool,), "lower_is_better": (bool,), "store": (str,),
 }
 CHOICES = {"engine": ("durable", "clips"), "format": ("md", "json", "html")}  # one of a few words
 MAX_LEVELS = 32  # folders walked upward looking for a project file
@@ -39,6 +39,7 @@ class Config:
     tolerance: float | None = None  # the allowed drop from the qat.pt baseline (None: 0.01)
     absolute: bool = False  # the tolerance is in metric units
     lower_is_better: bool = False  # the metric is an error
+    store: str | None = None  # the case library: a SQLite file (relative to this file) or a database URL
     sources: tuple[str, ...] = ()  # the files the values came from
 
 
@@ -143,6 +144,8 @@ def _value(path: Path, key: str, value: Any) -> Any:
         if value.strip().lower() not in CHOICES[key]:
             raise InputError(str(path), f"{key}: expected one of {', '.join(CHOICES[key])}, got {value!r}")
         return value.strip().lower()
+    if key == "store":
+        return value if "://" in value else str(path.parent / value)
     if key == "tolerance" and not (math.isfinite(value) and value > 0):
         raise InputError(str(path), f"tolerance: expected a finite number greater than 0, got {value!r}")
     if key == "rules":

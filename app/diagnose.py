@@ -30,6 +30,7 @@ class Diagnosis:
     command_args: str = ""  # how to name the same inputs on a command line, for hints
     readings: list = field(default_factory=list)  # the probes' tables and summaries, for the report (probe_output.Reading)
     read_paths: list[Path] = field(default_factory=list)  # every file the run read
+    similar: list[dict] = field(default_factory=list)  # stored past cases like this one (store/keep.py)
 
     @cached_property
     def verdict_json(self) -> dict:

@@ -76,6 +76,7 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
                   f"{'（只算前 ' + str(a.hashed // (1024 * 1024)) + ' MiB）' if a.hashed >= 0 else ''}）"
                   for a in verdict.artifacts],
         "checks": _checks(diagnosis),
+        "similar": diagnosis.similar,
         "engine": describe_engine(diagnosis.rulebase.engine),
     }
 

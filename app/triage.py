@@ -324,6 +324,7 @@ class Settings:
     formats: tuple[str, ...] = DEFAULT_FORMATS
     out: Path | None = None
     protected: tuple[Path, ...] = ()  # files given on the command line: never written over
+    store: str | None = None  # the case library every diagnosis is recorded in (--store)
 
 
 _SETTINGS = Settings()
@@ -347,6 +348,9 @@ def _init_worker(settings: Settings, in_pool: bool) -> None:
         # A forked pool process must not talk to the parent's engine worker (if it has one):
         # it starts its own on first use.
         worker._WORKER = None
+        # ... nor use the parent's database connections: it opens its own.
+        if "j6doctor.store.keep" in sys.modules:
+            sys.modules["j6doctor.store.keep"].forget_connections()
         if hasattr(signal, "SIGINT"):
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
         if hasattr(signal, "SIGTERM"):
@@ -500,6 +504,8 @@ def run_item(index: int, item: Item, stem: str | None, settings: Settings | None
             "warnings": list(verdict.warnings),
             "engine": diagnosis.rulebase.engine,
         })
+        if settings.store is not None:
+            _keep(diagnosis, settings.store, row)
         if settings.out is not None and stem is not None:
             _write_reports(diagnosis, stem, settings, row)
     except _ItemError as exc:
@@ -514,6 +520,17 @@ def run_item(index: int, item: Item, stem: str | None, settings: Settings | None
         row.update({"status": "internal_error",
                     "error": f"internal error: {type(exc).__name__}: {exc} (set J6DOCTOR_DEBUG=1 for a traceback)"})
     return row
+
+
+def _keep(diagnosis, store: str, row: dict[str, Any]) -> None:
+    """Record the diagnosis in the case library (each pool process opens its own connection)."""
+    from j6doctor.store.keep import keep, library
+    from j6doctor.store.library import StoreError
+
+    try:
+        row["case_id"] = keep(diagnosis, library(store)).case_id
+    except StoreError as exc:
+        raise _ItemError("input_error", str(exc)) from None
 
 
 def _run_chunk(chunk: list[tuple[int, Item, str | None]]) -> list[dict[str, Any]]:
@@ -652,7 +669,7 @@ def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = N
                 rule_packs: tuple[Path, ...] = (), engine: str | None = None, env: bool | None = None,
                 progress: bool = True, *, formats: tuple[str, ...] | None = None,
                 stdout: TextIO | None = None, stderr: TextIO | None = None,
-                fail_on: list[str] | None = None) -> int:
+                fail_on: list[str] | None = None, store: str | None = None) -> int:
     """Diagnose every item the PATHs name; print the summary table on stdout, the errors
     and warnings on stderr; with `out`, write the per-case reports (`formats`: any of
     "html", "json", "md"; default html), summary.csv, summary.json and index.html there.
@@ -712,7 +729,15 @@ def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = N
             return fail(problem)
     _warm_up(formats if out is not None else ())
 
-    settings = Settings(rule_packs, engine, env, formats, out, tuple(explicit))
+    if store is not None:  # opened (and migrated) once here: the pool processes then find it ready
+        from j6doctor.store.keep import library
+        from j6doctor.store.library import StoreError
+
+        try:
+            library(store)
+        except StoreError as exc:
+            return fail(str(exc))
+    settings = Settings(rule_packs, engine, env, formats, out, tuple(explicit), store)
     work = [(i, item, stems[i]) for i, item in enumerate(items)]
     jobs = min(jobs or default_jobs(), max(1, len(work)))
     bar = ProgressBar(len(work), stderr, None if progress else False)

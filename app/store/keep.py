@@ -1,0 +1,35 @@
+"""What `diagnose --store` and `triage --store` do with a diagnosis: find the stored cases
+most like it (shown in its report, never used for its verdict), then record it."""
+
+from __future__ import annotations
+
+from j6doctor.store.library import CaseLibrary, Recorded, content_hash, open_library, stored_facts
+
+_OPEN: dict[str, CaseLibrary] = {}  # one open library per store and process
+
+
+def library(given: str) -> CaseLibrary:
+    if given not in _OPEN:
+        _OPEN[given] = open_library(given)
+    return _OPEN[given]
+
+
+def forget_connections() -> None:
+    """In a forked process (a triage pool): drop the parent's pooled connections without
+    closing them (they are the parent's), so that this process opens its own."""
+    for opened in _OPEN.values():
+        opened.engine.dispose(close=False)
+    _OPEN.clear()
+
+
+def attach_similar(diagnosis, store: CaseLibrary) -> None:
+    facts = stored_facts(f for f in diagnosis.run.facts if f.derivation is None)
+    diagnosis.similar = store.similar(diagnosis.verdict_json, facts, exclude_hash=content_hash(facts))
+
+
+def keep(diagnosis, store: CaseLibrary) -> Recorded:
+    """Attach the similar past cases, then record the diagnosis with its Markdown report."""
+    from j6doctor.report import render_markdown
+
+    attach_similar(diagnosis, store)
+    return store.record(diagnosis, render_markdown(diagnosis))

@@ -1,0 +1,388 @@
+"""The case library's data access: open (and migrate) a store, record a diagnosis, list,
+show, search, resolve, compare, export and import. One SQLAlchemy Core layer for SQLite (a
+file path) and PostgreSQL (a postgresql:// URL).
+
+Identical inputs (the same input facts, file hashes included) are one case; diagnosing it
+again under the same rule base and engine counts the diagnosis instead of adding one.
+Concurrent writers (a triage pool, several engineers) lose nothing: a case or diagnosis row
+another writer added first is found and counted, not written twice."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, TextIO
+
+from j6doctor.store import similar
+from j6doctor.store.schema import cases, diagnoses, metadata, resolutions
+
+HEAD = "v2"  # the newest schema version (migrations/versions)
+EXPORT_FORMAT = "j6doctor-case-library/1"
+
+
+class StoreError(Exception):
+    """The store cannot be opened or used: the message names it and what to do."""
+
+
+def store_url(given: str) -> str:
+    """A database URL: a postgresql:// URL as given (with the psycopg driver), else a file path
+    for SQLite."""
+    if "://" in given:
+        if given.startswith("postgresql://") or given.startswith("postgres://"):
+            return "postgresql+psycopg://" + given.split("://", 1)[1]
+        return given
+    return "sqlite:///" + str(Path(given).expanduser().resolve())
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    case_id: int
+    new_case: bool
+    diagnosis_id: int
+    times: int
+
+
+def stored_facts(facts: Iterable[Any]) -> list[dict[str, Any]]:
+    """The input facts of a run as the store keeps them (engine Fact → plain data)."""
+    return [{"id": f.id, "type": f.type, "fields": dict(f.fields),
+             "source": f.source.as_dict() if f.source is not None else None} for f in facts]
+
+
+def content_hash(facts: list[dict[str, Any]]) -> str:
+    """Identical inputs ⇔ identical hash: the input facts with their sources (file sha256
+    included), without the fact ids."""
+    canonical = [{k: v for k, v in f.items() if k != "id"} for f in facts]
+    return hashlib.sha256(_json(canonical).encode("utf-8")).hexdigest()
+
+
+class CaseLibrary:
+    def __init__(self, given: str, schema: str = HEAD):
+        try:
+            import sqlalchemy
+        except ImportError:  # pragma: no cover - a dependency of j6doctor
+            raise StoreError("the case library needs SQLAlchemy (pip install sqlalchemy alembic)") from None
+        self.given = given
+        self.url = store_url(given)
+        self.sqlite = self.url.startswith("sqlite")
+        if self.sqlite:
+            folder = Path(self.url[len("sqlite:///"):]).parent
+            if not folder.is_dir():
+                raise StoreError(f"{given}: the folder {folder} does not exist; create it or give another --store path")
+        connect_args = {"timeout": 60} if self.sqlite else {}
+        try:
+            self.engine = sqlalchemy.create_engine(self.url, connect_args=connect_args, future=True)
+        except (sqlalchemy.exc.ArgumentError, ModuleNotFoundError) as exc:
+            raise StoreError(f"{given}: not a usable database URL ({exc}); give a file path (SQLite) or "
+                             "postgresql://user@host/db") from None
+        if self.sqlite:
+            sqlalchemy.event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._migrate(schema)  # an older store is brought to `schema` (the newest unless a test asks)
+
+    # ------------------------------------------------------------------ schema
+    @contextmanager
+    def _migration_lock(self):
+        """One process migrates at a time: a file lock beside a SQLite file, an advisory lock
+        in PostgreSQL."""
+        import sqlalchemy
+
+        if self.sqlite:
+            import fcntl
+
+            with open(self.url[len("sqlite:///"):] + ".lock", "a+") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                try:
+                    with self.engine.begin() as connection:
+                        yield connection
+                finally:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+        else:
+            with self.engine.begin() as connection:
+                connection.execute(sqlalchemy.text("SELECT pg_advisory_xact_lock(761526)"))
+                yield connection
+
+    def _migrate(self, target: str = HEAD) -> None:
+        from alembic import command
+        from alembic.config import Config
+
+        import sqlalchemy
+
+        config = Config()
+        config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+        try:
+            with self._migration_lock() as connection:
+                config.attributes["connection"] = connection
+                command.upgrade(config, target)
+        except sqlalchemy.exc.OperationalError as exc:
+            raise StoreError(f"{self.given}: cannot open the case library: {exc.orig}") from None
+
+    def schema_version(self) -> str | None:
+        import sqlalchemy
+
+        with self.engine.connect() as connection:
+            return connection.execute(sqlalchemy.text("SELECT version_num FROM alembic_version")).scalar()
+
+    # ------------------------------------------------------------------ writing
+    def record(self, diagnosis, report_md: str) -> Recorded:
+        """Keep one diagnosis: its case (once per distinct input), the verdict and report under
+        this rule base (once per rule base and engine, counted)."""
+        import sqlalchemy
+
+        facts = stored_facts(f for f in diagnosis.run.facts if f.derivation is None)
+        digest = content_hash(facts)
+        verdict = diagnosis.verdict_json
+        case_text = None
+        if diagnosis.case is not None and diagnosis.case.path is not None:
+            try:
+                case_text = diagnosis.case.path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                case_text = None
+        platform = next((f["fields"]["family"] for f in facts if f["type"] == "platform"), "")
+        flow = verdict["flow"]["flow"] if verdict.get("flow") else ""
+        now = _now()
+        rulebase, engine = verdict["rulebase"]["fingerprint"], verdict["rulebase"]["engine"]
+        for _ in range(5):  # a concurrent writer may add the same row between our look and our insert
+            try:
+                with self.engine.begin() as connection:
+                    row = connection.execute(sqlalchemy.select(cases.c.id).where(cases.c.content_hash == digest)).first()
+                    new_case = row is None
+                    if new_case:
+                        case_id = connection.execute(cases.insert().values(
+                            content_hash=digest, title=diagnosis.title, case_text=case_text, facts_json=_json(facts),
+                            platform=platform, flow=flow, signature_json=_json(similar.signature(verdict, facts)),
+                            created_at=now)).inserted_primary_key[0]
+                    else:
+                        case_id = row[0]
+                    found = connection.execute(sqlalchemy.select(diagnoses.c.id, diagnoses.c.times).where(
+                        (diagnoses.c.case_id == case_id) & (diagnoses.c.rulebase == rulebase)
+                        & (diagnoses.c.engine == engine))).first()
+                    if found is None:
+                        diagnosis_id = connection.execute(diagnoses.insert().values(
+                            case_id=case_id, rulebase=rulebase, engine=engine, tool_version=verdict["tool"]["version"],
+                            stage=verdict["stage"], candidates_json=_json([c["stage"] for c in verdict["candidates"]]),
+                            missing_json=_json(verdict["missing"]), verdict_json=_json(verdict), report_md=report_md,
+                            first_seen=now, last_seen=now, times=1)).inserted_primary_key[0]
+                        times = 1
+                    else:
+                        diagnosis_id, times = found[0], found[1] + 1
+                        connection.execute(diagnoses.update().where(diagnoses.c.id == diagnosis_id).values(
+                            times=diagnoses.c.times + 1, last_seen=now))
+                return Recorded(case_id, new_case, diagnosis_id, times)
+            except sqlalchemy.exc.IntegrityError:
+                continue
+        raise StoreError(f"{self.given}: could not record the diagnosis (other writers kept changing the same row)")
+
+    def resolve(self, case_id: int, stage: str, note: str) -> None:
+        import sqlalchemy
+
+        with self.engine.begin() as connection:
+            if connection.execute(sqlalchemy.select(cases.c.id).where(cases.c.id == case_id)).first() is None:
+                raise StoreError(f"{self.given}: no case {case_id}; `j6doctor cases list` shows the ids")
+            connection.execute(resolutions.delete().where(resolutions.c.case_id == case_id))
+            connection.execute(resolutions.insert().values(case_id=case_id, stage=stage, note=note,
+                                                           resolved_at=_now()))
+
+    # ------------------------------------------------------------------ reading
+    def _latest(self):
+        """Per case, its most recent diagnosis (the largest id)."""
+        import sqlalchemy
+
+        latest = sqlalchemy.select(diagnoses.c.case_id, sqlalchemy.func.max(diagnoses.c.id).label("id")) \
+            .group_by(diagnoses.c.case_id).subquery()
+        return sqlalchemy.select(cases, diagnoses.c.stage, diagnoses.c.candidates_json, diagnoses.c.missing_json,
+                                 diagnoses.c.verdict_json, diagnoses.c.rulebase, diagnoses.c.last_seen,
+                                 resolutions.c.stage.label("resolved_stage"), resolutions.c.note.label("resolved_note")) \
+            .join(latest, latest.c.case_id == cases.c.id).join(diagnoses, diagnoses.c.id == latest.c.id) \
+            .outerjoin(resolutions, resolutions.c.case_id == cases.c.id)
+
+    def rows(self, stage: str | None = None, candidate: str | None = None, platform: str | None = None,
+             flow: str | None = None, finding: str | None = None, op_type: str | None = None,
+             missing: str | None = None, since: str | None = None, until: str | None = None,
+             text: str | None = None) -> list[dict[str, Any]]:
+        """The stored cases with their latest verdict, filtered; oldest first."""
+        query = self._latest()
+        if stage:
+            query = query.where(diagnoses.c.stage == stage)
+        if platform:
+            query = query.where(cases.c.platform == platform)
+        if flow:
+            query = query.where(cases.c.flow == flow)
+        if since:
+            query = query.where(cases.c.created_at >= since)
+        if until:
+            query = query.where(cases.c.created_at < until)
+        with self.engine.connect() as connection:
+            found = [dict(r._mapping) for r in connection.execute(query.order_by(cases.c.id))]
+        out = []
+        for row in found:
+            verdict = json.loads(row["verdict_json"])
+            features = json.loads(row["signature_json"])
+            if candidate and candidate not in json.loads(row["candidates_json"]):
+                continue
+            if missing and missing not in json.loads(row["missing_json"]):
+                continue
+            if finding and not any(finding in (f["topic"], f["text"]) or finding in f["text"]
+                                   for f in verdict["findings"]):
+                continue
+            if op_type and f"origin_op:{op_type}" not in features:
+                continue
+            if text and text not in row["title"] and text not in (row["case_text"] or ""):
+                continue
+            out.append(_summary(row, verdict))
+        return out
+
+    def show(self, case_id: int) -> dict[str, Any]:
+        with self.engine.connect() as connection:
+            row = connection.execute(self._latest().where(cases.c.id == case_id)).first()
+        if row is None:
+            raise StoreError(f"{self.given}: no case {case_id}; `j6doctor cases list` shows the ids")
+        row = dict(row._mapping)
+        return {**_summary(row, json.loads(row["verdict_json"])), "case_text": row["case_text"],
+                "verdict": json.loads(row["verdict_json"]), "report_md": self._report(case_id)}
+
+    def _report(self, case_id: int) -> str:
+        import sqlalchemy
+
+        with self.engine.connect() as connection:
+            return connection.execute(sqlalchemy.select(diagnoses.c.report_md).where(diagnoses.c.case_id == case_id)
+                                      .order_by(diagnoses.c.id.desc()).limit(1)).scalar()
+
+    def similar(self, verdict: dict[str, Any], facts: list[dict[str, Any]], exclude_hash: str = "",
+                limit: int = 3) -> list[dict[str, Any]]:
+        """The stored cases closest by their normalised facts (at least MIN_SIMILARITY)."""
+        import sqlalchemy
+
+        mine = similar.signature(verdict, facts)
+        with self.engine.connect() as connection:
+            found = [dict(r._mapping) for r in connection.execute(self._latest())]
+        scored = []
+        for row in found:
+            if row["content_hash"] == exclude_hash:
+                continue
+            score = similar.similarity(mine, json.loads(row["signature_json"]))
+            if score >= similar.MIN_SIMILARITY:
+                scored.append((-score, row["id"], row))
+        scored.sort(key=lambda s: (s[0], s[1]))
+        return [{**_summary(row, json.loads(row["verdict_json"])), "similarity": round(-score, 2)}
+                for score, _, row in scored[:limit]]
+
+    def stats(self) -> dict[str, Any]:
+        """Agreement between the latest verdicts and the confirmed root causes, per stage and
+        per rule base."""
+        per_stage: dict[str, dict[str, int]] = {}
+        per_rulebase: dict[str, dict[str, int]] = {}
+        for row in self.rows():
+            if row["resolved_stage"] is None:
+                continue
+            agree = int(row["stage"] == row["resolved_stage"])
+            for table, key in ((per_stage, row["resolved_stage"]), (per_rulebase, row["rulebase"])):
+                entry = table.setdefault(key, {"resolved": 0, "agree": 0})
+                entry["resolved"] += 1
+                entry["agree"] += agree
+        return {"cases": len(self.rows()), "per_stage": dict(sorted(per_stage.items())),
+                "per_rulebase": dict(sorted(per_rulebase.items()))}
+
+    def stored(self) -> Iterator[dict[str, Any]]:
+        """Every case with its stored input facts and latest verdict (for rediagnose)."""
+        with self.engine.connect() as connection:
+            for row in connection.execute(self._latest().order_by(cases.c.id)):
+                row = row._mapping
+                yield {"id": row["id"], "title": row["title"], "facts": json.loads(row["facts_json"]),
+                       "verdict": json.loads(row["verdict_json"])}
+
+    # ------------------------------------------------------------------ sharing
+    def export_jsonl(self, out: TextIO) -> int:
+        """One JSON line per case: its inputs, every diagnosis, its resolution. Nothing is
+        added beyond what the case and its files gave."""
+        import sqlalchemy
+
+        count = 0
+        with self.engine.connect() as connection:
+            for case in connection.execute(sqlalchemy.select(cases).order_by(cases.c.id)):
+                case = dict(case._mapping)
+                runs = [dict(r._mapping) for r in connection.execute(
+                    sqlalchemy.select(diagnoses).where(diagnoses.c.case_id == case["id"]).order_by(diagnoses.c.id))]
+                resolution = connection.execute(sqlalchemy.select(resolutions).where(
+                    resolutions.c.case_id == case["id"])).first()
+                out.write(_json({
+                    "format": EXPORT_FORMAT,
+                    "case": {k: v for k, v in case.items() if k != "id"},
+                    "diagnoses": [{k: v for k, v in r.items() if k not in ("id", "case_id")} for r in runs],
+                    "resolution": ({k: v for k, v in resolution._mapping.items() if k != "case_id"}
+                                   if resolution is not None else None),
+                }) + "\n")
+                count += 1
+        return count
+
+    def import_jsonl(self, lines: Iterable[str], source: str) -> tuple[int, int]:
+        """Cases from an export: (added, already there). A case already stored (same content
+        hash) gains the diagnoses and resolution it lacks."""
+        import sqlalchemy
+
+        added = known = 0
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                if item.get("format") != EXPORT_FORMAT:
+                    raise ValueError(f"format is {item.get('format')!r}, expected {EXPORT_FORMAT!r}")
+                case = item["case"]
+                with self.engine.begin() as connection:
+                    row = connection.execute(sqlalchemy.select(cases.c.id).where(
+                        cases.c.content_hash == case["content_hash"])).first()
+                    if row is None:
+                        case_id = connection.execute(cases.insert().values(**case)).inserted_primary_key[0]
+                        added += 1
+                    else:
+                        case_id = row[0]
+                        known += 1
+                    for run in item["diagnoses"]:
+                        exists = connection.execute(sqlalchemy.select(diagnoses.c.id).where(
+                            (diagnoses.c.case_id == case_id) & (diagnoses.c.rulebase == run["rulebase"])
+                            & (diagnoses.c.engine == run["engine"]))).first()
+                        if exists is None:
+                            connection.execute(diagnoses.insert().values(case_id=case_id, **run))
+                    if item.get("resolution") and connection.execute(sqlalchemy.select(resolutions.c.case_id).where(
+                            resolutions.c.case_id == case_id)).first() is None:
+                        connection.execute(resolutions.insert().values(case_id=case_id, **item["resolution"]))
+            except (ValueError, KeyError, TypeError, sqlalchemy.exc.SQLAlchemyError) as exc:
+                raise StoreError(f"{source}:{number}: not a case-library line ({exc}); expected a line of "
+                                 "`j6doctor cases export`") from None
+        return added, known
+
+
+def _summary(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
+    return {"id": row["id"], "title": row["title"], "created_at": row["created_at"], "platform": row["platform"],
+            "flow": row["flow"], "stage": row["stage"], "stage_label": verdict["stage_label"],
+            "candidates": json.loads(row["candidates_json"]), "missing": json.loads(row["missing_json"]),
+            "rulebase": row["rulebase"], "resolved_stage": row["resolved_stage"],
+            "resolved_note": row["resolved_note"] or ""}
+
+
+def _sqlite_pragmas(connection, _record) -> None:
+    """WAL lets readers run beside a writer; foreign keys on, as PostgreSQL has them."""
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def open_library(given: str | os.PathLike, schema: str = HEAD) -> CaseLibrary:
+    return CaseLibrary(str(given), schema)
+
+
+__all__ = ["CaseLibrary", "HEAD", "Recorded", "StoreError", "content_hash", "metadata", "open_library",
+           "store_url", "stored_facts"]
