@@ -127,6 +127,9 @@ def ask_missing(data: dict[str, Any], verdict: Verdict, items: list[MissingItem]
         for item in items:
             say(f"\n[{item.label}] {item.why}")
             kind = attr("gate_item", item.id, "answer", "text")
+            if kind not in _ANSWER_KINDS:  # a pack's vocabulary named a kind ask does not know
+                say(f"（词表中 {item.id} 的 answer: {kind} 不是 {' / '.join(_ANSWER_KINDS)} 之一，按文本询问）")
+                kind = "text"
             _ANSWER_KINDS[kind](_Item(item), data, verdict, ask, updates)
     except EndOfAnswers:
         say("\n（输入结束，保存已回答的内容）")

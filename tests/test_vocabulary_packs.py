@@ -126,6 +126,19 @@ def test_ask_asks_the_new_item_and_the_answer_closes_it(pack):
     assert "  - 校准数据集说明" not in done.stdout.split("已写入")[-1]  # no longer missing
 
 
+def test_an_unknown_answer_kind_is_asked_as_text(pack):
+    vocabulary = pack / "pack" / "vocabulary.yaml"
+    vocabulary.write_text(vocabulary.read_text(encoding="utf-8").replace("answer: text,", "answer: slider,"),
+                          encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "j6doctor", "ask", "case.yaml", "--no-env", "--rules", "pack"],
+                          input="3.0.31\n" + "\n" * 6 + "验证集 100 张\n", cwd=pack, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "calib_set 的 answer: slider 不是 text / fields / named / results / badcase / versions 之一，按文本询问" \
+        in done.stderr
+    assert 'calib_set: "验证集 100 张"' in (pack / "case.yaml").read_text(encoding="utf-8")
+
+
 def test_next_step_writes_the_manual_steps_of_a_stage_without_a_script(pack, cli):
     done = cli("next-step", "case.yaml", "--no-env", "--rules", "pack", "-o", "step.py")
     assert done.returncode == 0, done.stderr
