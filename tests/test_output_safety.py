@@ -445,10 +445,9 @@ def test_symlinks_and_folders_listed_in_a_case(linked_tree):
 
 
 def test_folders_and_pipes_where_a_file_is_expected(linked_tree):
-    """--metrics naming a folder, the case argument naming a folder or a FIFO, --workdir
-    naming a file: exit 2 naming the option / file and what is wrong. --metrics naming a
-    FIFO or /dev/zero, or the case's `metrics:` naming a folder: never blocks, exit 0 with a
-    warning naming the file."""
+    """--metrics naming a folder, a FIFO or /dev/zero, the case argument naming a folder or a
+    FIFO, --workdir naming a file: exit 2 naming the option / file and what is wrong, never
+    blocking. The case's `metrics:` naming a folder: exit 0 with a warning naming the file."""
     root = linked_tree
     env = _environ(root / "home")
     (root / "case.yaml").write_bytes((EXAMPLES / "convert_j6m.yaml").read_bytes())
@@ -458,13 +457,13 @@ def test_folders_and_pipes_where_a_file_is_expected(linked_tree):
     before = snapshot(root)
     exit_2 = {
         ("case.yaml", "--metrics", "store"): ("--metrics", "store", "is a directory"),
-        ("store",): ("CASE", "store", "is a directory"),
+        ("store",): ("CASE", "store", "is a folder", "--workdir store"),
         ("pipe.yaml",): ("pipe.yaml", "not a regular file"),
         ("case.yaml", "--workdir", "case.yaml"): ("--workdir", "case.yaml", "is a file"),
+        ("case.yaml", "--metrics", "pipe.csv"): ("pipe.csv", "not a regular file", "--metrics takes"),
+        ("case.yaml", "--metrics", "/dev/zero"): ("/dev/zero", "not a regular file", "--metrics takes"),
     }
     exit_0 = {
-        ("case.yaml", "--metrics", "pipe.csv"): "pipe.csv",
-        ("case.yaml", "--metrics", "/dev/zero"): "/dev/zero",
         ("case_metrics_folder.yaml",): "store",
     }
     runs = list(exit_2) + list(exit_0)
@@ -486,9 +485,8 @@ def test_metrics_that_is_no_regular_file_is_not_called_missing(linked_tree):
     os.mkfifo(root / "pipe.csv")
     proc = j6doctor("diagnose", "--workdir", "store", "--metrics", "pipe.csv", "--no-env", "--format", "json",
                     cwd=root, env=_environ(root / "home"), timeout=60)
-    assert_clean(proc, 0)
-    message = _one(_warnings(proc), "pipe.csv", "无法使用")
-    assert "no such" not in message and "not a regular file" in message, message
+    assert_clean(proc, 2)
+    assert "no such" not in proc.stderr and "pipe.csv: not a regular file" in proc.stderr, proc.stderr
 
 
 # ----------------------------------------------------------------------------- huge sparse file
