@@ -195,15 +195,18 @@ class CaseLibrary:
                                                            resolved_at=_now()))
 
     # ------------------------------------------------------------------ reading
-    def _latest(self):
-        """Per case, its most recent diagnosis (the largest id)."""
+    def _latest(self, *extra):
+        """Per case, its most recent diagnosis (the largest id): the summary columns, plus
+        `extra` ones (the large JSON columns only when asked for)."""
         import sqlalchemy
 
         latest = sqlalchemy.select(diagnoses.c.case_id, sqlalchemy.func.max(diagnoses.c.id).label("id")) \
             .group_by(diagnoses.c.case_id).subquery()
-        return sqlalchemy.select(cases, diagnoses.c.stage, diagnoses.c.candidates_json, diagnoses.c.missing_json,
-                                 diagnoses.c.verdict_json, diagnoses.c.rulebase, diagnoses.c.last_seen,
-                                 resolutions.c.stage.label("resolved_stage"), resolutions.c.note.label("resolved_note")) \
+        return sqlalchemy.select(cases.c.id, cases.c.content_hash, cases.c.title, cases.c.platform, cases.c.flow,
+                                 cases.c.signature_json, cases.c.created_at, diagnoses.c.stage,
+                                 diagnoses.c.candidates_json, diagnoses.c.missing_json, diagnoses.c.rulebase,
+                                 diagnoses.c.last_seen, resolutions.c.stage.label("resolved_stage"),
+                                 resolutions.c.note.label("resolved_note"), *extra) \
             .join(latest, latest.c.case_id == cases.c.id).join(diagnoses, diagnoses.c.id == latest.c.id) \
             .outerjoin(resolutions, resolutions.c.case_id == cases.c.id)
 
@@ -212,7 +215,8 @@ class CaseLibrary:
              missing: str | None = None, since: str | None = None, until: str | None = None,
              text: str | None = None) -> list[dict[str, Any]]:
         """The stored cases with their latest verdict, filtered; oldest first."""
-        query = self._latest()
+        query = self._latest(*([diagnoses.c.verdict_json] if finding else []),
+                             *([cases.c.case_text] if text else []))
         if stage:
             query = query.where(diagnoses.c.stage == stage)
         if platform:
@@ -227,29 +231,28 @@ class CaseLibrary:
             found = [dict(r._mapping) for r in connection.execute(query.order_by(cases.c.id))]
         out = []
         for row in found:
-            verdict = json.loads(row["verdict_json"])
-            features = json.loads(row["signature_json"])
             if candidate and candidate not in json.loads(row["candidates_json"]):
                 continue
             if missing and missing not in json.loads(row["missing_json"]):
                 continue
-            if finding and not any(finding in (f["topic"], f["text"]) or finding in f["text"]
-                                   for f in verdict["findings"]):
+            if finding and not any(finding == f["topic"] or finding in f["text"]
+                                   for f in json.loads(row["verdict_json"])["findings"]):
                 continue
-            if op_type and f"origin_op:{op_type}" not in features:
+            if op_type and f"origin_op:{op_type}" not in json.loads(row["signature_json"]):
                 continue
             if text and text not in row["title"] and text not in (row["case_text"] or ""):
                 continue
-            out.append(_summary(row, verdict))
+            out.append(_summary(row))
         return out
 
     def show(self, case_id: int) -> dict[str, Any]:
         with self.engine.connect() as connection:
-            row = connection.execute(self._latest().where(cases.c.id == case_id)).first()
+            row = connection.execute(self._latest(diagnoses.c.verdict_json, cases.c.case_text)
+                                     .where(cases.c.id == case_id)).first()
         if row is None:
             raise StoreError(f"{self.given}: no case {case_id}; `j6doctor cases list` shows the ids")
         row = dict(row._mapping)
-        return {**_summary(row, json.loads(row["verdict_json"])), "case_text": row["case_text"],
+        return {**_summary(row), "case_text": row["case_text"],
                 "verdict": json.loads(row["verdict_json"]), "report_md": self._report(case_id)}
 
     def _report(self, case_id: int) -> str:
@@ -262,8 +265,6 @@ class CaseLibrary:
     def similar(self, verdict: dict[str, Any], facts: list[dict[str, Any]], exclude_hash: str = "",
                 limit: int = 3) -> list[dict[str, Any]]:
         """The stored cases closest by their normalised facts (at least MIN_SIMILARITY)."""
-        import sqlalchemy
-
         mine = similar.signature(verdict, facts)
         with self.engine.connect() as connection:
             found = [dict(r._mapping) for r in connection.execute(self._latest())]
@@ -275,8 +276,7 @@ class CaseLibrary:
             if score >= similar.MIN_SIMILARITY:
                 scored.append((-score, row["id"], row))
         scored.sort(key=lambda s: (s[0], s[1]))
-        return [{**_summary(row, json.loads(row["verdict_json"])), "similarity": round(-score, 2)}
-                for score, _, row in scored[:limit]]
+        return [{**_summary(row), "similarity": round(-score, 2)} for score, _, row in scored[:limit]]
 
     def stats(self) -> dict[str, Any]:
         """Agreement between the latest verdicts and the confirmed root causes, per stage and
@@ -297,7 +297,8 @@ class CaseLibrary:
     def stored(self) -> Iterator[dict[str, Any]]:
         """Every case with its stored input facts and latest verdict (for rediagnose)."""
         with self.engine.connect() as connection:
-            for row in connection.execute(self._latest().order_by(cases.c.id)):
+            for row in connection.execute(self._latest(cases.c.facts_json, diagnoses.c.verdict_json)
+                                          .order_by(cases.c.id)):
                 row = row._mapping
                 yield {"id": row["id"], "title": row["title"], "facts": json.loads(row["facts_json"]),
                        "verdict": json.loads(row["verdict_json"])}
@@ -364,9 +365,11 @@ class CaseLibrary:
         return added, known
 
 
-def _summary(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
+def _summary(row: dict[str, Any]) -> dict[str, Any]:
+    from j6doctor.facts import label
+
     return {"id": row["id"], "title": row["title"], "created_at": row["created_at"], "platform": row["platform"],
-            "flow": row["flow"], "stage": row["stage"], "stage_label": verdict["stage_label"],
+            "flow": row["flow"], "stage": row["stage"], "stage_label": label("stage", row["stage"]),
             "candidates": json.loads(row["candidates_json"]), "missing": json.loads(row["missing_json"]),
             "rulebase": row["rulebase"], "resolved_stage": row["resolved_stage"],
             "resolved_note": row["resolved_note"] or ""}
