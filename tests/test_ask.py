@@ -177,8 +177,12 @@ def test_ctrl_c_keeps_the_answers_given_and_exits_130(tmp_path):
         assert chunk, seen.decode(errors="replace")
         seen += chunk
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, (seen + err).decode(errors="replace")
+    proc.wait(timeout=60)  # stdin stays open: closing it could end the input before the signal lands
+    err = seen + proc.stderr.read()
+    proc.stdin.close()
+    proc.stdout.close()
+    proc.stderr.close()
+    assert proc.returncode == 130, err.decode(errors="replace")
     assert "已把回答过的内容写入 case.yaml" in err.decode()
     case = read_case(tmp_path / "case.yaml").data
     assert case["results"]["quantized_bc"] == {"status": "normal", "evidence": "dataset_eval"}
