@@ -176,8 +176,15 @@ def test_ctrl_c_keeps_the_answers_given_and_exits_130(tmp_path):
         chunk = proc.stderr.read1(4096)
         assert chunk, seen.decode(errors="replace")
         seen += chunk
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)  # stdin stays open: closing it could end the input before the signal lands
+    import time
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:  # stdin stays open: closing it would race
+        proc.send_signal(signal.SIGINT)  # (again, if a loaded machine had not yet got to reading)
+        try:
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+    assert proc.poll() is not None, "ask did not stop on Ctrl-C"
     err = seen + proc.stderr.read()
     proc.stdin.close()
     proc.stdout.close()
