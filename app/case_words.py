@@ -6,7 +6,6 @@ engine's wording."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from j6doctor.engine import Fact, RunResult
@@ -16,7 +15,6 @@ from j6doctor.facts import attr, vocabulary
 from j6doctor.verdict import supporting_inputs
 
 _SYMBOLS = {"lt": "<", "le": "≤", "gt": ">", "ge": "≥"}
-_PLACEHOLDER = re.compile(r"(?<!\{)\{(\w+)\}")
 
 
 MAX_INSTEAD = 3
@@ -59,7 +57,7 @@ def condition_words(cond: Condition) -> str:
         values.setdefault(test.field, []).append(text)
     words = {k: "，".join(v) for k, v in values.items()}
     text = ftype.written_as.format_map(_Unsaid(words))
-    placed = set(_PLACEHOLDER.findall(ftype.written_as))
+    placed = set(ftype.written_fields)
     extra = [f"{k}: {v}" for k, v in words.items() if k not in placed]
     return text + (f"（且 {'，'.join(extra)}）" if extra else "")
 
@@ -84,8 +82,7 @@ def annotate(checks: list[RuleCheck], result: RunResult) -> None:
         if cond.needs is not None:
             cond.written = condition_words(cond.needs)
             if cond.needs.tests:
-                written = vocabulary().types[cond.needs.type].written_as
-                identity = tuple(_PLACEHOLDER.findall(written)[:1])  # `artifact` of results.{artifact}
+                identity = tuple(vocabulary().types[cond.needs.type].written_fields[:1])  # results.{artifact}
                 if any(t.field in identity for t in cond.needs.tests):
                     cond.instead = [fact_words(f) for f in near_misses(cond.needs, result.facts, identity)
                                     if f.derivation is None][:MAX_INSTEAD]

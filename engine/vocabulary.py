@@ -91,6 +91,9 @@ class FieldSpec:
     meaning: str = ""
 
 
+WRITTEN_PLACEHOLDER = re.compile(r"(?<!\{)\{(\w+)\}")  # {field} in a written_as text, not {{
+
+
 @dataclass(frozen=True)
 class FactType:
     """A fact type: its fields and what it means."""
@@ -102,6 +105,11 @@ class FactType:
     exclusive: tuple[str, ...] = ()  # fields that must take one value per run (e.g. a verdict's stage)
     # how a user gives such a fact, with {field} placeholders (explain --why-not says what to add)
     written_as: str = ""
+
+    @property
+    def written_fields(self) -> list[str]:
+        """The fields `written_as` names, in order ({{ and }} are literal braces)."""
+        return WRITTEN_PLACEHOLDER.findall(self.written_as)
 
 
 @dataclass
@@ -172,7 +180,7 @@ class Vocabulary:
             written = tspec.get("written_as", "")
             if not isinstance(written, str):
                 raise VocabularyError(f"{origin}: type {tname!r}: written_as must be text with {{field}} placeholders")
-            unknown_placeholders = [f for f in re.findall(r"\{(\w+)\}", written) if f not in fields]
+            unknown_placeholders = [f for f in WRITTEN_PLACEHOLDER.findall(written) if f not in fields]
             if unknown_placeholders:
                 raise VocabularyError(f"{origin}: type {tname!r}: written_as names no field {unknown_placeholders[0]!r}")
             vocab.types[tname] = FactType(tname, origin_kind, str(tspec.get("meaning", "")), fields, exclusive, written)

@@ -12,7 +12,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 if TYPE_CHECKING:
     from j6doctor.engine.facts import Source
@@ -57,15 +57,20 @@ class ProbeOutput:
     def keep(self, kind: str, found: FoundFile, data: Any) -> None:
         self.readings.append(Reading(kind, found.display, data))
 
+    def limited(self, items: Iterable) -> Iterator:
+        """The items, at most `limit` of each `.kind` (facts stay few: probes summarise)."""
+        per_kind: Counter[str] = Counter()
+        for item in items:
+            per_kind[item.kind] += 1
+            if per_kind[item.kind] <= self.limit:
+                yield item
+
     def signals(self, found: FoundFile, source: str, signals: Iterable) -> None:
         """Structure signals (module_signal.Signal) as check_signal facts, at most `limit` per kind."""
-        per_kind: Counter[str] = Counter()
-        for signal in signals:
-            per_kind[signal.kind] += 1
-            if per_kind[signal.kind] <= self.limit:
-                self.add("check_signal", {"source": source, "kind": signal.kind, "module": signal.module,
-                                          "detail": signal.detail, "module_type": signal.type},
-                         found, line=signal.line)
+        for signal in self.limited(signals):
+            self.add("check_signal", {"source": source, "kind": signal.kind, "module": signal.module,
+                                      "detail": signal.detail, "module_type": signal.type},
+                     found, line=signal.line)
 
     def compare_table_for(self, found: FoundFile) -> CompareTable | None:
         """The compare table a file belongs to: the one in its folder, else the only one read

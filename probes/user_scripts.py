@@ -860,14 +860,9 @@ SCRIPT_USES = ("quant_analysis", "split_run", "single_run", "consistency_strateg
 
 
 def add_facts(found, out) -> None:
-    from collections import Counter
-
     report = check_script(found.path, found.display)
-    per_kind: Counter[str] = Counter()
-    for finding in report.findings:
-        per_kind[finding.kind] += 1
-        if per_kind[finding.kind] <= out.limit:
-            out.add("script_finding", {"path": found.display, "line": finding.line, "kind": finding.kind,
-                                       "detail": finding.detail}, found, line=finding.line)
+    for finding in out.limited(report.findings):
+        out.add("script_finding", {"path": found.display, "line": finding.line, "kind": finding.kind,
+                                   "detail": finding.detail}, found, line=finding.line)
     for use in sorted(u for u in report.uses if u in SCRIPT_USES or u.startswith("consistency_level:")):
         out.add("script_use", {"path": found.display, "use": use}, found, key=use)

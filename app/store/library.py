@@ -283,7 +283,8 @@ class CaseLibrary:
         per rule base."""
         per_stage: dict[str, dict[str, int]] = {}
         per_rulebase: dict[str, dict[str, int]] = {}
-        for row in self.rows():
+        rows = self.rows()
+        for row in rows:
             if row["resolved_stage"] is None:
                 continue
             agree = int(row["stage"] == row["resolved_stage"])
@@ -291,7 +292,7 @@ class CaseLibrary:
                 entry = table.setdefault(key, {"resolved": 0, "agree": 0})
                 entry["resolved"] += 1
                 entry["agree"] += agree
-        return {"cases": len(self.rows()), "per_stage": dict(sorted(per_stage.items())),
+        return {"cases": len(rows), "per_stage": dict(sorted(per_stage.items())),
                 "per_rulebase": dict(sorted(per_rulebase.items()))}
 
     def stored(self) -> Iterator[dict[str, Any]]:
