@@ -8,8 +8,11 @@ yet are written; an empty answer skips a question, end of input stops asking.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import signal
+import threading
 import unicodedata
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
@@ -159,15 +162,39 @@ def ask_session(case: Path, diagnose_case: Callable[[bool], Any], ask: Ask, say:
             updates = ask_missing(data, diagnosis.verdict, items, ask, say)
         except Interrupted as stop:
             if stop.updates:
-                write_case(case, stop.updates)
+                with _interrupt_deferred():
+                    write_case(case, stop.updates)
                 say(f"\n已把回答过的内容写入 {case}")
             raise KeyboardInterrupt from None
         if not updates:
             break
-        write_case(case, updates)
+        with _interrupt_deferred():
+            write_case(case, updates)
         say(f"\n已写入 {case}")
         diagnosis = diagnose_case(True)  # the case changed: diagnose again
     return diagnosis
+
+
+@contextlib.contextmanager
+def _interrupt_deferred():
+    """A Ctrl-C (one or several) during the block is held until the block ends: saving the
+    answers is never cut short. Only the main thread can set signal handlers; elsewhere, and
+    where SIGINT is ignored, the block runs as is."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGINT"):
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        yield
+        return
+    held: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise KeyboardInterrupt
 
 
 def _pruned(value: Any) -> Any:

@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from j6doctor.probes.case_file import read_case
 
 
@@ -167,8 +169,11 @@ def test_ctrl_c_keeps_the_answers_given_and_exits_130(tmp_path):
     import signal
 
     (tmp_path / "case.yaml").write_text(ORIGINAL, encoding="utf-8")
+    # A terminal's Ctrl-C reaches a process whose SIGINT is at its default; a job started in the
+    # background by a non-interactive shell (as CI runs the other interpreters) inherits it ignored.
     proc = subprocess.Popen([sys.executable, "-m", "j6doctor", "ask", "case.yaml", "--no-env"], cwd=tmp_path,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     proc.stdin.write("normal\n\n".encode())  # quantized.bc normal, the evidence kind left to its default
     proc.stdin.flush()
     seen = b""
@@ -194,3 +199,34 @@ def test_ctrl_c_keeps_the_answers_given_and_exits_130(tmp_path):
     case = read_case(tmp_path / "case.yaml").data
     assert case["results"]["quantized_bc"] == {"status": "normal", "evidence": "dataset_eval"}
     assert (tmp_path / "case.yaml").read_text(encoding="utf-8").startswith(ORIGINAL.splitlines(keepends=True)[0])
+
+
+def test_a_ctrl_c_while_the_answers_are_saved_waits_for_the_save(tmp_path):
+    """Ctrl-C pressed (even twice) while the case file is written: the file is complete, then
+    the program stops."""
+    import os
+    import signal
+
+    from j6doctor import ask as ask_module
+
+    case = tmp_path / "case.yaml"
+    case.write_text(ORIGINAL, encoding="utf-8")
+    real_write = ask_module.write_atomic
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+
+    def write_while_interrupted(path, text):
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        real_write(path, text)
+
+    try:
+        ask_module.write_atomic = write_while_interrupted
+        with pytest.raises(KeyboardInterrupt):
+            with ask_module._interrupt_deferred():
+                ask_module.write_case(case, {"results": {"quantized_bc": {"status": "normal"}}})
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        ask_module.write_atomic = real_write
+        signal.signal(signal.SIGINT, previous)
+    assert "quantized_bc" in case.read_text(encoding="utf-8")
+    assert case.read_text(encoding="utf-8").startswith(ORIGINAL.splitlines()[0])
