@@ -8,7 +8,9 @@ and a reader never sees a partial file.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO, Iterator
 
 
 def same_file(a: Path, b: Path) -> bool:
@@ -33,13 +35,22 @@ def write_bytes_atomic(target: Path, data: bytes, mode: int | None = None) -> No
     """Write `data` to `target` through a unique temporary file beside it, renamed over it in
     one step; OSError on failure (the temporary file is then removed). `mode`: the file's
     permission bits; None keeps those of the file replaced, or gives a new file the umask's."""
+    with writing_atomic(target, mode) as stream:
+        stream.write(data)
+
+
+@contextmanager
+def writing_atomic(target: Path, mode: int | None = None) -> Iterator[BinaryIO]:
+    """A binary stream whose content replaces `target` in one rename when the block ends
+    without an exception (for outputs too large to build in memory); on an exception the
+    temporary file is removed and `target` stays as it was."""
     import tempfile  # only when a file is written (not for a report on stdout)
 
     target = Path(os.path.realpath(target))  # replace the file a symlink points at, not the link
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".j6doctor-tmp", dir=target.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
+            yield stream
         if mode is not None:
             os.chmod(temporary, mode)
         elif target.exists():

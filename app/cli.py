@@ -51,7 +51,7 @@ def _fail(message: str, code: int) -> None:
 
 
 def _write(text: str, output: Path | None, protected: list[Path]) -> None:
-    from j6doctor.atomic_write import is_protected, write_atomic
+    from j6doctor.atomic_write import write_atomic
 
     if output is None or str(output) == "-":
         try:
@@ -60,16 +60,22 @@ def _write(text: str, output: Path | None, protected: list[Path]) -> None:
         except OSError as exc:  # a closed pipe, a full disk behind a redirection
             _fail(f"cannot write the report to standard output: {exc.strerror or exc}", EXIT_INPUT)
         return
+    _check_output_path(output, protected)
+    try:
+        write_atomic(output, text)
+    except OSError as exc:
+        _fail(f"{output}: cannot write: {exc.strerror or exc}", EXIT_INPUT)
+
+
+def _check_output_path(output: Path, protected: list[Path]) -> None:
+    from j6doctor.atomic_write import is_protected
+
     if is_protected(output, protected):
         _fail(f"{output}: refusing to overwrite a file this run read; choose another -o path", EXIT_INPUT)
     if output.is_dir():
         _fail(f"{output}: is a folder; -o takes a file path", EXIT_INPUT)
     if output.exists() and not output.is_file():
         _fail(f"{output}: not a regular file (a pipe or a device); -o takes a file path", EXIT_INPUT)
-    try:
-        write_atomic(output, text)
-    except OSError as exc:
-        _fail(f"{output}: cannot write: {exc.strerror or exc}", EXIT_INPUT)
 
 
 def _rulebase(rule_packs: tuple[Path, ...], engine: str | None = None):
@@ -208,15 +214,22 @@ def _library(given: str | None):
 def diagnose(fmt: str | None, output: Path | None, fail_on: list[str] | None = None, store: str | None = None,
              **inputs) -> None:
     diagnosis, protected = _run(**inputs)
-    library = _library(store)
-    if library is not None:
-        from j6doctor.store.keep import keep
-
-        recorded = keep(diagnosis, library)
-        _say_verbose(f"j6doctor: 案例库 {library.given}：案例 #{recorded.case_id}"
-                     f"{'（新）' if recorded.new_case else f'（第 {recorded.times} 次）'}")
+    _keep(diagnosis, store)
     _write(_render(diagnosis, _format(fmt)), output, protected)
     _check_fail_on(diagnosis.verdict.stage, fail_on)
+
+
+def _keep(diagnosis, store: str | None) -> None:
+    """With a case library (--store, or the config's): the similar past cases go into the
+    diagnosis's report, and the diagnosis into the library."""
+    library = _library(store)
+    if library is None:
+        return
+    from j6doctor.store.keep import keep
+
+    recorded = _store_call(keep, diagnosis, library)
+    _say_verbose(f"j6doctor: 案例库 {library.given}：案例 #{recorded.case_id}"
+                 f"{'（新）' if recorded.new_case else f'（第 {recorded.times} 次）'}")
 
 
 def next_step(output: Path | None, **inputs) -> None:
@@ -253,7 +266,7 @@ def inspect(paths: list[Path], fmt: str, output: Path | None) -> None:
 
 
 def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None, fmt: str | None = None,
-        metrics: Path | None = None, rule_packs: list[Path] | tuple[Path, ...] = ()) -> None:
+        metrics: Path | None = None, rule_packs: list[Path] | tuple[Path, ...] = (), store: str | None = None) -> None:
     from j6doctor.ask import EndOfAnswers, ask_session, read_answer
 
     if case.suffix.lower() not in (".yaml", ".yml", ".json"):
@@ -285,6 +298,7 @@ def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None,
 
     diagnosis = ask_session(case, diagnose_case, answer, say)
     say("")
+    _keep(diagnosis, store)  # the case as completed by the answers
     _write(_render(diagnosis, _format(fmt)), output, inputs)
 
 
@@ -708,6 +722,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="The final report: Chinese Markdown, the JSON verdict or an HTML page "
                         "(default: `format` in j6doctor.toml, else md).")
     _add_output(p, "the final report")
+    _add_store(p)
     p.set_defaults(run=ask)
 
     p = command("triage", "Diagnose many cases and work folders at once, with a summary table.",
@@ -891,12 +906,18 @@ def _open_store(store: str | None):
 
 
 def _store_call(function, *args):
+    import sqlalchemy
+
     from j6doctor.store.library import StoreError
 
     try:
         return function(*args)
     except StoreError as exc:
         _fail(str(exc), EXIT_INPUT)
+    except sqlalchemy.exc.SQLAlchemyError as exc:  # the database went away or refused mid-way
+        reason = getattr(exc, "orig", None) or exc
+        _fail(f"the case library failed: {str(reason).strip().splitlines()[0]}; check that the database "
+              "is reachable and writable, then run the command again", EXIT_INPUT)
 
 
 def cases_list(store: str | None, fmt: str, text: str | None = None, **filters) -> None:
@@ -932,7 +953,7 @@ def cases_rediagnose(store: str | None, rule_packs: list[Path], diff: bool, jobs
 
     library = _open_store(store)
     _rulebase(tuple(rule_packs), engine)  # a broken pack is said here, once, with its file and line
-    count, changes = rediagnose(library.stored(), tuple(str(p) for p in rule_packs), engine, jobs)
+    count, changes = _store_call(rediagnose, library, tuple(str(p) for p in rule_packs), engine, jobs)
     _echo(rediagnose_text(count, changes, fmt, diff), nl=False)
     if changes:
         sys.stdout.flush()
@@ -940,22 +961,39 @@ def cases_rediagnose(store: str | None, rule_packs: list[Path], diff: bool, jobs
 
 
 def cases_export(store: str | None, output: Path | None) -> None:
+    """The lines go out as they are read (a large library is never held in memory); a file
+    is replaced only once the export is complete."""
     import io
 
+    from j6doctor.atomic_write import writing_atomic
+
     library = _open_store(store)
-    buffer = io.StringIO()
-    count = library.export_jsonl(buffer)
-    _write(buffer.getvalue(), output, [])
+    if output is None or str(output) == "-":
+        try:
+            count = _store_call(library.export_jsonl, sys.stdout)
+            sys.stdout.flush()
+        except OSError as exc:  # a closed pipe, a full disk behind a redirection
+            _fail(f"cannot write the export to standard output: {exc.strerror or exc}", EXIT_INPUT)
+    else:
+        _check_output_path(output, [])
+        try:
+            with writing_atomic(output) as stream:
+                text = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
+                count = _store_call(library.export_jsonl, text)
+                text.flush()
+                text.detach()  # the binary stream is closed by writing_atomic
+        except OSError as exc:
+            _fail(f"{output}: cannot write: {exc.strerror or exc}", EXIT_INPUT)
     _say(f"j6doctor: 导出 {count} 个案例")
 
 
 def cases_import(store: str | None, file: Path) -> None:
     library = _open_store(store)
     try:
-        lines = file.read_text(encoding="utf-8").splitlines()
+        with open(file, encoding="utf-8", newline="\n") as lines:
+            added, known = _store_call(library.import_jsonl, lines, str(file))
     except (OSError, UnicodeDecodeError) as exc:
         _fail(f"{file}: cannot read: {exc}", EXIT_INPUT)
-    added, known = _store_call(library.import_jsonl, lines, str(file))
     _say(f"j6doctor: 导入 {added} 个新案例，{known} 个已在案例库中")
 
 

@@ -193,5 +193,27 @@ class Verdict:
         return [k.text for k in self.key_findings if k.slot == slot]
 
     def to_json(self) -> dict[str, Any]:
-        """The public JSON verdict: plain dicts and lists, keys in declaration order."""
-        return dataclasses.asdict(self)
+        """The public JSON verdict: plain dicts and lists, keys in declaration order (what
+        dataclasses.asdict gives, without its deep copy of every leaf)."""
+        return _plain(self)
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _plain(value: Any) -> Any:
+    kind = type(value)
+    if kind in (str, int, float, bool) or value is None:
+        return value
+    if kind is list:
+        return [_plain(v) for v in value]
+    if kind is dict:
+        return {k: _plain(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value):
+        names = _FIELDS.get(kind)
+        if names is None:
+            names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(value))
+        return {name: _plain(getattr(value, name)) for name in names}
+    if isinstance(value, tuple):
+        return kind(_plain(v) for v in value)
+    return value

@@ -12,6 +12,8 @@
   4. triage        `j6doctor triage` of 1,000 copies of the bundled example cases, with --out
   5. memory        RSS over 1,000 in-process diagnoses of a bundled example
   6. largest input peak RSS of `diagnose --workdir` on a file of each kind just under its size limit
+  7. case library  `j6doctor cases rediagnose` of 10,000 stored cases in a pool, against a process
+                   that runs the same rule base on the same stored facts one after the other
 
     python benchmarks/bench_all.py                      # everything (about 10 minutes)
     python benchmarks/bench_all.py --quick --sections 1,3
@@ -63,13 +65,16 @@ CASES = REPO / "examples" / "cases"
 EXAMPLE_CASE = CASES / "convert_j6m.yaml"
 README = REPO / "README.md"
 README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
-SECTIONS = (1, 2, 3, 4, 5, 6)
+SECTIONS = (1, 2, 3, 4, 5, 6, 7)
 WORKDIR_SIZES = (1_000, 20_000, 100_000, 1_000_000)
 WORKDIR_TARGETS = {20_000: 1.5, 100_000: 2.0, 1_000_000: 2.0}  # rows -> max CPU ratio to the floor
 WORKDIR_MEMORY_TARGET = (1_000_000, 2.0)  # at this many rows, peak RSS at most this × pandas'
 COLD_TARGETS = {"diagnose": 2.5, "help": 2.0}
 TRIAGE_COPIES, TRIAGE_TARGET_S = 1_000, 10.0
 LARGEST_TARGET_BYTES = 1024 ** 3
+LIBRARY_CASES = 10_000
+LIBRARY_CPU_TARGET = 1.5  # rediagnose CPU (workers included) / the engine floor's
+LIBRARY_RSS_TARGET = 2.0  # peak RSS of the largest process / the floor's: the library is never loaded whole
 
 
 # ---------------------------------------------------------------------------- output
@@ -267,7 +272,8 @@ def package_dirs() -> list[str]:
 
     folders = []
     for name in ("j6doctor", "j6doctor.engine", "j6doctor.facts", "j6doctor.probes", "j6doctor.rules",
-                 "j6doctor.templates"):
+                 "j6doctor.templates", "j6doctor.store", "j6doctor.store.migrations",
+                 "j6doctor.store.migrations.versions"):
         try:
             module = importlib.import_module(name)
         except ImportError:
@@ -951,6 +957,76 @@ def section_largest(ctx: Context) -> list[Table]:
     return [table]
 
 
+# ---------------------------------------------------------------------------- 7. case library
+# The floor: the rule base run on every stored case's facts, one case after the other, in one
+# process with the engine inline; what no rediagnose can avoid.
+_LIBRARY_FLOOR = r'''
+import json, os, sqlite3, sys
+os.environ["J6DOCTOR_ENGINE_PROCESS"] = "inline"
+from j6doctor.diagnose import load_rulebase
+from j6doctor.engine import Fact, Source
+rulebase = load_rulebase([], sys.argv[2])
+connection = sqlite3.connect(sys.argv[1])
+for (facts_json,) in connection.execute("SELECT facts_json FROM cases ORDER BY id"):
+    rulebase.run([Fact(f["id"], f["type"], f["fields"], Source(**f["source"]) if f["source"] else None)
+                  for f in json.loads(facts_json)])
+'''
+
+
+def library_store(ctx: Context, count: int) -> tuple[Path, Sample]:
+    """A SQLite case library of `count` distinct cases: the bundled examples triaged into a
+    store, exported, copied (tests/synthetic.library_copies) and imported (the import measured)."""
+    from synthetic import library_copies
+
+    seed = ctx.tmp / "library_seed.db"
+    run_child([*ctx.doctor, "triage", CASES, "--store", seed, "-q"], ok_codes=(0, 2))
+    exported = ctx.tmp / "library_seed.jsonl"
+    run_child([*ctx.doctor, "cases", "export", "--store", seed, "-o", exported])
+    lines = exported.read_text(encoding="utf-8").splitlines()
+    copies = ctx.tmp / "library_copies.jsonl"
+    with copies.open("w", encoding="utf-8") as out:
+        out.writelines(library_copies(lines, count))
+    store = ctx.tmp / f"library_{count}.db"
+    progress(f"case library: importing {count:,} cases")
+    imported = run_child([*ctx.doctor, "cases", "import", copies, "--store", store])
+    copies.unlink()
+    return store, imported
+
+
+def section_library(ctx: Context) -> list[Table]:
+    count = 40 if ctx.args.smoke else 2_000 if ctx.args.quick else LIBRARY_CASES
+    store, imported = library_store(ctx, count)
+    floor = [sys.executable, "-c", _LIBRARY_FLOOR, store, ctx.engine]
+    product = [*ctx.doctor, "cases", "rediagnose", "--store", store, "--engine", ctx.engine]
+    progress(f"case library: rediagnose of {count:,} cases against the engine floor")
+    result = paired(floor, product, ctx.repeat(1, 1), warmup=0)
+    cpu_ratio = result.ratio("cpu")
+    rss_ratio = result.median("product", "rss_kb") / result.median("floor", "rss_kb")
+    cpu_target = Target(f"cases rediagnose of {count:,} cases / engine floor (CPU)", f"{cpu_ratio:.2f}×",
+                        f"≤ {LIBRARY_CPU_TARGET}×", cpu_ratio <= LIBRARY_CPU_TARGET)
+    rss_target = Target(f"cases rediagnose of {count:,} cases: peak RSS / engine floor's", f"{rss_ratio:.2f}×",
+                        f"≤ {LIBRARY_RSS_TARGET}×", rss_ratio <= LIBRARY_RSS_TARGET)
+    ctx.targets += [cpu_target, rss_target]
+    table = Table(f"7. Case library: rediagnose of {count:,} stored cases (SQLite) vs the engine floor",
+                  ["command", "pairs", "wall s", "CPU s", "peak RSS MB", "ms / case (wall)", "× floor (CPU)",
+                   "× floor (wall)", "× peak", "result"])
+    table.add("engine floor", len(result.floor), secs(result.median("floor", "wall")),
+              secs(result.median("floor", "cpu")), mb(result.median("floor", "rss_kb")),
+              ms(result.median("floor", "wall") / count), "", "", "", "")
+    table.add("j6doctor cases rediagnose", len(result.product), secs(result.median("product", "wall")),
+              secs(result.median("product", "cpu")), mb(result.median("product", "rss_kb")),
+              ms(result.median("product", "wall") / count), times(cpu_ratio), times(result.ratio("wall")),
+              times(rss_ratio), "PASS" if cpu_target.ok and rss_target.ok else "FAIL")
+    table.add(f"j6doctor cases import ({count:,} lines)", 1, secs(imported.wall), secs(imported.cpu),
+              mb(imported.rss_kb), ms(imported.wall / count), "", "", "", "")
+    table.notes.append(f"the store: the bundled example cases triaged into a store, exported and copied to {count:,} "
+                       "distinct cases (their files renamed), imported; rediagnose with -j at its default "
+                       f"({os.cpu_count()} CPUs here); engine floor: python reading every case's facts_json with "
+                       "sqlite3 and running the same rule base on them, one case after the other, engine inline; "
+                       "peak RSS is the largest single process (ru_maxrss), workers included")
+    return [table]
+
+
 # ---------------------------------------------------------------------------- main
 def cpu_model() -> str:
     try:
@@ -1079,7 +1155,7 @@ def main(argv: list[str] | None = None) -> int:
         print(state_line(ctx), flush=True)
         warm_up(ctx)
         sections = {1: section_cold_start, 2: section_workdir, 3: section_engine, 4: section_triage,
-                    5: section_memory, 6: section_largest}
+                    5: section_memory, 6: section_largest, 7: section_library}
         tables: list[Table] = []
         for number in args.sections:
             try:

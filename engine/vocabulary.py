@@ -105,6 +105,8 @@ class FactType:
     exclusive: tuple[str, ...] = ()  # fields that must take one value per run (e.g. a verdict's stage)
     # how a user gives such a fact, with {field} placeholders (explain --why-not says what to add)
     written_as: str = ""
+    # feature name -> the fields whose values make two runs alike (the case library's similarity)
+    similar_by: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def written_fields(self) -> list[str]:
@@ -183,7 +185,9 @@ class Vocabulary:
             unknown_placeholders = [f for f in WRITTEN_PLACEHOLDER.findall(written) if f not in fields]
             if unknown_placeholders:
                 raise VocabularyError(f"{origin}: type {tname!r}: written_as names no field {unknown_placeholders[0]!r}")
-            vocab.types[tname] = FactType(tname, origin_kind, str(tspec.get("meaning", "")), fields, exclusive, written)
+            similar_by = _similar_by(tspec.get("similar_by"), fields, f"{origin}: type {tname!r}")
+            vocab.types[tname] = FactType(tname, origin_kind, str(tspec.get("meaning", "")), fields, exclusive, written,
+                                          similar_by)
         return vocab
 
     # ------------------------------------------------------------------ checks
@@ -231,6 +235,24 @@ class Vocabulary:
                 raise VocabularyError(f"{type_name}.{name}: {problem}")
             out[name] = value
         return out
+
+
+def _similar_by(raw: Any, fields: dict[str, FieldSpec], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`similar_by: {feature: field | [field, ...]}` of a fact type, checked against its fields."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        raise VocabularyError(f"{where}: similar_by must map feature names to a field or a list of fields")
+    out = []
+    for feature, names in raw.items():
+        names = [names] if isinstance(names, str) else names
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            raise VocabularyError(f"{where}: similar_by.{feature}: expected a field name or a list of field names")
+        unknown = [n for n in names if n not in fields]
+        if unknown:
+            raise VocabularyError(f"{where}: similar_by.{feature}: no field {unknown[0]!r}; fields: {', '.join(fields)}")
+        out.append((str(feature), tuple(names)))
+    return tuple(out)
 
 
 def _declared_attributes(raw: Any, origin: str) -> dict[str, str]:

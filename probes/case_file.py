@@ -275,6 +275,7 @@ class Case:
     base: Path | None = None  # folder that relative paths refer to, for cases given as data
     given_keys: dict[tuple, tuple] = field(default_factory=dict)  # canonical key path → as written
     notes: list[tuple[tuple, str]] = field(default_factory=list)  # (key path, text) worth a look
+    text: str | None = None  # the case as given (decoded), for the case library; None for data
 
     @property
     def folder(self) -> Path:
@@ -502,7 +503,9 @@ def read_case(path: Path) -> Case:
     raw = read_bytes(path, str(path), CASE_WHAT, MAX_CASE_BYTES)
     text, _ = decode_written_text(raw, display, CASE_WHAT)
     doc = _parse(text, path.suffix.lower(), display)
-    return validate_case(doc, display, path)
+    case = validate_case(doc, display, path)
+    case.text = text
+    return case
 
 
 def case_from_bytes(raw: bytes, display: str, base: Path) -> Case:
@@ -513,6 +516,7 @@ def case_from_bytes(raw: bytes, display: str, base: Path) -> Case:
     suffix = ".json" if text.lstrip().startswith("{") else ".yaml"
     case = validate_case(_parse(text, suffix, display), display, None)
     case.base = base
+    case.text = text
     return case
 
 

@@ -1255,6 +1255,7 @@ def add_facts(found, out) -> None:
     row, up, ranges = origin.row, origin.upstream, origin.ranges
     out.add("compare_origin", {
         "path": found.display, "row": row.index, "mod_name": row.mod_name, "op_type": row.base_op_type,
+        "op_name": op_name(row.base_op_type),
         "fused_group": " → ".join(origin.fused_group), "trigger": origin.trigger,
         "high_narrowing": ranges.high_narrowing, "low_narrowing": ranges.low_narrowing,
         "range_deviation": ranges.deviation, "high_limit_steps": ranges.high_limit_steps,
@@ -1265,6 +1266,12 @@ def add_facts(found, out) -> None:
         "upstream": up.mod_name if up else "", "upstream_cosine": up.cosine if up else None,
         "upstream_atol": up.atol if up else None,
     }, found, line=row.line, key=f"row {row.index}")
+
+
+def op_name(op_type: str) -> str:
+    """The short name of an op-name string: `torch.nn.modules.conv.Conv2d` → Conv2d,
+    `...FloatFunctional.add` → add, an HBIR suffix `[...]` dropped."""
+    return str(op_type).split("[")[0].strip().rsplit(".", 1)[-1] if op_type else ""
 
 
 def _non_finite_cells(found, out, table: CompareTable) -> None:

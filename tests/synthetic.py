@@ -119,3 +119,27 @@ def write_workdir(folder: Path, n_rows: int, origin_at: int | None = None) -> Pa
         simple(["op_name", "sensitive_type", "op_type", "L1", "quant_dtype", "flops"], sens,
                [False, False, False, True, False, False]), encoding="utf-8")
     return folder
+
+
+def library_copies(export_lines: list[str], copies: int):
+    """`copies` lines of a case-library export (`j6doctor cases export`), cycling through the
+    given ones: each copy is a distinct case (its files renamed `<stem>_<n>`, as the same
+    report sent again under another name), so a store keeps every one of them."""
+    import json
+
+    def names_a_file(line: str) -> bool:
+        return any((f.get("source") or {}).get("file") for f in json.loads(json.loads(line)["case"]["facts_json"]))
+
+    export_lines = [line for line in export_lines if names_a_file(line)]  # others cannot be made distinct
+    for n in range(copies):
+        item = json.loads(export_lines[n % len(export_lines)])
+        case = item["case"]
+        facts = json.loads(case["facts_json"])
+        for fact in facts:
+            source = fact.get("source")
+            if source and source.get("file"):
+                stem, dot, suffix = source["file"].rpartition(".")
+                source["file"] = f"{stem}_{n:05d}.{suffix}" if dot else f"{suffix}_{n:05d}"
+        case["facts_json"] = json.dumps(facts, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        case["title"] = f"{case['title']} #{n}"
+        yield json.dumps(item, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"

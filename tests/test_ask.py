@@ -230,3 +230,23 @@ def test_a_ctrl_c_while_the_answers_are_saved_waits_for_the_save(tmp_path):
         signal.signal(signal.SIGINT, previous)
     assert "quantized_bc" in case.read_text(encoding="utf-8")
     assert case.read_text(encoding="utf-8").startswith(ORIGINAL.splitlines()[0])
+
+
+def test_with_a_store_the_completed_case_is_kept_and_its_report_lists_similar_ones(tmp_path):
+    from j6doctor.store.library import open_library
+
+    store = str(tmp_path / "lib.db")
+    (tmp_path / "earlier.yaml").write_text(ORIGINAL.replace("6 个点", "5 个点")
+                                           + "  quantized_bc: {status: normal, evidence: dataset_eval}\n",
+                                           encoding="utf-8")
+    earlier = subprocess.run([sys.executable, "-m", "j6doctor", "diagnose", "earlier.yaml", "--no-env",
+                              "--store", store], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert earlier.returncode == 0, earlier.stderr
+    (tmp_path / "case.yaml").write_text(ORIGINAL, encoding="utf-8")
+    proc = run_ask(tmp_path, "case.yaml", "normal\n\n", "--store", store)
+    assert proc.returncode == 0, proc.stderr
+    assert "## 相似的历史案例" in proc.stdout and "earlier.yaml" in proc.stdout
+    rows = open_library(store).rows()
+    assert [r["title"] for r in rows] == ["earlier.yaml", "case.yaml"]
+    kept = open_library(store).show(rows[1]["id"])["case_text"]
+    assert kept == (tmp_path / "case.yaml").read_text(encoding="utf-8") and "quantized_bc" in kept  # with the answers

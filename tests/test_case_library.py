@@ -151,6 +151,38 @@ def test_rediagnose_lists_exactly_the_cases_a_rule_change_moves(store, tmp_path,
     assert "#" in text and "convert_j6m.yaml：convert → compile" in text
 
 
+def test_rediagnose_in_a_pool_over_many_chunks(store, tmp_path, rulebase):
+    """More cases than one chunk, two workers each reading its own chunks from the store:
+    every case is checked once, and exactly the copies of the cases the change moves are listed."""
+    from synthetic import library_copies
+
+    from j6doctor.store.rediagnose import CHUNK
+
+    seed = str(tmp_path / "seed.db")
+    run("triage", *map(str, CASES), "--store", seed, "--no-progress", cwd=tmp_path)
+    export = tmp_path / "seed.jsonl"
+    run("cases", "export", "--store", seed, "-o", str(export), cwd=tmp_path)
+    count = 2 * CHUNK + 5
+    library = open_library(store)
+    assert library.import_jsonl(library_copies(export.read_text(encoding="utf-8").splitlines(), count),
+                                "copies.jsonl") == (count, 0)
+    pack = tmp_path / "candidate"
+    pack.mkdir()
+    (pack / "change.yaml").write_text(CHANGED_RULE, encoding="utf-8")
+    candidate = load_rulebase([pack])
+    moved = {p.name for p in CASES
+             if diagnose_file(p, candidate).verdict_json["stage"] != diagnose_file(p, rulebase).verdict_json["stage"]}
+    result = run("cases", "rediagnose", "--store", store, "--rules", str(pack), "--jobs", "2", "--format", "json",
+                 cwd=tmp_path, check=False)
+    assert result.returncode == 4, result.stderr
+    changed = json.loads(result.stdout)
+    assert changed["cases"] == count
+    titles = [row["title"] for row in library.rows()]
+    expected = [t for t in titles if t.rsplit(" #", 1)[0] in moved]
+    assert expected and [c["title"] for c in changed["changed"] if "stage" in c["changed"]] == expected
+    assert [c["id"] for c in changed["changed"]] == sorted(c["id"] for c in changed["changed"])
+
+
 def _record(args):
     store, name = args
     os.environ["J6DOCTOR_ENGINE_PROCESS"] = "inline"
@@ -245,3 +277,38 @@ def test_cli_list_show_search_and_errors(tmp_path):
     assert no_store.returncode == 2 and "--store" in no_store.stderr
     (tmp_path / "j6doctor.toml").write_text('store = "lib.db"\n', encoding="utf-8")
     assert "convert_j6m.yaml" in run("cases", "list", cwd=tmp_path).stdout  # the config names the store
+
+
+def test_a_case_from_standard_input_is_stored_with_its_text(tmp_path):
+    """The case as it was diagnosed (here a GBK file on stdin), not a file read again later."""
+    store = str(tmp_path / "lib.db")
+    text = (EXAMPLES / "user_side_layout.yaml").read_text(encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "J6DOCTOR_DEBUG"}
+    proc = subprocess.run([sys.executable, "-m", "j6doctor", "diagnose", "-", "--no-env", "--store", store],
+                          cwd=EXAMPLES, env=env, input=text.encode("gbk"), capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode()
+    library = open_library(store)
+    (row,) = library.rows()
+    assert library.show(row["id"])["case_text"] == text
+    assert library.rows(text="NV12") == [row]  # searchable like any stored case
+
+
+def test_op_type_filter_and_similarity_follow_the_error_origin(tmp_path):
+    """Two work folders whose first divergent layer is a ReLU: found by --op-type, and each
+    other's closest past case; the bundled cases (no compare table) are not."""
+    from synthetic import write_workdir
+
+    store = str(tmp_path / "lib.db")
+    run("triage", str(EXAMPLES), "--store", store, "--no-progress", cwd=tmp_path)
+    first = write_workdir(tmp_path / "qa_first", 600)
+    run("diagnose", "--workdir", str(first), "--no-env", "--store", store, cwd=tmp_path)
+    listed = json.loads(run("cases", "list", "--store", store, "--op-type", "ReLU", "--format", "json",
+                            cwd=tmp_path).stdout)
+    assert [row["title"] for row in listed] == ["工作目录 qa_first"]
+    assert json.loads(run("cases", "list", "--store", store, "--op-type", "Conv2d", "--format", "json",
+                          cwd=tmp_path).stdout) == []
+    second = write_workdir(tmp_path / "qa_second", 900)
+    report = run("diagnose", "--workdir", str(second), "--no-env", "--store", store, cwd=tmp_path).stdout
+    similar = report.split("## 相似的历史案例")[1].split("\n## ")[0]
+    first_listed = next(line for line in similar.splitlines() if line.startswith("- "))
+    assert "qa_first" in first_listed, similar

@@ -242,6 +242,14 @@ def test_vocabulary_checks():
         VOCAB.complete("item", {"name": "x", "rank": 1, "color": "pink"})
     with pytest.raises(VocabularyError, match="has no field"):
         VOCAB.complete("item", {"name": "x", "rank": 1, "size": 2})
+    with pytest.raises(VocabularyError, match=r"type 't': similar_by.kind: no field 'colour'"):
+        Vocabulary.from_data({"types": {"t": {"similar_by": {"kind": ["name", "colour"]},
+                                              "fields": {"name": {"type": "str"}}}}})
+    with pytest.raises(VocabularyError, match="similar_by.kind: expected a field name"):
+        Vocabulary.from_data({"types": {"t": {"similar_by": {"kind": 3}, "fields": {"name": {"type": "str"}}}}})
+    spec = Vocabulary.from_data({"types": {"t": {"similar_by": {"kind": "name", "pair": ["name", "rank"]}, "fields": {
+        "name": {"type": "str"}, "rank": {"type": "int"}}}}}).types["t"]
+    assert spec.similar_by == (("kind", ("name",)), ("pair", ("name", "rank")))
 
 
 def _join_rules(count: int) -> str:

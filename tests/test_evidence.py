@@ -44,6 +44,7 @@ def test_error_origin_from_the_shared_fixture(workspace, rulebase):
     assert origin["cosine"] == truth["cosine"] and origin["atol"] == truth["atol"]
     assert origin["max_qscale_diff"] == truth["max_qscale_diff"]
     assert origin["upstream"] == truth["upstream_row"] and origin["upstream_cosine"] == truth["upstream_cosine"]
+    assert origin["op_type"].endswith("." + origin["op_name"]) and "." not in origin["op_name"]
     (reading,) = facts_of(d, "origin_reading")
     assert (reading["path"], reading["row"], reading["reading"]) == (origin["path"], origin["row"], "clamp")
     assert origin.source.file == "qa_convert/compare_per_layer_out.csv" and origin.source.line == 17
@@ -186,3 +187,17 @@ def test_large_generated_set(tmp_path, rulebase):
 def test_diagnosis_without_artifacts_stays_as_before(rulebase):
     d = diagnose_data(CONVERT, rulebase)
     assert facts_of(d, "artifact_file") == [] and d.verdict_json["stage"] == "convert"
+
+
+@pytest.mark.parametrize("op_type, short", [
+    ("torch.nn.modules.conv.Conv2d", "Conv2d"),
+    ("horizon_plugin_pytorch.nn.quantized.functional_modules.FloatFunctional.add", "add"),
+    ("horizon_plugin_pytorch.nn.qat.conv2d.Conv2d[hbir.conv2d]", "Conv2d"),
+    ("torch.Tensor.permute", "permute"),
+    ("torch.cat", "cat"),
+    ("", ""),
+])
+def test_the_error_origin_op_name_is_the_short_op_type(op_type, short):
+    from j6doctor.probes.compare_per_layer import op_name
+
+    assert op_name(op_type) == short

@@ -24,7 +24,7 @@ def forget_connections() -> None:
 
 def attach_similar(diagnosis, store: CaseLibrary) -> None:
     facts = stored_facts(f for f in diagnosis.run.facts if f.derivation is None)
-    diagnosis.similar = store.similar(diagnosis.verdict_json, facts, exclude_hash=content_hash(facts))
+    diagnosis.similar = store.similar(diagnosis.run.facts, exclude_hash=content_hash(facts))
 
 
 def keep(diagnosis, store: CaseLibrary) -> Recorded:

@@ -143,14 +143,9 @@ class CaseLibrary:
         facts = stored_facts(f for f in diagnosis.run.facts if f.derivation is None)
         digest = content_hash(facts)
         verdict = diagnosis.verdict_json
-        case_text = None
-        if diagnosis.case is not None and diagnosis.case.path is not None:
-            try:
-                case_text = diagnosis.case.path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                case_text = None
-        platform = next((f["fields"]["family"] for f in facts if f["type"] == "platform"), "")
-        flow = verdict["flow"]["flow"] if verdict.get("flow") else ""
+        case_text = diagnosis.case.text if diagnosis.case is not None else None  # as diagnosed, stdin too
+        features = similar.signature(diagnosis.run.facts)
+        platform, flow = similar.feature_value(features, "family"), similar.feature_value(features, "flow")
         now = _now()
         rulebase, engine = verdict["rulebase"]["fingerprint"], verdict["rulebase"]["engine"]
         for _ in range(5):  # a concurrent writer may add the same row between our look and our insert
@@ -161,7 +156,7 @@ class CaseLibrary:
                     if new_case:
                         case_id = connection.execute(cases.insert().values(
                             content_hash=digest, title=diagnosis.title, case_text=case_text, facts_json=_json(facts),
-                            platform=platform, flow=flow, signature_json=_json(similar.signature(verdict, facts)),
+                            platform=platform, flow=flow, signature_json=_json(features),
                             created_at=now)).inserted_primary_key[0]
                     else:
                         case_id = row[0]
@@ -262,10 +257,10 @@ class CaseLibrary:
             return connection.execute(sqlalchemy.select(diagnoses.c.report_md).where(diagnoses.c.case_id == case_id)
                                       .order_by(diagnoses.c.id.desc()).limit(1)).scalar()
 
-    def similar(self, verdict: dict[str, Any], facts: list[dict[str, Any]], exclude_hash: str = "",
-                limit: int = 3) -> list[dict[str, Any]]:
-        """The stored cases closest by their normalised facts (at least MIN_SIMILARITY)."""
-        mine = similar.signature(verdict, facts)
+    def similar(self, run_facts: Iterable[Any], exclude_hash: str = "", limit: int = 3) -> list[dict[str, Any]]:
+        """The stored cases closest to a run by their features (similar.py; at least
+        MIN_SIMILARITY), the run's own case (`exclude_hash`) left out."""
+        mine = similar.signature(run_facts)
         with self.engine.connect() as connection:
             found = [dict(r._mapping) for r in connection.execute(self._latest())]
         scored = []
@@ -295,11 +290,23 @@ class CaseLibrary:
         return {"cases": len(rows), "per_stage": dict(sorted(per_stage.items())),
                 "per_rulebase": dict(sorted(per_rulebase.items()))}
 
-    def stored(self) -> Iterator[dict[str, Any]]:
-        """Every case with its stored input facts and latest verdict (for rediagnose)."""
+    def case_ids(self) -> list[int]:
+        """The ids of the cases that have a diagnosis, in order (rediagnose hands them out in
+        chunks; only the chunk being worked on is read)."""
+        import sqlalchemy
+
         with self.engine.connect() as connection:
-            for row in connection.execute(self._latest(cases.c.facts_json, diagnoses.c.verdict_json)
-                                          .order_by(cases.c.id)):
+            return [row[0] for row in connection.execute(
+                sqlalchemy.select(diagnoses.c.case_id).distinct().order_by(diagnoses.c.case_id))]
+
+    def stored(self, ids: list[int] | None = None) -> Iterator[dict[str, Any]]:
+        """The cases `ids` (default: every case) with their stored input facts and latest
+        verdict (for rediagnose), in id order."""
+        query = self._latest(cases.c.facts_json, diagnoses.c.verdict_json)
+        if ids is not None:
+            query = query.where(cases.c.id.in_(ids))
+        with self.engine.connect() as connection:
+            for row in connection.execute(query.order_by(cases.c.id)):
                 row = row._mapping
                 yield {"id": row["id"], "title": row["title"], "facts": json.loads(row["facts_json"]),
                        "verdict": json.loads(row["verdict_json"])}
@@ -341,7 +348,11 @@ class CaseLibrary:
                 item = json.loads(line)
                 if item.get("format") != EXPORT_FORMAT:
                     raise ValueError(f"format is {item.get('format')!r}, expected {EXPORT_FORMAT!r}")
-                case = item["case"]
+                case = dict(item["case"])
+                facts = json.loads(case["facts_json"])
+                if not isinstance(facts, list):
+                    raise ValueError("case.facts_json is not a list of facts")
+                case["content_hash"] = content_hash(facts)  # the identity is the facts, whatever the line says
                 with self.engine.begin() as connection:
                     row = connection.execute(sqlalchemy.select(cases.c.id).where(
                         cases.c.content_hash == case["content_hash"])).first()
@@ -360,7 +371,7 @@ class CaseLibrary:
                     if item.get("resolution") and connection.execute(sqlalchemy.select(resolutions.c.case_id).where(
                             resolutions.c.case_id == case_id)).first() is None:
                         connection.execute(resolutions.insert().values(case_id=case_id, **item["resolution"]))
-            except (ValueError, KeyError, TypeError, sqlalchemy.exc.SQLAlchemyError) as exc:
+            except (ValueError, KeyError, TypeError, AttributeError, sqlalchemy.exc.SQLAlchemyError) as exc:
                 raise StoreError(f"{source}:{number}: not a case-library line ({exc}); expected a line of "
                                  "`j6doctor cases export`") from None
         return added, known
@@ -377,9 +388,12 @@ def _summary(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sqlite_pragmas(connection, _record) -> None:
-    """WAL lets readers run beside a writer; foreign keys on, as PostgreSQL has them."""
+    """WAL lets readers run beside a writer; synchronous=NORMAL is WAL's usual pairing (no
+    corruption on a crash, only the last commits may be lost on a power cut, and an fsync per
+    recorded diagnosis is saved); foreign keys on, as PostgreSQL has them."""
     cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 

@@ -1,18 +1,21 @@
 """`cases rediagnose`: every stored case's input facts through the current (or a candidate)
 rule base — no original files needed — and what would change: stage, candidates, missing
-items, mistakes, with the rules behind the old and the new verdict."""
+items, mistakes, with the rules behind the old and the new verdict.
+
+The parent hands out chunks of case ids; each worker reads its chunk from the store itself,
+so neither the parent nor a pipe ever holds the whole library."""
 
 from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 COMPARED = ("stage", "candidates", "missing", "mistakes")
 CHUNK = 200  # cases per task: enough to amortise the hand-over, small enough to spread
 
-_RULEBASE = None
+_WORKER: dict[str, Any] = {}  # in a pool process: its rule base and its own store connection
 
 
 def _load(packs: tuple[str, ...], engine: str | None):
@@ -21,10 +24,12 @@ def _load(packs: tuple[str, ...], engine: str | None):
     return load_rulebase([Path(p) for p in packs], engine)
 
 
-def _init(packs: tuple[str, ...], engine: str | None) -> None:
-    global _RULEBASE
+def _init(store: str, packs: tuple[str, ...], engine: str | None) -> None:
+    from j6doctor.store.library import open_library
+
     os.environ["J6DOCTOR_ENGINE_PROCESS"] = "inline"  # the pool process is the engine's process
-    _RULEBASE = _load(packs, engine)
+    _WORKER["rulebase"] = _load(packs, engine)
+    _WORKER["library"] = open_library(store)
 
 
 def _facts(stored: list[dict[str, Any]]):
@@ -33,45 +38,53 @@ def _facts(stored: list[dict[str, Any]]):
     return [Fact(f["id"], f["type"], f["fields"], Source(**f["source"]) if f["source"] else None) for f in stored]
 
 
-def _view(verdict: dict[str, Any]) -> dict[str, Any]:
+def _stored_view(verdict: dict[str, Any]) -> dict[str, Any]:
+    """What is compared, from a stored JSON verdict."""
     return {"stage": verdict["stage"], "candidates": [c["stage"] for c in verdict["candidates"]],
             "missing": list(verdict["missing"]), "mistakes": [m["id"] for m in verdict["mistakes"]],
             "rules": sorted({c["rule"] for c in verdict["conclusion"]})}
 
 
-def rediagnose_one(case: dict[str, Any], rulebase=None) -> dict[str, Any] | None:
+def _view(verdict) -> dict[str, Any]:
+    """The same, from a fresh typed verdict (no JSON built for it)."""
+    return {"stage": verdict.stage, "candidates": [c.stage for c in verdict.candidates],
+            "missing": list(verdict.missing), "mistakes": [m.id for m in verdict.mistakes],
+            "rules": sorted({c.rule for c in verdict.conclusion})}
+
+
+def rediagnose_one(case: dict[str, Any], rulebase) -> dict[str, Any] | None:
     """The change for one stored case, or None when its verdict stays as stored."""
     from j6doctor.verdict import build_verdict
 
-    rulebase = rulebase or _RULEBASE
     result = rulebase.run(_facts(case["facts"]))
-    new = _view(build_verdict(result, rulebase).to_json())
-    old = _view(case["verdict"])
+    new = _view(build_verdict(result, rulebase))
+    old = _stored_view(case["verdict"])
     changed = [k for k in COMPARED if old[k] != new[k]]
     if not changed:
         return None
     return {"id": case["id"], "title": case["title"], "changed": changed, "before": old, "after": new}
 
 
-def _chunk(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [change for case in cases if (change := rediagnose_one(case)) is not None]
+def _changes(library, ids: list[int], rulebase) -> list[dict[str, Any]]:
+    return [change for case in library.stored(ids) if (change := rediagnose_one(case, rulebase)) is not None]
 
 
-def rediagnose(cases: Iterable[dict[str, Any]], packs: tuple[str, ...] = (), engine: str | None = None,
+def _chunk(ids: list[int]) -> list[dict[str, Any]]:
+    return _changes(_WORKER["library"], ids, _WORKER["rulebase"])
+
+
+def rediagnose(library, packs: tuple[str, ...] = (), engine: str | None = None,
                jobs: int | None = None) -> tuple[int, list[dict[str, Any]]]:
-    """(cases checked, changes in case order), in a process pool of `jobs` (default: all cores)."""
-    batch: list[list[dict[str, Any]]] = [[]]
-    count = 0
-    for case in cases:
-        if len(batch[-1]) >= CHUNK:
-            batch.append([])
-        batch[-1].append(case)
-        count += 1
-    jobs = min(jobs or os.cpu_count() or 1, max(1, len(batch)))
-    if jobs == 1 or count <= CHUNK:
+    """(cases checked, changes in case order) for every case of `library`, in a process pool
+    of `jobs` (default: all cores)."""
+    ids = library.case_ids()
+    chunks = [ids[i:i + CHUNK] for i in range(0, len(ids), CHUNK)]
+    jobs = min(jobs or os.cpu_count() or 1, max(1, len(chunks)))
+    if jobs == 1:
         rulebase = _load(packs, engine)
-        changes = [c for case in (x for b in batch for x in b) if (c := rediagnose_one(case, rulebase)) is not None]
+        changes = [c for part in chunks for c in _changes(library, part, rulebase)]
     else:
-        with ProcessPoolExecutor(jobs, initializer=_init, initargs=(packs, engine)) as pool:
-            changes = [c for part in pool.map(_chunk, batch) for c in part]
-    return count, sorted(changes, key=lambda c: c["id"])
+        library.engine.dispose()  # no pooled connection of the parent is carried into a worker
+        with ProcessPoolExecutor(jobs, initializer=_init, initargs=(library.given, packs, engine)) as pool:
+            changes = [c for part in pool.map(_chunk, chunks) for c in part]
+    return len(ids), changes

@@ -1,6 +1,8 @@
-"""The normalised facts by which cases are compared: stage chain, platform family, flow,
-findings, the error origin's op type, what the user's words said, mistakes and the missing
-items. Similar cases are listed beside a verdict, never used to make it."""
+"""What makes two diagnoses alike: the features (feature:value) the fact vocabulary's
+`similar_by` declares on each fact type (stage chain, platform family, flow, findings, the
+error origin's op type, what the user's words said, mistakes, missing items ...), compared
+by the share they have in common. Similar cases are listed beside a verdict, never used to
+make it."""
 
 from __future__ import annotations
 
@@ -9,35 +11,26 @@ from typing import Any, Iterable
 MIN_SIMILARITY = 0.35  # below this share of common features a case is not "similar"
 
 
-def signature(verdict: dict[str, Any], facts: Iterable[dict[str, Any]]) -> list[str]:
-    """Sorted features of one diagnosis (its JSON verdict and input facts as stored)."""
-    out = {f"stage:{verdict['stage']}"}
-    if verdict.get("chain_stage"):
-        out.add(f"chain:{verdict['chain_stage']['stage']}")
-    if verdict.get("flow"):
-        out.add(f"flow:{verdict['flow']['flow']}")
-    out |= {f"candidate:{c['stage']}" for c in verdict.get("candidates", [])}
-    out |= {f"finding:{f['topic']}" for f in verdict.get("findings", [])}
-    out |= {f"said:{t['topic']}:{t['kind']}" for t in verdict.get("text_facts", [])}
-    out |= {f"mistake:{m['id']}" for m in verdict.get("mistakes", [])}
-    out |= {f"missing:{m}" for m in verdict.get("missing", [])}
+def signature(facts: Iterable[Any]) -> list[str]:
+    """The sorted features of one run's facts (input and derived: engine Facts, with `type`
+    and `fields`); a feature whose field is empty is left out."""
+    from j6doctor.facts import vocabulary
+
+    types = vocabulary().types
+    out: set[str] = set()
     for fact in facts:
-        fields = fact["fields"]
-        if fact["type"] == "platform":
-            out.add(f"family:{fields['family']}")
-            out.add(f"series:{fields['series']}")
-        elif fact["type"] == "result":
-            out.add(f"result:{fields['artifact']}:{fields['status']}")
-        elif fact["type"] == "failure":
-            out.add(f"failure:{fields['artifact']}:{fields['kind']}")
-        elif fact["type"] == "compare_origin":
-            out.add(f"origin_op:{op_type(fields['op_type'])}")
+        spec = types.get(fact.type)
+        for feature, names in (spec.similar_by if spec is not None else ()):
+            values = [fact.fields.get(name) for name in names]
+            if all(v not in (None, "") for v in values):
+                out.add(":".join([feature, *map(str, values)]))
     return sorted(out)
 
 
-def op_type(text: str) -> str:
-    """The op type of a compare row without module path or suffix: `Conv2d`, `add`."""
-    return text.split("[")[0].strip().split(".")[-1] if text else ""
+def feature_value(features: Iterable[str], feature: str) -> str:
+    """The value of a one-field feature (`family` → J6M), "" when the run has none."""
+    prefix = feature + ":"
+    return next((f[len(prefix):] for f in features if f.startswith(prefix)), "")
 
 
 def similarity(a: Iterable[str], b: Iterable[str]) -> float:
