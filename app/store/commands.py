@@ -55,6 +55,10 @@ def rediagnose_text(count: int, changes: list[dict[str, Any]], fmt: str, diff: b
     lines = [f"重新诊断 {count} 个案例：{len(changes)} 个的结论会改变"]
     for change in changes:
         before, after = change["before"], change["after"]
+        if after is None:
+            lines.append(f"- #{change['id']} {change['title']}：{before['stage']} → 无法在这个规则库下重新诊断"
+                         f"（{change['error']}；用记录它时的规则包再试，或在词表中补上这个值）")
+            continue
         lines.append(f"- #{change['id']} {change['title']}：{before['stage']} → {after['stage']}"
                      f"（变化：{'、'.join(change['changed'])}；规则 {', '.join(before['rules']) or '-'} → "
                      f"{', '.join(after['rules']) or '-'}）")

@@ -32,10 +32,23 @@ def _init(store: str, packs: tuple[str, ...], engine: str | None) -> None:
     _WORKER["library"] = open_library(store)
 
 
-def _facts(stored: list[dict[str, Any]]):
-    from j6doctor.engine import Fact, Source
+class NotRediagnosable(Exception):
+    """A stored fact the rule base's vocabulary no longer (or does not yet) accept."""
 
-    return [Fact(f["id"], f["type"], f["fields"], Source(**f["source"]) if f["source"] else None) for f in stored]
+
+def _facts(stored: list[dict[str, Any]], vocab):
+    """The stored input facts as engine facts, checked against the rule base's vocabulary and
+    completed with the defaults of fields added since they were stored."""
+    from j6doctor.engine import Fact, Source, VocabularyError
+
+    out = []
+    for f in stored:
+        try:
+            fields = vocab.complete(f["type"], f["fields"])
+        except VocabularyError as exc:
+            raise NotRediagnosable(f"stored fact {f['id']} ({f['type']}): {exc}") from None
+        out.append(Fact(f["id"], f["type"], fields, Source(**f["source"]) if f["source"] else None))
+    return out
 
 
 def _stored_view(verdict: dict[str, Any]) -> dict[str, Any]:
@@ -56,9 +69,15 @@ def rediagnose_one(case: dict[str, Any], rulebase) -> dict[str, Any] | None:
     """The change for one stored case, or None when its verdict stays as stored."""
     from j6doctor.verdict import build_verdict
 
-    result = rulebase.run(_facts(case["facts"]))
-    new = _view(build_verdict(result, rulebase))
+    from j6doctor.engine import EngineRunError
+
     old = _stored_view(case["verdict"])
+    try:
+        result = rulebase.run(_facts(case["facts"], rulebase.vocab))
+    except (NotRediagnosable, EngineRunError) as exc:  # e.g. stored under a pack whose values this rule base lacks
+        return {"id": case["id"], "title": case["title"], "changed": ["facts"], "before": old, "after": None,
+                "error": str(exc)}
+    new = _view(build_verdict(result, rulebase))
     changed = [k for k in COMPARED if old[k] != new[k]]
     if not changed:
         return None
