@@ -214,22 +214,30 @@ def _library(given: str | None):
 def diagnose(fmt: str | None, output: Path | None, fail_on: list[str] | None = None, store: str | None = None,
              **inputs) -> None:
     diagnosis, protected = _run(**inputs)
-    _keep(diagnosis, store)
-    _write(_render(diagnosis, _format(fmt)), output, protected)
+    library = _keep(diagnosis, store)
+    _write(_render(diagnosis, _format(fmt)), output, protected + _store_files(library))
     _check_fail_on(diagnosis.verdict.stage, fail_on)
 
 
-def _keep(diagnosis, store: str | None) -> None:
+def _store_files(library) -> list[Path]:
+    """The files of a SQLite case library: never an output (-o)."""
+    if library is None or not library.sqlite:
+        return []
+    return [Path(library.url[len("sqlite:///"):])]
+
+
+def _keep(diagnosis, store: str | None):
     """With a case library (--store, or the config's): the similar past cases go into the
-    diagnosis's report, and the diagnosis into the library."""
+    diagnosis's report, and the diagnosis into the library. The library, or None."""
     library = _library(store)
     if library is None:
-        return
+        return None
     from j6doctor.store.keep import keep
 
     recorded = _store_call(keep, diagnosis, library)
     _say_verbose(f"j6doctor: 案例库 {library.given}：案例 #{recorded.case_id}"
                  f"{'（新）' if recorded.new_case else f'（第 {recorded.times} 次）'}")
+    return library
 
 
 def next_step(output: Path | None, **inputs) -> None:
@@ -296,10 +304,12 @@ def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None,
         inputs[:] = protected
         return diagnosis
 
+    if store:
+        _library(store)  # an unusable store is said before the first question, not after the answers
     diagnosis = ask_session(case, diagnose_case, answer, say)
     say("")
-    _keep(diagnosis, store)  # the case as completed by the answers
-    _write(_render(diagnosis, _format(fmt)), output, inputs)
+    library = _keep(diagnosis, store)  # the case as completed by the answers
+    _write(_render(diagnosis, _format(fmt)), output, inputs + _store_files(library))
 
 
 def _rule_dirs(dirs: list[Path]):
@@ -915,8 +925,8 @@ def _store_call(function, *args):
     except StoreError as exc:
         _fail(str(exc), EXIT_INPUT)
     except sqlalchemy.exc.SQLAlchemyError as exc:  # the database went away or refused mid-way
-        reason = getattr(exc, "orig", None) or exc
-        _fail(f"the case library failed: {str(reason).strip().splitlines()[0]}; check that the database "
+        reason = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
+        _fail(f"the case library failed: {reason[:300]}; check that the database "
               "is reachable and writable, then run the command again", EXIT_INPUT)
 
 
@@ -951,6 +961,8 @@ def cases_rediagnose(store: str | None, rule_packs: list[Path], diff: bool, jobs
     from j6doctor.store.commands import rediagnose_text
     from j6doctor.store.rediagnose import rediagnose
 
+    if jobs is not None and jobs < 0:
+        _fail("--jobs must be 0 (all cores) or more", EXIT_INPUT)
     library = _open_store(store)
     _rulebase(tuple(rule_packs), engine)  # a broken pack is said here, once, with its file and line
     count, changes = _store_call(rediagnose, library, tuple(str(p) for p in rule_packs), engine, jobs)
@@ -975,7 +987,7 @@ def cases_export(store: str | None, output: Path | None) -> None:
         except OSError as exc:  # a closed pipe, a full disk behind a redirection
             _fail(f"cannot write the export to standard output: {exc.strerror or exc}", EXIT_INPUT)
     else:
-        _check_output_path(output, [])
+        _check_output_path(output, _store_files(library))
         try:
             with writing_atomic(output) as stream:
                 text = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
@@ -990,10 +1002,10 @@ def cases_export(store: str | None, output: Path | None) -> None:
 def cases_import(store: str | None, file: Path) -> None:
     library = _open_store(store)
     try:
-        with open(file, encoding="utf-8", newline="\n") as lines:
+        with open(file, "rb") as lines:  # decoded line by line: an error names its line
             added, known = _store_call(library.import_jsonl, lines, str(file))
-    except (OSError, UnicodeDecodeError) as exc:
-        _fail(f"{file}: cannot read: {exc}", EXIT_INPUT)
+    except OSError as exc:
+        _fail(f"{file}: cannot read: {exc.strerror or exc}", EXIT_INPUT)
     _say(f"j6doctor: 导入 {added} 个新案例，{known} 个已在案例库中")
 
 

@@ -220,7 +220,7 @@ def test_migration_from_schema_version_1_keeps_the_cases(store, rulebase):
         connection.execute(text(
             "INSERT INTO cases (content_hash, title, case_text, facts_json, platform, flow, signature_json, created_at)"
             " VALUES (:h, 'v1 case', NULL, :f, 'J6M', 'qat', :s, '2026-11-01T00:00:00Z')"),
-            {"h": content_hash(facts), "f": json.dumps(facts), "s": json.dumps(similar.signature(d.verdict_json, facts))})
+            {"h": content_hash(facts), "f": json.dumps(facts), "s": json.dumps(similar.signature(d.run.facts))})
         connection.execute(text(
             "INSERT INTO diagnoses (case_id, rulebase, engine, tool_version, stage, candidates_json, missing_json,"
             " verdict_json, report_md, first_seen, last_seen, times) VALUES (1, 'old', 'durable', '0.0.9', 'convert',"
@@ -312,3 +312,39 @@ def test_op_type_filter_and_similarity_follow_the_error_origin(tmp_path):
     similar = report.split("## 相似的历史案例")[1].split("\n## ")[0]
     first_listed = next(line for line in similar.splitlines() if line.startswith("- "))
     assert "qa_first" in first_listed, similar
+
+
+def test_bad_library_inputs_are_refused_with_their_place(tmp_path):
+    """An import line whose parts do not hold what an export writes is refused before anything
+    of it is stored; a file that is no database, and -o onto the store itself, are refused."""
+    store = str(tmp_path / "lib.db")
+    run("diagnose", str(EXAMPLES / "convert_j6m.yaml"), "--no-env", "--store", store, cwd=tmp_path)
+    export = tmp_path / "one.jsonl"
+    run("cases", "export", "--store", store, "-o", str(export), cwd=tmp_path)
+    line = json.loads(export.read_text(encoding="utf-8"))
+    broken = [({**line, "case": {**line["case"], "signature_json": "not json"}}, "case.signature_json: not JSON text"),
+              ({**line, "diagnoses": [{**line["diagnoses"][0], "verdict_json": "{}"}]}, "diagnoses[].verdict_json"),
+              ({**line, "diagnoses": [{**line["diagnoses"][0], "times": "many"}]}, "diagnoses[].times: expected int")]
+    for number, (item, message) in enumerate(broken):
+        bad = tmp_path / f"bad{number}.jsonl"
+        bad.write_text(export.read_text(encoding="utf-8") + json.dumps(item, ensure_ascii=False) + "\n",
+                       encoding="utf-8")
+        other = str(tmp_path / f"other{number}.db")
+        done = run("cases", "import", str(bad), "--store", other, cwd=tmp_path, check=False)
+        assert done.returncode == 2 and f"bad{number}.jsonl:2: not a case-library line ({message}" in done.stderr
+        assert "(1 new, 0 known)" in done.stderr
+        assert len(open_library(other).rows()) == 1  # the good line is in, the bad one is not
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(export.read_bytes() + "café\n".encode("latin-1"))
+    done = run("cases", "import", str(latin), "--store", str(tmp_path / "l.db"), cwd=tmp_path, check=False)
+    assert done.returncode == 2 and "latin.jsonl:2: not UTF-8 text" in done.stderr
+    (tmp_path / "notes.txt").write_text("hello\n", encoding="utf-8")
+    done = run("cases", "list", "--store", "notes.txt", cwd=tmp_path, check=False)
+    assert done.returncode == 2 and "notes.txt: cannot open the case library: file is not a database" in done.stderr
+    before = Path(store).read_bytes()
+    done = run("cases", "export", "--store", store, "-o", store, cwd=tmp_path, check=False)
+    assert done.returncode == 2 and "refusing to overwrite" in done.stderr
+    done = run("diagnose", str(EXAMPLES / "convert_j6m.yaml"), "--no-env", "--store", store, "-o", store,
+               cwd=tmp_path, check=False)
+    assert done.returncode == 2 and Path(store).read_bytes()[:16] == before[:16] == b"SQLite format 3\x00"
+    assert run("cases", "rediagnose", "--store", store, "--jobs", "-1", cwd=tmp_path, check=False).returncode == 2

@@ -69,7 +69,7 @@ def content_hash(facts: list[dict[str, Any]]) -> str:
 
 
 class CaseLibrary:
-    def __init__(self, given: str, schema: str = HEAD):
+    def __init__(self, given: str, schema: str | None = HEAD):
         try:
             import sqlalchemy
         except ImportError:  # pragma: no cover - a dependency of j6doctor
@@ -89,7 +89,8 @@ class CaseLibrary:
                              "postgresql://user@host/db") from None
         if self.sqlite:
             sqlalchemy.event.listen(self.engine, "connect", _sqlite_pragmas)
-        self._migrate(schema)  # an older store is brought to `schema` (the newest unless a test asks)
+        if schema is not None:  # None: a worker of a process that has already migrated it
+            self._migrate(schema)  # an older store is brought to `schema` (the newest unless a test asks)
 
     # ------------------------------------------------------------------ schema
     @contextmanager
@@ -125,8 +126,9 @@ class CaseLibrary:
             with self._migration_lock() as connection:
                 config.attributes["connection"] = connection
                 command.upgrade(config, target)
-        except sqlalchemy.exc.OperationalError as exc:
-            raise StoreError(f"{self.given}: cannot open the case library: {exc.orig}") from None
+        except sqlalchemy.exc.DBAPIError as exc:  # not a database, unreachable, refused
+            raise StoreError(f"{self.given}: cannot open the case library: {exc.orig}; give a SQLite file made "
+                             "by j6doctor (or a new path) or a reachable postgresql:// URL") from None
 
     def schema_version(self) -> str | None:
         import sqlalchemy
@@ -319,7 +321,8 @@ class CaseLibrary:
 
         count = 0
         with self.engine.connect() as connection:
-            for case in connection.execute(sqlalchemy.select(cases).order_by(cases.c.id)):
+            streamed = connection.execution_options(stream_results=True, yield_per=100)  # a server-side cursor
+            for case in streamed.execute(sqlalchemy.select(cases).order_by(cases.c.id)):
                 case = dict(case._mapping)
                 runs = [dict(r._mapping) for r in connection.execute(
                     sqlalchemy.select(diagnoses).where(diagnoses.c.case_id == case["id"]).order_by(diagnoses.c.id))]
@@ -342,17 +345,19 @@ class CaseLibrary:
 
         added = known = 0
         for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
             try:
+                if isinstance(line, bytes):
+                    line = line.decode("utf-8")
+                if not line.strip():
+                    continue
                 item = json.loads(line)
-                if item.get("format") != EXPORT_FORMAT:
-                    raise ValueError(f"format is {item.get('format')!r}, expected {EXPORT_FORMAT!r}")
-                case = dict(item["case"])
-                facts = json.loads(case["facts_json"])
-                if not isinstance(facts, list):
-                    raise ValueError("case.facts_json is not a list of facts")
-                case["content_hash"] = content_hash(facts)  # the identity is the facts, whatever the line says
+                if not isinstance(item, dict) or item.get("format") != EXPORT_FORMAT:
+                    raise ValueError(f"format is {item.get('format') if isinstance(item, dict) else None!r}, "
+                                     f"expected {EXPORT_FORMAT!r}")
+                case, runs = _checked_case(item["case"]), [_checked_run(r) for r in _list(item["diagnoses"], "diagnoses")]
+                resolution = (_check_fields(item["resolution"], _RESOLUTION_FIELDS, "resolution")
+                              if item.get("resolution") is not None else None)
+                case["content_hash"] = content_hash(json.loads(case["facts_json"]))  # the identity is the facts
                 with self.engine.begin() as connection:
                     row = connection.execute(sqlalchemy.select(cases.c.id).where(
                         cases.c.content_hash == case["content_hash"])).first()
@@ -362,19 +367,81 @@ class CaseLibrary:
                     else:
                         case_id = row[0]
                         known += 1
-                    for run in item["diagnoses"]:
+                    for run in runs:
                         exists = connection.execute(sqlalchemy.select(diagnoses.c.id).where(
                             (diagnoses.c.case_id == case_id) & (diagnoses.c.rulebase == run["rulebase"])
                             & (diagnoses.c.engine == run["engine"]))).first()
                         if exists is None:
                             connection.execute(diagnoses.insert().values(case_id=case_id, **run))
-                    if item.get("resolution") and connection.execute(sqlalchemy.select(resolutions.c.case_id).where(
+                    if resolution and connection.execute(sqlalchemy.select(resolutions.c.case_id).where(
                             resolutions.c.case_id == case_id)).first() is None:
-                        connection.execute(resolutions.insert().values(case_id=case_id, **item["resolution"]))
-            except (ValueError, KeyError, TypeError, AttributeError, sqlalchemy.exc.SQLAlchemyError) as exc:
-                raise StoreError(f"{source}:{number}: not a case-library line ({exc}); expected a line of "
-                                 "`j6doctor cases export`") from None
+                        connection.execute(resolutions.insert().values(case_id=case_id, **resolution))
+            except sqlalchemy.exc.IntegrityError:  # another writer added the same case at the same moment
+                raise StoreError(f"{source}:{number}: another writer stored this case at the same moment; run the "
+                                 f"import again (cases already there are recognised, {added} new so far)") from None
+            except UnicodeDecodeError as exc:
+                raise StoreError(f"{source}:{number}: not UTF-8 text (byte {exc.start}: {exc.reason}); expected a "
+                                 f"line of `j6doctor cases export`; lines before it were imported "
+                                 f"({added} new, {known} known)") from None
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise StoreError(f"{source}:{number}: not a case-library line ({str(exc)[:300]}); expected a line of "
+                                 f"`j6doctor cases export`; lines before it were imported ({added} new, "
+                                 f"{known} known)") from None
         return added, known
+
+
+# What an export line's parts must hold: field -> (type, JSON content type or None).
+_CASE_FIELDS = {"title": (str, None), "case_text": ((str, type(None)), None), "facts_json": (str, list),
+                "platform": (str, None), "flow": (str, None), "signature_json": (str, list), "created_at": (str, None)}
+_RUN_FIELDS = {"rulebase": (str, None), "engine": (str, None), "tool_version": (str, None), "stage": (str, None),
+               "candidates_json": (str, list), "missing_json": (str, list), "verdict_json": (str, dict),
+               "report_md": (str, None), "first_seen": (str, None), "last_seen": (str, None), "times": (int, None)}
+_RESOLUTION_FIELDS = {"stage": (str, None), "note": (str, None), "resolved_at": (str, None)}
+_VERDICT_KEYS = ("stage", "candidates", "missing", "mistakes", "conclusion")
+
+
+def _list(value: Any, where: str) -> list:
+    if not isinstance(value, list):
+        raise ValueError(f"{where}: expected a list")
+    return value
+
+
+def _check_fields(part: Any, fields: dict[str, tuple], where: str) -> dict[str, Any]:
+    """The known fields of one part of an export line, each of its type (JSON text parsed
+    and checked); unknown keys are dropped (a newer export)."""
+    if not isinstance(part, dict):
+        raise ValueError(f"{where}: expected a mapping")
+    out = {}
+    for name, (kind, content) in fields.items():
+        value = part.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(f"{where}.{name}: expected {getattr(kind, '__name__', 'text or null')}, got {value!r:.60}")
+        if content is not None:
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                raise ValueError(f"{where}.{name}: not JSON text") from None
+            if not isinstance(parsed, content):
+                raise ValueError(f"{where}.{name}: expected JSON {content.__name__}")
+            if name in ("signature_json", "candidates_json", "missing_json") and not all(isinstance(v, str) for v in parsed):
+                raise ValueError(f"{where}.{name}: expected a list of texts")
+            if name == "verdict_json" and not all(k in parsed for k in _VERDICT_KEYS):
+                raise ValueError(f"{where}.{name}: a verdict has {', '.join(_VERDICT_KEYS)}")
+        out[name] = value
+    return out
+
+
+def _checked_case(part: Any) -> dict[str, Any]:
+    case = _check_fields(part, _CASE_FIELDS, "case")
+    for k, fact in enumerate(json.loads(case["facts_json"])):
+        if not (isinstance(fact, dict) and isinstance(fact.get("type"), str) and isinstance(fact.get("fields"), dict)
+                and isinstance(fact.get("id"), str) and isinstance(fact.get("source"), (dict, type(None)))):
+            raise ValueError(f"case.facts_json[{k}]: expected a fact {{id, type, fields, source}}")
+    return case
+
+
+def _checked_run(part: Any) -> dict[str, Any]:
+    return _check_fields(part, _RUN_FIELDS, "diagnoses[]")
 
 
 def _summary(row: dict[str, Any]) -> dict[str, Any]:

@@ -28,8 +28,11 @@ def _init(store: str, packs: tuple[str, ...], engine: str | None) -> None:
     from j6doctor.store.library import open_library
 
     os.environ["J6DOCTOR_ENGINE_PROCESS"] = "inline"  # the pool process is the engine's process
-    _WORKER["rulebase"] = _load(packs, engine)
-    _WORKER["library"] = open_library(store)
+    try:
+        _WORKER["rulebase"] = _load(packs, engine)
+        _WORKER["library"] = open_library(store, schema=None)  # the parent has migrated it
+    except Exception as exc:  # said by the first task, in the parent, as the store's problem
+        _WORKER["error"] = f"{store}: a rediagnose worker could not start: {str(exc)[:500]}"
 
 
 class NotRediagnosable(Exception):
@@ -89,6 +92,10 @@ def _changes(library, ids: list[int], rulebase) -> list[dict[str, Any]]:
 
 
 def _chunk(ids: list[int]) -> list[dict[str, Any]]:
+    if "error" in _WORKER:
+        from j6doctor.store.library import StoreError
+
+        raise StoreError(_WORKER["error"] + "; try fewer workers (--jobs 1 opens one connection)")
     return _changes(_WORKER["library"], ids, _WORKER["rulebase"])
 
 
@@ -103,7 +110,15 @@ def rediagnose(library, packs: tuple[str, ...] = (), engine: str | None = None,
         rulebase = _load(packs, engine)
         changes = [c for part in chunks for c in _changes(library, part, rulebase)]
     else:
+        from concurrent.futures.process import BrokenProcessPool
+
+        from j6doctor.store.library import StoreError
+
         library.engine.dispose()  # no pooled connection of the parent is carried into a worker
-        with ProcessPoolExecutor(jobs, initializer=_init, initargs=(library.given, packs, engine)) as pool:
-            changes = [c for part in pool.map(_chunk, chunks) for c in part]
+        try:
+            with ProcessPoolExecutor(jobs, initializer=_init, initargs=(library.given, packs, engine)) as pool:
+                changes = [c for part in pool.map(_chunk, chunks) for c in part]
+        except BrokenProcessPool:  # a worker could not start (say, no connection left on the server)
+            raise StoreError(f"{library.given}: a rediagnose worker stopped (its message is above); try fewer "
+                             "workers (--jobs 1 opens one connection)") from None
     return len(ids), changes
