@@ -221,9 +221,7 @@ def diagnose(fmt: str | None, output: Path | None, fail_on: list[str] | None = N
 
 def _store_files(library) -> list[Path]:
     """The files of a SQLite case library: never an output (-o)."""
-    if library is None or not library.sqlite:
-        return []
-    return [Path(library.url[len("sqlite:///"):])]
+    return [library.file] if library is not None and library.file is not None else []
 
 
 def _keep(diagnosis, store: str | None):

@@ -3,7 +3,7 @@ most like it (shown in its report, never used for its verdict), then record it."
 
 from __future__ import annotations
 
-from j6doctor.store.library import CaseLibrary, Recorded, content_hash, open_library, stored_facts
+from j6doctor.store.library import CaseLibrary, Recorded, RunInputs, open_library, run_inputs
 
 _OPEN: dict[str, CaseLibrary] = {}  # one open library per store and process
 
@@ -22,14 +22,17 @@ def forget_connections() -> None:
     _OPEN.clear()
 
 
-def attach_similar(diagnosis, store: CaseLibrary) -> None:
-    facts = stored_facts(f for f in diagnosis.run.facts if f.derivation is None)
-    diagnosis.similar = store.similar(diagnosis.run.facts, exclude_hash=content_hash(facts))
+def attach_similar(diagnosis, store: CaseLibrary, inputs: RunInputs | None = None) -> RunInputs:
+    """The similar past cases onto the diagnosis (for its report); the run's inputs as the
+    library keeps them, for recording it."""
+    inputs = inputs or run_inputs(diagnosis)
+    diagnosis.similar = store.similar(inputs)
+    return inputs
 
 
 def keep(diagnosis, store: CaseLibrary) -> Recorded:
     """Attach the similar past cases, then record the diagnosis with its Markdown report."""
     from j6doctor.report import render_markdown
 
-    attach_similar(diagnosis, store)
-    return store.record(diagnosis, render_markdown(diagnosis))
+    inputs = attach_similar(diagnosis, store)
+    return store.record(diagnosis, render_markdown(diagnosis), inputs)

@@ -55,6 +55,20 @@ class Recorded:
     times: int
 
 
+@dataclass(frozen=True)
+class RunInputs:
+    """What the library keeps of one run's inputs: its input facts as stored, their content
+    hash (the case's identity) and its similarity features."""
+    facts: list[dict[str, Any]]
+    digest: str
+    features: list[str]
+
+
+def run_inputs(diagnosis) -> RunInputs:
+    facts = stored_facts(f for f in diagnosis.run.facts if f.derivation is None)
+    return RunInputs(facts, content_hash(facts), similar.signature(diagnosis.run.facts))
+
+
 def stored_facts(facts: Iterable[Any]) -> list[dict[str, Any]]:
     """The input facts of a run as the store keeps them (engine Fact → plain data)."""
     return [{"id": f.id, "type": f.type, "fields": dict(f.fields),
@@ -77,8 +91,10 @@ class CaseLibrary:
         self.given = given
         self.url = store_url(given)
         self.sqlite = self.url.startswith("sqlite")
-        if self.sqlite:
-            folder = Path(self.url[len("sqlite:///"):]).parent
+        # the SQLite file (never an output of the run), None for a database server
+        self.file = Path(self.url[len("sqlite:///"):]) if self.sqlite else None
+        if self.file is not None:
+            folder = self.file.parent
             if not folder.is_dir():
                 raise StoreError(f"{given}: the folder {folder} does not exist; create it or give another --store path")
         connect_args = {"timeout": 60} if self.sqlite else {}
@@ -102,7 +118,7 @@ class CaseLibrary:
         if self.sqlite:
             import fcntl
 
-            with open(self.url[len("sqlite:///"):] + ".lock", "a+") as handle:
+            with open(f"{self.file}.lock", "a+") as handle:
                 fcntl.flock(handle, fcntl.LOCK_EX)
                 try:
                     with self.engine.begin() as connection:
@@ -137,16 +153,16 @@ class CaseLibrary:
             return connection.execute(sqlalchemy.text("SELECT version_num FROM alembic_version")).scalar()
 
     # ------------------------------------------------------------------ writing
-    def record(self, diagnosis, report_md: str) -> Recorded:
+    def record(self, diagnosis, report_md: str, inputs: RunInputs | None = None) -> Recorded:
         """Keep one diagnosis: its case (once per distinct input), the verdict and report under
-        this rule base (once per rule base and engine, counted)."""
+        this rule base (once per rule base and engine, counted). `inputs`: run_inputs(diagnosis)
+        when the caller has it already."""
         import sqlalchemy
 
-        facts = stored_facts(f for f in diagnosis.run.facts if f.derivation is None)
-        digest = content_hash(facts)
+        inputs = inputs or run_inputs(diagnosis)
+        facts, digest, features = inputs.facts, inputs.digest, inputs.features
         verdict = diagnosis.verdict_json
         case_text = diagnosis.case.text if diagnosis.case is not None else None  # as diagnosed, stdin too
-        features = similar.signature(diagnosis.run.facts)
         platform, flow = similar.feature_value(features, "family"), similar.feature_value(features, "flow")
         now = _now()
         rulebase, engine = verdict["rulebase"]["fingerprint"], verdict["rulebase"]["engine"]
@@ -259,10 +275,10 @@ class CaseLibrary:
             return connection.execute(sqlalchemy.select(diagnoses.c.report_md).where(diagnoses.c.case_id == case_id)
                                       .order_by(diagnoses.c.id.desc()).limit(1)).scalar()
 
-    def similar(self, run_facts: Iterable[Any], exclude_hash: str = "", limit: int = 3) -> list[dict[str, Any]]:
+    def similar(self, inputs: RunInputs, limit: int = 3) -> list[dict[str, Any]]:
         """The stored cases closest to a run by their features (similar.py; at least
-        MIN_SIMILARITY), the run's own case (`exclude_hash`) left out."""
-        mine = similar.signature(run_facts)
+        MIN_SIMILARITY), the run's own case left out."""
+        mine, exclude_hash = inputs.features, inputs.digest
         with self.engine.connect() as connection:
             found = [dict(r._mapping) for r in connection.execute(self._latest())]
         scored = []
@@ -354,7 +370,8 @@ class CaseLibrary:
                 if not isinstance(item, dict) or item.get("format") != EXPORT_FORMAT:
                     raise ValueError(f"format is {item.get('format') if isinstance(item, dict) else None!r}, "
                                      f"expected {EXPORT_FORMAT!r}")
-                case, runs = _checked_case(item["case"]), [_checked_run(r) for r in _list(item["diagnoses"], "diagnoses")]
+                case = _check_fields(item["case"], _CASE_FIELDS, "case")
+                runs = [_check_fields(r, _RUN_FIELDS, "diagnoses[]") for r in _list(item["diagnoses"], "diagnoses")]
                 resolution = (_check_fields(item["resolution"], _RESOLUTION_FIELDS, "resolution")
                               if item.get("resolution") is not None else None)
                 case["content_hash"] = content_hash(json.loads(case["facts_json"]))  # the identity is the facts
@@ -390,14 +407,34 @@ class CaseLibrary:
         return added, known
 
 
-# What an export line's parts must hold: field -> (type, JSON content type or None).
-_CASE_FIELDS = {"title": (str, None), "case_text": ((str, type(None)), None), "facts_json": (str, list),
-                "platform": (str, None), "flow": (str, None), "signature_json": (str, list), "created_at": (str, None)}
+def _texts(parsed: Any) -> str | None:
+    ok = isinstance(parsed, list) and all(isinstance(v, str) for v in parsed)
+    return None if ok else "expected a JSON list of texts"
+
+
+def _verdict(parsed: Any) -> str | None:
+    ok = isinstance(parsed, dict) and all(k in parsed for k in _VERDICT_KEYS)
+    return None if ok else f"a verdict has {', '.join(_VERDICT_KEYS)}"
+
+
+def _stored_facts(parsed: Any) -> str | None:
+    if not isinstance(parsed, list):
+        return "expected a JSON list of facts"
+    for k, fact in enumerate(parsed):
+        if not (isinstance(fact, dict) and isinstance(fact.get("type"), str) and isinstance(fact.get("fields"), dict)
+                and isinstance(fact.get("id"), str) and isinstance(fact.get("source"), (dict, type(None)))):
+            return f"[{k}]: expected a fact {{id, type, fields, source}}"
+    return None
+
+
+# What an export line's parts must hold: field -> (type, check of its JSON content or None).
+_VERDICT_KEYS = ("stage", "candidates", "missing", "mistakes", "conclusion")
+_CASE_FIELDS = {"title": (str, None), "case_text": ((str, type(None)), None), "facts_json": (str, _stored_facts),
+                "platform": (str, None), "flow": (str, None), "signature_json": (str, _texts), "created_at": (str, None)}
 _RUN_FIELDS = {"rulebase": (str, None), "engine": (str, None), "tool_version": (str, None), "stage": (str, None),
-               "candidates_json": (str, list), "missing_json": (str, list), "verdict_json": (str, dict),
+               "candidates_json": (str, _texts), "missing_json": (str, _texts), "verdict_json": (str, _verdict),
                "report_md": (str, None), "first_seen": (str, None), "last_seen": (str, None), "times": (int, None)}
 _RESOLUTION_FIELDS = {"stage": (str, None), "note": (str, None), "resolved_at": (str, None)}
-_VERDICT_KEYS = ("stage", "candidates", "missing", "mistakes", "conclusion")
 
 
 def _list(value: Any, where: str) -> list:
@@ -421,27 +458,11 @@ def _check_fields(part: Any, fields: dict[str, tuple], where: str) -> dict[str, 
                 parsed = json.loads(value)
             except ValueError:
                 raise ValueError(f"{where}.{name}: not JSON text") from None
-            if not isinstance(parsed, content):
-                raise ValueError(f"{where}.{name}: expected JSON {content.__name__}")
-            if name in ("signature_json", "candidates_json", "missing_json") and not all(isinstance(v, str) for v in parsed):
-                raise ValueError(f"{where}.{name}: expected a list of texts")
-            if name == "verdict_json" and not all(k in parsed for k in _VERDICT_KEYS):
-                raise ValueError(f"{where}.{name}: a verdict has {', '.join(_VERDICT_KEYS)}")
+            problem = content(parsed)
+            if problem is not None:
+                raise ValueError(f"{where}.{name}{'' if problem.startswith('[') else ': '}{problem}")
         out[name] = value
     return out
-
-
-def _checked_case(part: Any) -> dict[str, Any]:
-    case = _check_fields(part, _CASE_FIELDS, "case")
-    for k, fact in enumerate(json.loads(case["facts_json"])):
-        if not (isinstance(fact, dict) and isinstance(fact.get("type"), str) and isinstance(fact.get("fields"), dict)
-                and isinstance(fact.get("id"), str) and isinstance(fact.get("source"), (dict, type(None)))):
-            raise ValueError(f"case.facts_json[{k}]: expected a fact {{id, type, fields, source}}")
-    return case
-
-
-def _checked_run(part: Any) -> dict[str, Any]:
-    return _check_fields(part, _RUN_FIELDS, "diagnoses[]")
 
 
 def _summary(row: dict[str, Any]) -> dict[str, Any]:
@@ -469,5 +490,5 @@ def open_library(given: str | os.PathLike, schema: str = HEAD) -> CaseLibrary:
     return CaseLibrary(str(given), schema)
 
 
-__all__ = ["CaseLibrary", "HEAD", "Recorded", "StoreError", "content_hash", "metadata", "open_library",
-           "store_url", "stored_facts"]
+__all__ = ["CaseLibrary", "HEAD", "Recorded", "RunInputs", "StoreError", "content_hash", "metadata", "open_library",
+           "run_inputs", "store_url", "stored_facts"]

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
+
+from j6doctor.engine import EngineRunError, Fact, Source, VocabularyError
+from j6doctor.store.library import StoreError, open_library
+from j6doctor.verdict import build_verdict
 
 COMPARED = ("stage", "candidates", "missing", "mistakes")
 CHUNK = 200  # cases per task: enough to amortise the hand-over, small enough to spread
@@ -25,8 +30,6 @@ def _load(packs: tuple[str, ...], engine: str | None):
 
 
 def _init(store: str, packs: tuple[str, ...], engine: str | None) -> None:
-    from j6doctor.store.library import open_library
-
     os.environ["J6DOCTOR_ENGINE_PROCESS"] = "inline"  # the pool process is the engine's process
     try:
         _WORKER["rulebase"] = _load(packs, engine)
@@ -42,8 +45,6 @@ class NotRediagnosable(Exception):
 def _facts(stored: list[dict[str, Any]], vocab):
     """The stored input facts as engine facts, checked against the rule base's vocabulary and
     completed with the defaults of fields added since they were stored."""
-    from j6doctor.engine import Fact, Source, VocabularyError
-
     out = []
     for f in stored:
         try:
@@ -70,10 +71,6 @@ def _view(verdict) -> dict[str, Any]:
 
 def rediagnose_one(case: dict[str, Any], rulebase) -> dict[str, Any] | None:
     """The change for one stored case, or None when its verdict stays as stored."""
-    from j6doctor.verdict import build_verdict
-
-    from j6doctor.engine import EngineRunError
-
     old = _stored_view(case["verdict"])
     try:
         result = rulebase.run(_facts(case["facts"], rulebase.vocab))
@@ -93,8 +90,6 @@ def _changes(library, ids: list[int], rulebase) -> list[dict[str, Any]]:
 
 def _chunk(ids: list[int]) -> list[dict[str, Any]]:
     if "error" in _WORKER:
-        from j6doctor.store.library import StoreError
-
         raise StoreError(_WORKER["error"] + "; try fewer workers (--jobs 1 opens one connection)")
     return _changes(_WORKER["library"], ids, _WORKER["rulebase"])
 
@@ -110,10 +105,6 @@ def rediagnose(library, packs: tuple[str, ...] = (), engine: str | None = None,
         rulebase = _load(packs, engine)
         changes = [c for part in chunks for c in _changes(library, part, rulebase)]
     else:
-        from concurrent.futures.process import BrokenProcessPool
-
-        from j6doctor.store.library import StoreError
-
         library.engine.dispose()  # no pooled connection of the parent is carried into a worker
         try:
             with ProcessPoolExecutor(jobs, initializer=_init, initargs=(library.given, packs, engine)) as pool:
