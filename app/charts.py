@@ -36,25 +36,26 @@ def _thin_positions(count: int, keep: set[int]) -> list[int]:
     return sorted({int(i * step) for i in range(MAX_POINTS)} | keep)
 
 
-def series_of(reading) -> dict[str, Any]:
+def series_of(reading, origins: dict[str, int] | None = None) -> dict[str, Any]:
     """The chart series of a probe's reading (probes/probe_output.Reading): a compare table
     and its summary, a per-node cosine list (tool, [(name, cosine)], index of the first
-    fall), or a sensitivity table and its summary."""
+    fall), or a sensitivity table and its summary. `origins` gives the error-origin row the
+    rules found in each compare table, by the table's path."""
     if reading.kind == "compare":
-        return compare_series(reading.path, *reading.data)
+        table, summary = reading.data
+        return compare_series(reading.path, table, summary, (origins or {}).get(reading.path))
     if reading.kind == "sensitivity":
         return sensitivity_series(reading.path, *reading.data)
     tool, nodes, origin = reading.data
     return cosine_series(reading.path, tool, [(i, name, cosine) for i, (name, cosine) in enumerate(nodes)], origin)
 
 
-def compare_series(display: str, table, summary) -> dict[str, Any]:
+def compare_series(display: str, table, summary, origin: int | None = None) -> dict[str, Any]:
     """The metric rows of a compare table (probes.compare_per_layer.CompareTable, by column),
-    as data for two line panels."""
+    as data for two line panels, the error origin (a row index) marked."""
     import numpy as np
 
     metric = np.flatnonzero(table.has_metrics)
-    origin = summary.origin.row.index if summary.origin else None
     worst = summary.worst.index if summary.worst else None
     keep = set()
     for index in (origin, worst):
@@ -71,7 +72,7 @@ def compare_series(display: str, table, summary) -> dict[str, Any]:
         "points": list(zip(rows, [names[i] for i in rows], _cells(table, "cosine", rows),
                            _cells(table, "atol", rows))),
         "origin": origin,
-        "origin_name": summary.origin.row.mod_name if summary.origin else "",
+        "origin_name": names[origin] if origin is not None else "",
     }
 
 

@@ -1,8 +1,10 @@
 # PYTHON_ARGCOMPLETE_OK  (argcomplete looks for this marker: j6doctor completes its commands)
 """Command line: `j6doctor diagnose CASE [--format md|json|html] [-o FILE]` and friends.
 
-Exit codes (public contract): 0 a verdict was produced (暂不能判断 included), 2 a usage
-error or invalid input (message on stderr), 1 an internal error.
+Exit codes (public contract, app/exit_codes.py and the README's "Exit status"): 0 a verdict
+was produced (暂不能判断 included), 1 an internal error (the message asks for a report), 2 a
+usage error or invalid input (the message names the file, line or key and what to do), 3
+--fail-on matched, 4 `cases rediagnose` found changes, 130 Ctrl-C.
 
 Built on argparse (standard library): `j6doctor --help` costs little more than starting
 Python, and each command imports only what it uses.
@@ -64,7 +66,8 @@ def _write(text: str, output: Path | None, protected: list[Path]) -> None:
     try:
         write_atomic(output, text)
     except OSError as exc:
-        _fail(f"{output}: cannot write: {exc.strerror or exc}", EXIT_INPUT)
+        _fail(f"{output}: cannot write: {exc.strerror or exc}; give -o a file in an existing, writable folder",
+              EXIT_INPUT)
 
 
 def _check_output_path(output: Path, protected: list[Path]) -> None:
@@ -86,13 +89,21 @@ def _rulebase(rule_packs: tuple[Path, ...], engine: str | None = None):
     for pack in rule_packs:
         if not pack.is_dir():
             _fail(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml files"
-                                 if pack.exists() else "no such rule pack folder"), EXIT_INPUT)
+                                 if pack.exists() else "no such rule pack folder; --rules takes a folder of "
+                                 "*.yaml rule files"), EXIT_INPUT)
     try:
         return load_rulebase(rule_packs, engine)
     except EngineUnavailableError as exc:
         _fail(str(exc), EXIT_INPUT)
     except RuleBaseErrors as exc:
-        _fail(f"the rule base is invalid:\n{exc}", EXIT_INPUT if rule_packs else EXIT_INTERNAL)
+        if rule_packs:
+            _fail(f"the rule base is invalid:\n{exc}", EXIT_INPUT)
+        _fail(f"the rule base is invalid:\n{exc}\n{_BUNDLED_BROKEN}", EXIT_INTERNAL)
+
+
+# the bundled rules fail to load: not the user's input
+_BUNDLED_BROKEN = "(the bundled rules are broken: a defect of j6doctor; please report it with this message)"
+_REPORT_IT = "(a defect of j6doctor: please report it with this message and the case)"
 
 
 def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, tolerance: float | None,
@@ -163,11 +174,11 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
     except InputError as exc:
         _fail(exc.render(), EXIT_INPUT)
     except RuleBaseErrors as exc:
-        _fail(f"the rule base is invalid:\n{exc}", EXIT_INTERNAL)
+        _fail(f"the rule base is invalid:\n{exc}\n{_REPORT_IT}", EXIT_INTERNAL)
     except EngineLimitError as exc:  # the inputs or the packs are beyond what the engine can run
         _fail(str(exc), EXIT_INPUT)
     except EngineError as exc:
-        _fail(str(exc), EXIT_INTERNAL)
+        _fail(f"{exc}\n{_REPORT_IT}", EXIT_INTERNAL)
     finally:
         progress.done()
     inputs = ([case] if case and str(case) != "-" else []) + list(diagnosis.read_paths) + [Path(s) for s in config_files]
@@ -265,7 +276,7 @@ def inspect(paths: list[Path], fmt: str, output: Path | None) -> None:
 
     missing = [p for p in paths if not p.exists()]
     if missing:
-        _fail(f"{missing[0]}: no such file or folder", EXIT_INPUT)
+        _fail(f"{missing[0]}: no such file or folder; inspect takes artifact files or folders", EXIT_INPUT)
     data = inspect_paths(list(paths), Path.cwd())
     text = render_inspect_json(data) if fmt == "json" else render_inspect_markdown(data)
     _write(text, output, list(paths) + [Path.cwd() / f["path"] for f in data["files"]])
@@ -277,6 +288,8 @@ def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None,
 
     if case.suffix.lower() not in (".yaml", ".yml", ".json"):
         _fail(f"{case}: a case file ends in .yaml, .yml or .json", EXIT_INPUT)
+    if not case.exists() and not case.parent.is_dir():  # said before the questions, not after the answers
+        _fail(f"{case}: the folder {case.parent} does not exist; create it or give another CASE path", EXIT_INPUT)
     stdin = getattr(sys.stdin, "buffer", None)
     encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
     if encoding.lower().replace("_", "-") in ("ascii", "ansi-x3.4-1968", "us-ascii"):
@@ -304,7 +317,10 @@ def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None,
 
     if store:
         _library(store)  # an unusable store is said before the first question, not after the answers
-    diagnosis = ask_session(case, diagnose_case, answer, say)
+    try:
+        diagnosis = ask_session(case, diagnose_case, answer, say)
+    except OSError as exc:  # the answers cannot be written into CASE
+        _fail(f"{case}: cannot write: {exc.strerror or exc}; give a CASE path in a writable folder", EXIT_INPUT)
     say("")
     library = _keep(diagnosis, store)  # the case as completed by the answers
     _write(_render(diagnosis, _format(fmt)), output, inputs + _store_files(library))
@@ -315,7 +331,7 @@ def _rule_dirs(dirs: list[Path]):
 
     for folder in dirs:
         if not folder.exists():
-            _fail(f"{folder}: no such rule folder or file", EXIT_INPUT)
+            _fail(f"{folder}: no such rule folder or file; give a rule pack folder (or a rule file)", EXIT_INPUT)
     return [BUNDLED_RULES_DIR, *dirs], {BUNDLED_RULES_DIR: "rules"}
 
 
@@ -426,7 +442,7 @@ def rules_new(pack: Path, rule_id: str, title: str | None) -> None:
     except ValueError as exc:
         _fail(str(exc), EXIT_INPUT)
     except OSError as exc:
-        _fail(f"{pack}: cannot write: {exc.strerror or exc}", EXIT_INPUT)
+        _fail(f"{pack}: cannot write: {exc.strerror or exc}; give a writable rule pack folder", EXIT_INPUT)
     _echo(f"wrote {path}: its example does not fire the rule yet, so `j6doctor rules test {pack}` fails\n"
           f"until the conditions and the example case are written (see docs/AUTHORING.md)")
 
@@ -993,7 +1009,8 @@ def cases_export(store: str | None, output: Path | None) -> None:
                 text.flush()
                 text.detach()  # the binary stream is closed by writing_atomic
         except OSError as exc:
-            _fail(f"{output}: cannot write: {exc.strerror or exc}", EXIT_INPUT)
+            _fail(f"{output}: cannot write: {exc.strerror or exc}; give -o a file in an existing, writable folder",
+                  EXIT_INPUT)
     _say(f"j6doctor: 导出 {count} 个案例")
 
 
@@ -1003,7 +1020,8 @@ def cases_import(store: str | None, file: Path) -> None:
         with open(file, "rb") as lines:  # decoded line by line: an error names its line
             added, known = _store_call(library.import_jsonl, lines, str(file))
     except OSError as exc:
-        _fail(f"{file}: cannot read: {exc.strerror or exc}", EXIT_INPUT)
+        _fail(f"{file}: cannot read: {exc.strerror or exc}; expected a JSON Lines file of `j6doctor cases export`",
+              EXIT_INPUT)
     _say(f"j6doctor: 导入 {added} 个新案例，{known} 个已在案例库中")
 
 
@@ -1067,5 +1085,5 @@ def main(argv: list[str] | None = None, *, exit_fast: bool = True) -> None:
 
             traceback.print_exc()
         _echo(f"j6doctor: internal error: {type(exc).__name__}: {exc} "
-              "(set J6DOCTOR_DEBUG=1 for a traceback)", err=True)
+              "(a defect of j6doctor: set J6DOCTOR_DEBUG=1 for a traceback and please report it)", err=True)
         sys.exit(EXIT_INTERNAL)

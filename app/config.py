@@ -54,7 +54,7 @@ def _read(path: Path, table: tuple[str, ...]) -> dict[str, Any] | None:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+        raise InputError(str(path), f"cannot read: {exc.strerror}; expected a readable TOML file") from None
     if table and not _may_hold_table(raw, table):
         # a pyproject.toml that cannot hold the table is not parsed (most projects': parsing
         # costs a cold start a tenth of its time, and its TOML errors are not ours)
@@ -65,14 +65,46 @@ def _read(path: Path, table: tuple[str, ...]) -> dict[str, Any] | None:
     except UnicodeDecodeError:
         raise InputError(str(path), "not UTF-8 text; expected a TOML file") from None
     except toml.TOMLDecodeError as exc:
-        raise InputError(str(path), f"not valid TOML: {exc}") from None
+        raise InputError(str(path), *_toml_problem(str(exc))) from None
     for key in table:
         data = data.get(key) if isinstance(data, dict) else None
         if data is None:
             return None
     if not isinstance(data, dict):
-        raise InputError(str(path), f"[{'.'.join(table)}] must be a table")
+        raise InputError(str(path), f"[{'.'.join(table)}] must be a table", _line_of(raw, table[-1]))
     return data
+
+
+def _setting_line(path: Path, key: str, table: tuple[str, ...]) -> int | None:
+    try:
+        return _line_of(path.read_bytes(), key, table)
+    except OSError:
+        return None
+
+
+def _toml_problem(text: str) -> tuple[str, int | None]:
+    """tomllib's `Invalid value (at line 3, column 10)` as a message and its line."""
+    import re
+
+    found = re.search(r"\s*\(at line (\d+), column (\d+)\)$", text)
+    if found is None:
+        return f"not valid TOML: {text}; expected key = value lines, e.g. engine = \"clips\"", None
+    return (f"not valid TOML: {text[:found.start()]} (column {found.group(2)}); expected key = value lines, "
+            f"e.g. engine = \"clips\"", int(found.group(1)))
+
+
+def _line_of(raw: bytes, key: str, table: tuple[str, ...] = ()) -> int | None:
+    """The line that sets `key` (after the `[table]` header, when there is one), for a message;
+    None when it is written in a way this simple search does not find (an inline table)."""
+    import re
+
+    lines = raw.decode("utf-8", "replace").splitlines()
+    start = 0
+    if table:
+        header = re.compile(r"^\s*\[\s*" + r"\s*\.\s*".join(rf"[\"']?{re.escape(t)}[\"']?" for t in table) + r"\s*\]")
+        start = next((i + 1 for i, line in enumerate(lines) if header.match(line)), 0)
+    setting = re.compile(rf"^\s*(\[\s*)?[\"']?{re.escape(key)}[\"']?\s*[=.\]]")  # key = ..., key.x = ..., [key]
+    return next((i + 1 for i, line in enumerate(lines[start:], start) if setting.match(line)), None)
 
 
 def _may_hold_table(raw: bytes, table: tuple[str, ...]) -> bool:
@@ -126,7 +158,10 @@ def load_config(start: Path | None, environ: dict[str, str] | None = None) -> Co
     for path, table in found:
         data = _read(path, table) or {}
         for key, value in data.items():
-            values[key] = _value(path, key, value)
+            try:
+                values[key] = _value(path, key, value)
+            except InputError as exc:  # placed on the line that sets the key
+                raise InputError(exc.file, exc.message, _setting_line(path, str(key), table)) from None
         sources.append(str(path))
     return Config(**values, sources=tuple(sources))
 

@@ -120,13 +120,15 @@ def render_html(diagnosis: Diagnosis) -> str:
 
     data = explain_data(diagnosis)
     context = report_context(diagnosis)
+    # The rules judge which row of a compare table is the error origin (rules/54).
+    origins = {f.fields["path"]: f.fields["row"] for f in diagnosis.run.facts if f.type == "compare_origin"}
     trees = data["conclusions"] + data["mistakes"]
     context.update({
         "version": __version__,
         "trees": trees,
         "fired_rules": [{"id": r.id, "title": r.title, "file": r.file, "line": r.line}
                         for r in diagnosis.rulebase.rules if r.id in diagnosis.run.fired_rules()],
-        "compare_charts": [layout_compare(series_of(r)) for r in diagnosis.readings if r.kind in ("compare", "cosines")],
+        "compare_charts": [layout_compare(series_of(r, origins)) for r in diagnosis.readings if r.kind in ("compare", "cosines")],
         "sensitivity_charts": [layout_sensitivity(series_of(r)) for r in diagnosis.readings if r.kind == "sensitivity"],
     })
     return report_environment().get_template("report.html.j2").render(**context)

@@ -297,7 +297,8 @@ def expand(paths: Iterable[Path], exclude: Path | None = None, max_files: int = 
             elif exists or given.suffix.lower() in CASE_SUFFIXES:
                 found = [Item("case", given, shown, name=given.name)]  # read_case names what is wrong with it
             else:
-                found = [Item("case", given, shown, f"{shown}: no such file or folder", given.name)]
+                found = [Item("case", given, shown, f"{shown}: no such file or folder; give a case file "
+                                                   "(.yaml, .yml, .json) or a folder of cases", given.name)]
         for item in found:
             key = (item.kind, os.path.realpath(item.path))
             if key in seen:
@@ -484,7 +485,8 @@ def _write_reports(diagnosis, stem: str, settings: Settings, row: dict[str, Any]
         try:
             write_atomic(target, renderers[fmt](diagnosis))
         except OSError as exc:
-            raise _ItemError("input_error", f"{target.as_posix()}: cannot write: {exc.strerror or exc}") from None
+            raise _ItemError("input_error", f"{target.as_posix()}: cannot write: {exc.strerror or exc}; "
+                                            "give a writable --out folder") from None
         row["reports"][fmt] = name
 
 
@@ -518,7 +520,8 @@ def run_item(index: int, item: Item, stem: str | None, settings: Settings | None
 
             traceback.print_exc()
         row.update({"status": "internal_error",
-                    "error": f"internal error: {type(exc).__name__}: {exc} (set J6DOCTOR_DEBUG=1 for a traceback)"})
+                    "error": f"internal error: {type(exc).__name__}: {exc} (a defect of j6doctor: set "
+                             "J6DOCTOR_DEBUG=1 for a traceback and please report it)"})
     return row
 
 
@@ -645,7 +648,7 @@ def _prepare_out(out: Path, protected: list[Path], stems: list[str], formats: tu
             return f"{out.as_posix()}: not a folder; --out takes a folder"
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        return f"{out.as_posix()}: cannot create the folder: {exc.strerror or exc}"
+        return f"{out.as_posix()}: cannot create the folder: {exc.strerror or exc}; give a writable --out folder"
     for name in SUMMARY_FILES:
         if (out / name).exists() and is_protected(out / name, protected):
             return f"{(out / name).as_posix()}: refusing to overwrite a file given as input; choose another --out"
@@ -698,7 +701,8 @@ def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = N
     for pack in rule_packs:
         if not Path(pack).is_dir():
             return fail(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml files"
-                                       if Path(pack).exists() else "no such rule pack folder"))
+                                       if Path(pack).exists() else "no such rule pack folder; --rules takes a "
+                                       "folder of *.yaml rule files"))
     from j6doctor.diagnose import load_rulebase
     from j6doctor.engine import EngineUnavailableError, RuleBaseErrors
 
@@ -708,7 +712,10 @@ def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = N
     except EngineUnavailableError as exc:
         return fail(str(exc))
     except RuleBaseErrors as exc:
-        return fail(f"the rule base is invalid:\n{exc}", EXIT_INPUT if rule_packs else EXIT_INTERNAL)
+        if rule_packs:
+            return fail(f"the rule base is invalid:\n{exc}")
+        return fail(f"the rule base is invalid:\n{exc}\n(the bundled rules are broken: a defect of j6doctor; "
+                    "please report it with this message)", EXIT_INTERNAL)
     if out is not None and out.exists() and not out.is_dir():
         return fail(f"{out.as_posix()}: not a folder; --out takes a folder")
     if out is not None and out.is_dir():
@@ -1005,5 +1012,5 @@ def write_summaries(out: Path, rows: list[dict[str, Any]], expansion: Expansion,
         try:
             write_atomic(out / name, text)
         except OSError as exc:
-            return f"{(out / name).as_posix()}: cannot write: {exc.strerror or exc}"
+            return f"{(out / name).as_posix()}: cannot write: {exc.strerror or exc}; give a writable --out folder"
     return None

@@ -58,7 +58,12 @@ def resolve(requested: str | None = None) -> str:
     durable-rules where it loads, else CLIPS."""
     name = (requested or os.environ.get("J6DOCTOR_ENGINE") or "").strip().lower()
     if name:
-        load_backend(name)  # raises with the reason when it cannot run here
+        try:
+            load_backend(name)  # raises with the reason when it cannot run here
+        except EngineUnavailableError as exc:
+            if requested:
+                raise
+            raise EngineUnavailableError(f"J6DOCTOR_ENGINE={name}: {exc}") from None
         return name
     for candidate in ENGINES:
         if available(candidate):

@@ -420,7 +420,7 @@ def _kind(spec: FieldSpec) -> str:
 
 def _rule_file_message(err: "jsonschema.ValidationError") -> str | None:
     """What only a rule file's schema needs said; None: the shared translation says it."""
-    if err.validator == "oneOf" and isinstance(err.instance, dict) and "then" in err.instance:
+    if err.validator == "oneOf" and isinstance(err.instance, dict) and ("then" in err.instance or "id" in err.instance):
         if "when" in err.instance and "match" in err.instance:
             return "a rule has either `when:` (conditions on facts) or `match:` (a text rule), not both"
         return "a rule needs `when:` (conditions on facts) or `match:` (a text rule that reads free text)"
@@ -474,7 +474,8 @@ def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None,
         raise RuleBaseErrors([RuleBaseError(f"not UTF-8 text (byte {exc.start}); expected a YAML rule file",
                                             file=name, line=raw.count(b"\n", 0, exc.start) + 1)]) from None
     except OSError as exc:
-        raise RuleBaseErrors([RuleBaseError(f"cannot read: {exc.strerror}", file=name)]) from None
+        raise RuleBaseErrors([RuleBaseError(f"cannot read: {exc.strerror}; expected a readable YAML rule file",
+                                            file=name)]) from None
     try:
         doc = load_yaml(text)
     except YamlInputError as exc:
@@ -482,7 +483,8 @@ def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None,
     checker = _FileChecker(name, doc, vocab, str(path.resolve().parent), known_tables)
     rule_file = checker.build()
     if checker.errors or rule_file is None:
-        raise RuleBaseErrors(checker.errors or [RuleBaseError("empty rule file", file=name)])
+        raise RuleBaseErrors(checker.errors or [RuleBaseError("empty rule file; expected a mapping with a `rules:` list",
+                                                              file=name)])
     return rule_file
 
 
@@ -537,7 +539,8 @@ def load_rule_dirs(directories: list[Path], vocab: Vocabulary,
     for directory in directories:
         files = rule_files_in(directory) if directory.is_dir() else [directory]
         if directory.is_dir() and not files and not (directory / PACK_VOCABULARY).is_file():
-            errors.append(RuleBaseError("no *.yaml rule files in this folder", file=str(directory)))
+            errors.append(RuleBaseError("no *.yaml rule files in this folder; give the folder that holds the "
+                                        "pack's rule files", file=str(directory)))
         seen_here: dict[str, Rule] = {}
         for path in files:
             shown = (display_root or {}).get(directory)

@@ -75,7 +75,7 @@ def _check_and_collect(node: yaml.Node, path: Path, lines: dict[Path, int], seen
             key = key_node.value
             line = key_node.start_mark.line + 1
             if key in first and key_node.tag == "tag:yaml.org,2002:str":
-                raise YamlInputError(f"duplicate key {key!r} (first at line {first[key]})", line)
+                raise YamlInputError(f"duplicate key {key!r} (first at line {first[key]}); keep one of them", line)
             first.setdefault(key, line)
             child = path + (key,)
             lines[child] = line
@@ -99,6 +99,14 @@ def exponent_number(value: Any) -> Any:
     return value
 
 
+# what to do about the YAML mistakes people make most
+_YAML_HINTS = {"found character '\\t' that cannot start any token": " (indent with spaces, not tabs)",
+               "found character that cannot start any token":  # LibYAML's wording
+                   " (indent with spaces, not tabs; quote a value that starts with @ or `)",
+               "mapping values are not allowed here": " (quote a value that holds ': ')",
+               "mapping values are not allowed in this context": " (quote a value that holds ': ')"}
+
+
 def load_yaml(text: str) -> LocatedDocument:
     """Parse one YAML document safely; raise YamlInputError with a line on failure.
 
@@ -120,7 +128,7 @@ def load_yaml(text: str) -> LocatedDocument:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "malformed YAML"
-        raise YamlInputError(f"not valid YAML: {problem}", line) from None
+        raise YamlInputError(f"not valid YAML: {problem}{_YAML_HINTS.get(problem, '')}", line) from None
     except yaml.reader.ReaderError as exc:  # a control character: no mark, but a position
         # LibYAML counts the position in UTF-8 bytes, the pure-Python reader in characters.
         head = (text.encode("utf-8", "surrogatepass")[:exc.position].decode("utf-8", "replace")
@@ -139,4 +147,5 @@ def load_yaml(text: str) -> LocatedDocument:
 def _check_constructed_keys(data: dict, node: yaml.MappingNode) -> None:
     """Keys that differ as text but not as values (`1` and `1.0`, `true` and `yes`) collide."""
     if len(data) != len(node.value):
-        raise YamlInputError("duplicate key (two keys with the same value)", node.start_mark.line + 1)
+        raise YamlInputError("duplicate key (two keys with the same value); keep one of them",
+                             node.start_mark.line + 1)

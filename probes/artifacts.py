@@ -350,7 +350,7 @@ def require_folder(path: Path) -> Path:
     except OSError as exc:  # e.g. a name longer than the file system allows
         raise InputError(str(path), f"cannot read: {exc.strerror}; expected a folder") from None
     if not exists:
-        raise InputError(str(path), "no such folder")
+        raise InputError(str(path), "no such folder; --workdir takes a folder of artifacts")
     if not is_dir:
-        raise InputError(str(path), "is not a folder")
+        raise InputError(str(path), "is not a folder; --workdir takes a folder of artifacts")
     return path

@@ -321,12 +321,19 @@ def _parse(text: str, suffix: str, display: str) -> LocatedDocument:
             out = {}
             for k, v in pairs:
                 if k in out:
-                    raise InputError(display, f"duplicate key {k!r}")
+                    raise InputError(display, f"duplicate key {k!r}; keep one of them")
                 out[k] = v
             return out
         try:
             data = json.loads(text, object_pairs_hook=no_duplicates,
                               parse_constant=lambda c: _reject_constant(display, c))
+        except InputError as exc:  # a duplicate key: the YAML reader knows its line
+            try:
+                load_yaml(text)
+            except YamlInputError as found:
+                if found.message.startswith("duplicate key"):
+                    raise InputError(display, found.message, found.line) from None
+            raise exc from None
         except json.JSONDecodeError as exc:
             raise InputError(display, f"not valid JSON: {exc.msg}", exc.lineno) from None
         except RecursionError:
@@ -349,7 +356,8 @@ def _parse(text: str, suffix: str, display: str) -> LocatedDocument:
 
 
 def _reject_constant(display: str, name: str):
-    raise InputError(display, f"{name} is not a valid number in a case file")
+    raise InputError(display, f"{name} is not a valid number in a case file; write a finite number or leave "
+                              "the key out")
 
 
 # ---------------------------------------------------------------------------- normalisation

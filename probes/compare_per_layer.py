@@ -1,5 +1,6 @@
 """compare_per_layer_out.csv / .txt (docs/file_formats.md §2, §3) → CompareTable, and
-the per-layer error-origin summary of docs/file_formats.md §13.
+the per-layer summary of docs/file_formats.md §13 (where the table leaves the healthy
+state, and by how much; rules/54_measure_classes.yaml judges which step is the origin).
 
 Reads every known layout: vB (16 columns), the older wide23 and the v3.3 guess (`dtype`,
 upper-case metric names, `advice`). Knows the format and nothing about rules. Any bad input
@@ -7,7 +8,7 @@ raises InputError naming the file, the line and what was expected.
 
 Columnar: a table is held as one array per column, its numbers parsed by pandas' C reader
 (each the value Python's float() gives its text), and the summary is computed over the
-arrays; a CompareRow object is made only for a row that is asked for (the origin, the worst
+arrays; a CompareRow object is made only for a row that is asked for (a break, the worst
 row, a row a sensitivity op joins to), or for all of them by `CompareTable.rows`. The fast
 reading checks what it relies on (every row's field count, the psql row layout, plain
 numbers) and leaves anything else to the exact reading, the row-by-row one, which also
@@ -51,9 +52,8 @@ np = _LazyModule("numpy")
 
 __all__ = [
     "metric_row_for",
-    "ATOL_SURGE_FACTOR", "COSINE_DROP", "COSINE_HEALTHY", "FUSED_GROUP_MAX",
-    "QSCALE_DIFF_JUMP_FACTOR", "QSCALE_DIFF_SURGE",
-    "CompareRow", "CompareSummary", "CompareTable", "Origin", "RangeMeasures", "is_function_op", "is_healthy",
+    "ATOL_SURGE_FACTOR", "COSINE_HEALTHY", "FUSED_GROUP_MAX", "MAX_BREAKS", "QSCALE_DIFF_SURGE",
+    "Break", "CompareRow", "CompareSummary", "CompareTable", "RangeMeasures", "is_function_op", "is_healthy",
     "read_compare_per_layer", "summarize",
 ]
 
@@ -63,20 +63,19 @@ __all__ = [
 # A metric row is healthy when its Cosine is at least this (blank Cosine does not count
 # against it) and every metric it has is finite.
 COSINE_HEALTHY = threshold("cosine_healthy")
-# A sudden Cosine drop: at least this much below the healthy upstream row, ending below
-# COSINE_HEALTHY (the planted origin falls 0.9999 -> 0.873). Drops between rows that are
-# already degraded never count: the upstream row must be healthy.
-COSINE_DROP = threshold("cosine_drop")
-# An Atol surge: this many times the largest Atol of the healthy rows seen so far
-# ("one or more orders of magnitude").
+# Where a table leaves the healthy state is located here; whether that step is a sudden
+# break (and so the error origin) or the end of a gradual decline is judged by
+# rules/54_measure_classes.yaml from the step's measures (Break). A row whose Atol reaches
+# this many times the largest Atol of the healthy rows before it is located too, though its
+# Cosine may still look healthy.
 ATOL_SURGE_FACTOR = threshold("atol_surge_factor")
 # Healthy fake-quant rounding error is ~0.5-2 quantisation steps; more than this many steps
 # means clipping or propagated error. A row above it is not healthy.
 QSCALE_DIFF_SURGE = threshold("qscale_diff_surge")
-# ...and to count as a sudden jump it must also exceed this many times the largest healthy
-# max_qscale_diff so far, so that a slowly creeping value is not mistaken for a step.
-QSCALE_DIFF_JUMP_FACTOR = threshold("qscale_diff_jump_factor")
-# Clamp or rounding is no judgement of this probe: it measures the origin's ranges
+# At most this many break candidates are handed to the rules (the first ones in the table).
+MAX_BREAKS = 32
+_FLOAT_MAX = 1.7976931348623157e308
+# Clamp or rounding is no judgement of this probe either: it measures each break's ranges
 # (RangeMeasures) and rules/54_measure_classes.yaml classifies them.
 # A fused group has at most 4 ops (e.g. conv-bn-add-relu), so at most 3 cleared prefix rows.
 FUSED_GROUP_MAX = threshold("fused_group_max")
@@ -390,11 +389,21 @@ class CompareTable:
 
 
 @dataclass(frozen=True)
-class Origin:
+class Break:
+    """A metric row where the table leaves the healthy state (the metric row before it is
+    healthy, or it is the first one), with the size of that step. Rules judge which break is
+    sudden, and the first sudden one is the error origin."""
+
     row: CompareRow
     upstream: CompareRow | None
     fused_group: tuple[str, ...]
-    trigger: str               # "cosine_drop" | "atol_surge" | "qscale_diff"
+    healthy: bool                   # the row itself passes is_healthy (an Atol-only break)
+    cosine_fall: float | None       # upstream Cosine (1.0 for none) − this Cosine
+    cosine_nonfinite: bool
+    atol_ratio: float | None        # Atol / the largest Atol of the healthy rows before it
+    atol_nonfinite: bool
+    qscale_ratio: float | None      # max_qscale_diff / the largest healthy one before it
+    qscale_nonfinite: bool
     ranges: RangeMeasures
 
 
@@ -417,9 +426,10 @@ class CompareSummary:
     rows: int
     metric_rows: int
     analysis_type: str         # "fake_quant" | "hbir" | "unknown"
-    origin: Origin | None
-    pattern: str               # "single_drop" | "gradual" | "healthy" | "no_metrics"
-    gradual_start: CompareRow | None
+    breaks: list[Break]        # the first MAX_BREAKS rows leaving the healthy state
+    degraded_rows: int         # metric rows that are not healthy
+    decline_start: CompareRow | None  # where the falling Cosine run into the first degraded row begins
+    decline_rows: int          # rows in that run, the degraded row included
     worst: CompareRow | None
     first_cosine_below: CompareRow | None
     function_call_rows: list[str]
@@ -1013,20 +1023,17 @@ def summarize(table: CompareTable) -> CompareSummary:
     """The summary of docs/file_formats.md §13, computed over the columns; the rows it names
     are the only CompareRow objects it makes."""
     if not len(table):
-        return CompareSummary(0, 0, _analysis_type(table), None,
-                              "no_metrics", None, None, None, [])
+        return CompareSummary(0, 0, _analysis_type(table), [], 0, None, 0, None, None, [])
     metric = np.flatnonzero(table.has_metrics)
     (c, cm), (a, am), (q, qm) = _metric_columns(table, metric)
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         c_finite = ~cm & np.isfinite(c)
         below = ~cm & ~(c_finite & (c >= COSINE_HEALTHY))                     # _cosine_below
         atol_broken = ~am & ~np.isfinite(a)
         q_finite = ~qm & np.isfinite(q)
-        q_step = q_finite & (q <= QSCALE_DIFF_SURGE)
-        healthy = ~below & ~atol_broken & (qm | q_step)                         # is_healthy
-        origin = _origin(table, metric, c, cm, c_finite, a, am, atol_broken, q, qm, q_step,
-                         below, healthy)
-        pattern, gradual_start = _pattern(table, metric, c, cm, c_finite, healthy, origin)
+        healthy = ~below & ~atol_broken & (qm | (q_finite & (q <= QSCALE_DIFF_SURGE)))  # is_healthy
+        breaks = _breaks(table, metric, c, cm, c_finite, a, am, atol_broken, q, qm, q_finite, healthy)
+        decline_start, decline_rows = _decline(table, metric, c, cm, c_finite, healthy)
     scored = np.flatnonzero(~cm)
     worst = None
     if len(scored):
@@ -1038,53 +1045,50 @@ def summarize(table: CompareTable) -> CompareSummary:
         rows=len(table),
         metric_rows=len(metric),
         analysis_type=_analysis_type(table),
-        origin=origin,
-        pattern=pattern,
-        gradual_start=gradual_start,
+        breaks=breaks,
+        degraded_rows=int(np.count_nonzero(~healthy)),
+        decline_start=decline_start,
+        decline_rows=decline_rows,
         worst=worst,
         first_cosine_below=table.row(int(metric[first_below[0]])) if len(first_below) else None,
         function_call_rows=_function_call_rows(table),
     )
 
 
-def _origin(table: CompareTable, metric, c, cm, c_finite, a, am, atol_broken, q, qm, q_step,
-            below, healthy) -> Origin | None:
-    """First metric row that breaks suddenly while the metric row before it is healthy.
-
-    Only the previous metric row has to be healthy (not every earlier one), so a real break
-    after a mildly degraded side branch that recovered is still found; rows that merely stay
-    degraded after a break never qualify because their upstream is not healthy.
+def _breaks(table: CompareTable, metric, c, cm, c_finite, a, am, atol_broken, q, qm, q_finite,
+            healthy) -> list[Break]:
+    """The metric rows, after a healthy metric row (or first), that are not healthy or whose
+    Atol surges, with the measures of that step.
 
     Vectorised: the largest Atol / max_qscale_diff of the healthy rows before each row is a
-    running maximum; each row's triggers are then computed against its upstream row."""
+    running maximum; each row's step is measured against its upstream metric row."""
     n = len(metric)
     if not n:
-        return None
+        return []
     zero = np.zeros(1)
-    max_atol = np.maximum.accumulate(np.concatenate([zero, np.where(healthy & ~am, a, 0.0)]))[:-1]
-    max_mqd = np.maximum.accumulate(np.concatenate([zero, np.where(healthy & ~qm, q, 0.0)]))[:-1]
-    up_c = np.concatenate([zero, c[:-1]])
-    up_finite = np.concatenate([[False], c_finite[:-1]])
-    reference = np.where(up_finite, up_c, 1.0)
-    cosine_drop = ~cm & (~np.isfinite(c) | ((c < COSINE_HEALTHY) & (reference - c >= COSINE_DROP)))
-    atol_surge = atol_broken | (~am & ~q_step & (max_atol > 0) & (a >= ATOL_SURGE_FACTOR * max_atol))
-    qscale_jump = ~qm & (~np.isfinite(q) | (q > np.maximum(QSCALE_DIFF_SURGE,
-                                                          QSCALE_DIFF_JUMP_FACTOR * max_mqd)))
-    fires = np.concatenate([[True], healthy[:-1]]) & (cosine_drop | atol_surge | qscale_jump)
-    # Nothing upstream of the first metric row but the (identical) model input: any break
-    # there is the origin.
-    fires[0] = not healthy[0]
-    found = np.flatnonzero(fires)
-    if not len(found):
-        return None
-    k = int(found[0])
-    if k == 0:
-        trigger = "cosine_drop" if below[0] else "atol_surge" if atol_broken[0] else "qscale_diff"
-    else:
-        trigger = "cosine_drop" if cosine_drop[k] else "atol_surge" if atol_surge[k] else "qscale_diff"
-    row = table.row(int(metric[k]))
-    upstream = table.row(int(metric[k - 1])) if k else None
-    return Origin(row, upstream, _fused_group(table, row), trigger, range_measures(row))
+    max_atol = np.maximum.accumulate(np.concatenate([zero, np.where(healthy & ~am & ~atol_broken, a, 0.0)]))[:-1]
+    max_mqd = np.maximum.accumulate(np.concatenate([zero, np.where(healthy & q_finite, q, 0.0)]))[:-1]
+    # A ratio that overflows (1e308 over 5e-324) is still a surge: kept as the largest float.
+    atol_ratio = np.where(~am & (max_atol > 0), np.minimum(a / np.where(max_atol > 0, max_atol, 1.0),
+                                                           _FLOAT_MAX), np.nan)
+    after_healthy = np.concatenate([[True], healthy[:-1]])
+    candidate = after_healthy & (~healthy | atol_broken | (atol_ratio >= ATOL_SURGE_FACTOR))
+    out = []
+    for k in np.flatnonzero(candidate)[:MAX_BREAKS].tolist():
+        row = table.row(int(metric[k]))
+        upstream = table.row(int(metric[k - 1])) if k else None
+        reference = float(c[k - 1]) if k and c_finite[k - 1] else 1.0
+        ratio = float(atol_ratio[k])
+        out.append(Break(
+            row, upstream, _fused_group(table, row), bool(healthy[k]),
+            cosine_fall=reference - float(c[k]) if c_finite[k] else None,
+            cosine_nonfinite=bool(~cm[k] & ~c_finite[k]),
+            atol_ratio=ratio if np.isfinite(ratio) else None,
+            atol_nonfinite=bool(atol_broken[k]),
+            qscale_ratio=min(float(q[k] / max_mqd[k]), _FLOAT_MAX) if q_finite[k] and max_mqd[k] > 0 else None,
+            qscale_nonfinite=bool(~qm[k] & ~q_finite[k]),
+            ranges=range_measures(row)))
+    return out
 
 
 def _fused_group(table: CompareTable, row: CompareRow) -> tuple[str, ...]:
@@ -1099,21 +1103,17 @@ def _fused_group(table: CompareTable, row: CompareRow) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _pattern(table: CompareTable, metric, c, cm, c_finite, healthy,
-             origin: Origin | None) -> tuple[str, CompareRow | None]:
-    if not len(metric):
-        return "no_metrics", None
-    if origin is not None:
-        return "single_drop", None
+def _decline(table: CompareTable, metric, c, cm, c_finite, healthy) -> tuple[CompareRow | None, int]:
+    """The run of falling Cosine that ends at the first degraded metric row: where it begins
+    and how many rows it spans (1 when the degraded row follows a row no higher)."""
     bad = np.flatnonzero(~healthy)
     if not len(bad):
-        return "healthy", None
-    # Degraded without a sudden step: walk back over the run of falling Cosine (_falls).
+        return None, 0
     first_bad = int(bad[0])
     falls = np.concatenate([[False], c_finite[:-1] & ~cm[1:] & (~np.isfinite(c[1:]) | (c[:-1] > c[1:]))])
     stops = np.flatnonzero(~falls[1:first_bad + 1])
     k = int(stops[-1]) + 1 if len(stops) else 0
-    return "gradual", table.row(int(metric[k]))
+    return table.row(int(metric[k])), first_bad - k + 1
 
 
 def _function_call_rows(table: CompareTable) -> list[str]:
@@ -1229,9 +1229,10 @@ MAX_NON_FINITE_NOTES = 20
 
 
 def add_facts(found, out) -> None:
-    """A compare table's summary and error origin (with its range measures) as facts; the
-    table is kept for the sensitivity join and the report's chart. The csv is the file to
-    read when a folder holds both the csv and the txt."""
+    """A compare table's summary and the rows where it leaves the healthy state (each with
+    the size of that step and its range measures) as facts; the table is kept for the
+    sensitivity join and the report's chart. The csv is the file to read when a folder holds
+    both the csv and the txt."""
     from j6doctor.probes.probe_output import folder_of
 
     if found.kind == "compare_per_layer_txt" and folder_of(found) in out.csv_folders:
@@ -1243,29 +1244,31 @@ def add_facts(found, out) -> None:
     _non_finite_cells(found, out, table)
     out.add("compare_summary", {
         "path": found.display, "rows": summary.rows, "metric_rows": summary.metric_rows,
-        "pattern": summary.pattern, "analysis_type": summary.analysis_type,
+        "analysis_type": summary.analysis_type,
         "worst_mod_name": summary.worst.mod_name if summary.worst else "",
         "worst_cosine": summary.worst.cosine if summary.worst else None,
-        "gradual_start": summary.gradual_start.mod_name if summary.gradual_start else "",
-        "has_origin": summary.origin is not None,
+        "degraded_rows": summary.degraded_rows,
+        "decline_start": summary.decline_start.mod_name if summary.decline_start else "",
+        "decline_rows": summary.decline_rows,
     }, found, key="summary")
-    origin = summary.origin
-    if origin is None:
-        return
-    row, up, ranges = origin.row, origin.upstream, origin.ranges
-    out.add("compare_origin", {
-        "path": found.display, "row": row.index, "mod_name": row.mod_name, "op_type": row.base_op_type,
-        "op_name": op_name(row.base_op_type),
-        "fused_group": " → ".join(origin.fused_group), "trigger": origin.trigger,
-        "high_narrowing": ranges.high_narrowing, "low_narrowing": ranges.low_narrowing,
-        "range_deviation": ranges.deviation, "high_limit_steps": ranges.high_limit_steps,
-        "low_limit_steps": ranges.low_limit_steps, "has_int_limits": ranges.has_int_limits,
-        "cosine": row.cosine, "atol": row.atol, "l1": row.l1, "qscale": row.qscale,
-        "max_qscale_diff": row.max_qscale_diff, "dtype": row.dtype or "",
-        "base_max": row.base_max, "analy_max": row.analy_max,
-        "upstream": up.mod_name if up else "", "upstream_cosine": up.cosine if up else None,
-        "upstream_atol": up.atol if up else None,
-    }, found, line=row.line, key=f"row {row.index}")
+    for step in summary.breaks:
+        row, up, ranges = step.row, step.upstream, step.ranges
+        out.add("compare_break", {
+            "path": found.display, "row": row.index, "mod_name": row.mod_name, "op_type": row.base_op_type,
+            "op_name": op_name(row.base_op_type), "fused_group": " → ".join(step.fused_group),
+            "healthy": step.healthy, "cosine_fall": step.cosine_fall,
+            "cosine_nonfinite": step.cosine_nonfinite, "atol_ratio": step.atol_ratio,
+            "atol_nonfinite": step.atol_nonfinite, "qscale_ratio": step.qscale_ratio,
+            "qscale_nonfinite": step.qscale_nonfinite,
+            "high_narrowing": ranges.high_narrowing, "low_narrowing": ranges.low_narrowing,
+            "range_deviation": ranges.deviation, "high_limit_steps": ranges.high_limit_steps,
+            "low_limit_steps": ranges.low_limit_steps, "has_int_limits": ranges.has_int_limits,
+            "cosine": row.cosine, "atol": row.atol, "l1": row.l1, "qscale": row.qscale,
+            "max_qscale_diff": row.max_qscale_diff, "dtype": row.dtype or "",
+            "base_max": row.base_max, "analy_max": row.analy_max,
+            "upstream": up.mod_name if up else "", "upstream_cosine": up.cosine if up else None,
+            "upstream_atol": up.atol if up else None,
+        }, found, line=row.line, key=f"row {row.index}")
 
 
 def op_name(op_type: str) -> str:

@@ -118,7 +118,7 @@ def read_metrics(path: Path, display: str | None = None) -> list[MetricRow]:
         try:
             for record in reader:
                 if None in record:
-                    _fail(display, "more fields than the header", reader.line_num)
+                    _fail(display, "more fields than the header; quote a value that holds a comma", reader.line_num)
                 records.append({k.strip(): (v.strip() if isinstance(v, str) else v)
                                 for k, v in record.items() if k})
                 lines.append(reader.line_num)

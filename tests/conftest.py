@@ -57,6 +57,20 @@ def judged(rulebase, path, type_name: str, field: str) -> set:
     return {f.fields[field] for f in d.run.by_type(type_name)}
 
 
+def compare_judgement(rulebase, path):
+    """What rules/54 makes of a compare table read through the whole pipeline: the error
+    origin fact (or None), the shapes, and the triggers of the sudden break at the origin."""
+    path = Path(path)
+    d = diagnose_data({"artifacts": [path.name]}, rulebase, base=path.parent)
+    origins = d.run.by_type("compare_origin")
+    assert len(origins) <= 1, origins
+    origin = origins[0].fields if origins else None
+    shapes = {f.fields["shape"] for f in d.run.by_type("compare_shape")}
+    triggers = {f.fields["trigger"] for f in d.run.by_type("sudden_break")
+                if origin is not None and f.fields["row"] == origin["row"]}
+    return origin, shapes, triggers
+
+
 def origin_reading(rulebase, path) -> set:
     return judged(rulebase, path, "origin_reading", "reading")
 
@@ -136,6 +150,7 @@ SLOW_MODULES = frozenset({
     "test_real_reports", "test_bundled_cases", "test_output_safety", "test_procedure", "test_progress",
     "test_engine_choice", "test_ask", "test_rulebase_cache", "test_vocabulary_packs", "test_rule_examples",
     "test_free_text_phrasings", "test_columnar_reading", "test_candidates_and_order",
+    "test_rule_condition_coverage",
 })
 # Tests of size limits and generated trees: seconds each.
 SLOW_WORDS = ("million", "bomb", "large", "thousand", "truncation", "hostile", "pack", "many_rules", "key_limit",

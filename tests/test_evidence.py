@@ -44,11 +44,14 @@ def test_error_origin_from_the_shared_fixture(workspace, rulebase):
     assert origin["cosine"] == truth["cosine"] and origin["atol"] == truth["atol"]
     assert origin["max_qscale_diff"] == truth["max_qscale_diff"]
     assert origin["upstream"] == truth["upstream_row"] and origin["upstream_cosine"] == truth["upstream_cosine"]
-    assert origin["op_type"].endswith("." + origin["op_name"]) and "." not in origin["op_name"]
+    (step,) = [b for b in facts_of(d, "compare_break") if b["row"] == origin["row"]]
+    assert step["op_type"].endswith("." + step["op_name"]) and "." not in step["op_name"]
     (reading,) = facts_of(d, "origin_reading")
     assert (reading["path"], reading["row"], reading["reading"]) == (origin["path"], origin["row"], "clamp")
-    assert origin.source.file == "qa_convert/compare_per_layer_out.csv" and origin.source.line == 17
-    assert len(origin.source.sha256) == 64
+    # the probe located the break (file and line); the rules made it the origin
+    assert step.source.file == "qa_convert/compare_per_layer_out.csv" and step.source.line == 17
+    assert len(step.source.sha256) == 64
+    assert origin.source is None and origin.derivation.rule == "measure.error_origin"
     (summary,) = facts_of(d, "compare_summary")
     assert summary["rows"] == EXPECTED["compare_per_layer_out"]["rows"] and summary["analysis_type"] == "fake_quant"
     sens = {f["output"]: f for f in facts_of(d, "sensitivity_summary")}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import origin_reading, write_file
+from conftest import compare_judgement, origin_reading, write_file
 from j6doctor.probes import InputError
 from synthetic import CONV, IDENT, QCONV, VB_HEADER, big_rows, csv_text, psql, vb_row
 from j6doctor.probes.compare_per_layer import (
@@ -115,8 +115,7 @@ def test_reference_summary(reference):
     assert summary.rows == 36
     assert summary.metric_rows == 36 - len(truth["cleared_fused_prefix_rows"])
     assert summary.analysis_type == "fake_quant"
-    assert summary.pattern == "single_drop"
-    assert summary.gradual_start is None
+    assert summary.degraded_rows == 12 and [b.row.index for b in summary.breaks] == [15]
     assert summary.first_cosine_below.mod_name == truth["first_cosine_below_0.99"]
     assert summary.first_cosine_below.cosine < COSINE_HEALTHY
     assert summary.function_call_rows == truth["function_call_rows"] == ["neck"]
@@ -126,8 +125,11 @@ def test_reference_summary(reference):
 def test_reference_error_origin(reference, rulebase):
     truth = EXPECTED["error_origin"]
     tol = 0 if reference.display.endswith(".csv") else TXT_TOL
-    origin = summarize(reference).origin
-    assert origin is not None
+    origin = summarize(reference).breaks[0]
+    judged, shapes, triggers = compare_judgement(rulebase, QA / reference.display)
+    assert (judged["row"], shapes) == (origin.row.index, {"single_drop"})
+    assert triggers == {"cosine_drop", "atol_surge", "qscale_diff"}   # a clamp breaks all three
+    assert judged["fused_group"] == " → ".join(truth["fused_group"])
     assert origin.fused_group == tuple(truth["fused_group"])
     assert origin.row.mod_name == truth["compare_row_with_metrics"]
     assert origin.row.index == truth["compare_row_index"] == 15
@@ -137,7 +139,7 @@ def test_reference_error_origin(reference, rulebase):
     assert origin.upstream.mod_name == truth["upstream_row"]
     assert origin.upstream.cosine == pytest.approx(truth["upstream_cosine"], abs=tol)
     assert origin.upstream.atol == pytest.approx(truth["upstream_atol"], abs=tol)
-    assert origin.trigger == "cosine_drop"
+    assert origin.cosine_fall == pytest.approx(truth["upstream_cosine"] - truth["cosine"], abs=2 * tol + 1e-12)
     assert truth["kind"].startswith("truncation/clamp")
     assert origin.ranges.high_narrowing > 0.10 and origin.ranges.high_limit_steps <= 1.5
     assert origin_reading(rulebase, QA / reference.display) == {"clamp"}
@@ -178,7 +180,7 @@ def test_hbir_ragged_csv():
     assert (cls.same_in_qatbc_qdiff, cls.same_in_intbc_qdiff, cls.qscale) == (None, None, None)
     summary = summarize(table)
     assert summary.analysis_type == "hbir"
-    assert summary.pattern == "healthy" and summary.origin is None
+    assert summary.degraded_rows == 0 and summary.breaks == []
     assert summary.first_cosine_below is None
 
 
@@ -203,9 +205,11 @@ def test_wide23_txt(rulebase):
     assert relu2.atol == pytest.approx(139.6110535, abs=TXT_TOL)   # Atol, not max_atol_diff
     assert relu2.l1 == pytest.approx(0.0412873, abs=TXT_TOL)
     assert table.rows[-1].max_qscale_diff is None                  # dequant_reg, fp32
-    origin = summarize(table).origin
+    origin = summarize(table).breaks[0]
     assert origin.row.mod_name == "backbone.layer3.relu2"
     assert origin.upstream.mod_name == "backbone.layer3.relu1"
+    judged, _, _ = compare_judgement(rulebase, VARIANTS / "compare_per_layer_out.wide23.txt")
+    assert judged["mod_name"] == "backbone.layer3.relu2"
     assert origin_reading(rulebase, VARIANTS / "compare_per_layer_out.wide23.txt") == {"clamp"}
 
 
@@ -239,47 +243,52 @@ def test_v33_layout(tmp_path, suffix, rulebase):
     assert relu.l1 == pytest.approx(9.0) and relu.dtype == "qint8"
     assert relu.advice == "use int16 or a fixed scale"
     assert table.rows[0].advice is None
-    origin = summarize(table).origin
-    assert origin.row.mod_name == "backbone.relu" and origin_reading(rulebase, tmp_path / table.display) == {"clamp"}
+    judged, _, _ = compare_judgement(rulebase, tmp_path / table.display)
+    assert judged["mod_name"] == "backbone.relu" and origin_reading(rulebase, tmp_path / table.display) == {"clamp"}
 
 
 # --- patterns ---------------------------------------------------------------------------
 
-def test_gradual_decay_has_no_origin(tmp_path):
+def test_gradual_decay_has_no_origin(tmp_path, rulebase):
     cosines = [0.9999, 0.9998, 0.9996, 0.998, 0.995, 0.991, 0.986, 0.98, 0.972, 0.963]
     rows = [vb_row(f"layer{i}", c, 0.02 + 0.005 * i) for i, c in enumerate(cosines)]
     for suffix in (".csv", ".txt"):
-        summary = summarize(table_of(tmp_path, rows, suffix))
-        assert summary.pattern == "gradual"
-        assert summary.origin is None
-        assert summary.gradual_start.mod_name == "layer0"
+        table = table_of(tmp_path, rows, suffix)
+        summary = summarize(table)
+        assert [b.row.mod_name for b in summary.breaks] == ["layer6"]
+        assert summary.breaks[0].cosine_fall == pytest.approx(0.005)
+        assert compare_judgement(rulebase, tmp_path / table.display) == (None, {"gradual"}, set())
+        assert summary.decline_start.mod_name == "layer0" and summary.decline_rows == 7
         assert summary.first_cosine_below.mod_name == "layer6"
         assert summary.worst.mod_name == "layer9"
 
 
-def test_gradual_start_is_the_top_of_the_falling_run(tmp_path):
+def test_gradual_start_is_the_top_of_the_falling_run(tmp_path, rulebase):
     cosines = [0.9999, 0.9995, 0.9999, 0.997, 0.993, 0.988, 0.981]
     rows = [vb_row(f"l{i}", c, 0.03) for i, c in enumerate(cosines)]
-    summary = summarize(table_of(tmp_path, rows))
-    assert summary.pattern == "gradual"
-    assert summary.gradual_start.mod_name == "l2"
+    table = table_of(tmp_path, rows)
+    summary = summarize(table)
+    assert compare_judgement(rulebase, tmp_path / table.display)[1] == {"gradual"}
+    assert summary.decline_start.mod_name == "l2" and summary.decline_rows == 4
 
 
-def test_healthy_table(tmp_path):
+def test_healthy_table(tmp_path, rulebase):
     rows = [vb_row(f"layer{i}", 0.9999 - 0.0001 * i, 0.02 + 0.002 * i) for i in range(8)]
-    summary = summarize(table_of(tmp_path, rows))
-    assert summary.pattern == "healthy"
-    assert summary.origin is None and summary.gradual_start is None
+    table = table_of(tmp_path, rows)
+    summary = summarize(table)
+    assert compare_judgement(rulebase, tmp_path / table.display) == (None, {"healthy"}, set())
+    assert summary.breaks == [] and summary.decline_start is None and summary.degraded_rows == 0
     assert summary.first_cosine_below is None
     assert summary.worst.mod_name == "layer7"
     assert summary.analysis_type == "unknown"        # float vs float op types
 
 
-def test_no_metrics(tmp_path):
+def test_no_metrics(tmp_path, rulebase):
     rows = [vb_row("a.conv", None, None, base_op=CONV, analy_op=QCONV)]
-    summary = summarize(table_of(tmp_path, rows))
-    assert summary.pattern == "no_metrics"
-    assert summary.metric_rows == 0 and summary.worst is None and summary.origin is None
+    table = table_of(tmp_path, rows)
+    summary = summarize(table)
+    assert compare_judgement(rulebase, tmp_path / table.display) == (None, {"no_metrics"}, set())
+    assert summary.metric_rows == 0 and summary.worst is None and summary.breaks == []
     assert summary.analysis_type == "fake_quant"
 
 
@@ -287,46 +296,57 @@ def test_atol_surge_and_qscale_diff_triggers(tmp_path, rulebase):
     # fp32 output (no qscale): only the Atol jump shows the break
     rows = [vb_row("a", 0.9999, 0.02, qscale=None), vb_row("b", 0.9999, 0.03, qscale=None),
             vb_row("c", 0.995, 0.6, qscale=None, dtype="torch.float32")]
-    origin = summarize(table_of(tmp_path, rows)).origin
-    assert (origin.row.mod_name, origin.trigger) == ("c", "atol_surge")
-    assert origin.upstream.mod_name == "b"
+    table = table_of(tmp_path, rows)
+    origin = summarize(table).breaks[0]
+    assert origin.atol_ratio == pytest.approx(20.0) and origin.upstream.mod_name == "b"
+    judged, _, triggers = compare_judgement(rulebase, tmp_path / table.display)
+    assert (judged["mod_name"], triggers) == ("c", {"atol_surge"})
     # healthy Cosine, but the error is 40 quantisation steps
     rows = [vb_row("a", 0.9999, 0.025), vb_row("b", 0.9999, 0.03),
             vb_row("c", 0.995, 0.2, qscale=0.005)]
     table = table_of(tmp_path, rows)
-    origin = summarize(table).origin
-    assert (origin.row.mod_name, origin.trigger) == ("c", "qscale_diff")
+    origin = summarize(table).breaks[0]
+    assert origin.row.max_qscale_diff == pytest.approx(40.0) and origin.qscale_ratio > 4
+    judged, _, triggers = compare_judgement(rulebase, tmp_path / table.display)
+    assert (judged["mod_name"], triggers) == ("c", {"qscale_diff"})
     assert origin.ranges.deviation == 0.0
     assert origin_reading(rulebase, tmp_path / table.display) == {"rounding"}   # ranges agree, error large
 
 
-def test_wider_range_alone_is_not_an_origin(tmp_path):
+def test_wider_range_alone_is_not_an_origin(tmp_path, rulebase):
     # Atol 10x larger but qscale 10x larger too: same error in steps, healthy Cosine
     rows = [vb_row("a", 0.9999, 0.02, qscale=0.04), vb_row("b", 0.9999, 0.25, qscale=0.5)]
-    assert summarize(table_of(tmp_path, rows)).pattern == "healthy"
+    table = table_of(tmp_path, rows)
+    assert summarize(table).breaks[0].atol_ratio == pytest.approx(12.5)   # located, measured...
+    assert compare_judgement(rulebase, tmp_path / table.display) == (None, {"healthy"}, set())  # ...not sudden
 
 
-def test_degraded_rows_after_the_origin_do_not_make_a_second_origin(tmp_path):
+def test_degraded_rows_after_the_origin_do_not_make_a_second_origin(tmp_path, rulebase):
     cosines = [0.9999, 0.9998, 0.85, 0.82, 0.79, 0.80, 0.70]
     rows = [vb_row(f"l{i}", c, 0.02 if c > 0.99 else 5.0) for i, c in enumerate(cosines)]
-    summary = summarize(table_of(tmp_path, rows))
-    assert summary.origin.row.mod_name == "l2"
-    assert summary.pattern == "single_drop"
+    table = table_of(tmp_path, rows)
+    summary = summarize(table)
+    assert [b.row.mod_name for b in summary.breaks] == ["l2"]
+    judged, shapes, _ = compare_judgement(rulebase, tmp_path / table.display)
+    assert (judged["mod_name"], shapes) == ("l2", {"single_drop"})
     assert summary.worst.mod_name == "l6"
 
 
 def test_fused_group_of_two_and_of_one(tmp_path):
     rows = [vb_row("q", 0.9999, 0.02), vb_row("x.conv", None, None, base_op=CONV),
             vb_row("x.bn", 0.90, 3.0)]
-    assert summarize(table_of(tmp_path, rows)).origin.fused_group == ("x.conv", "x.bn")
+    assert summarize(table_of(tmp_path, rows)).breaks[0].fused_group == ("x.conv", "x.bn")
     rows = [vb_row("q", 0.9999, 0.02), vb_row("x.bn", 0.90, 3.0)]
-    assert summarize(table_of(tmp_path, rows)).origin.fused_group == ("x.bn",)
+    assert summarize(table_of(tmp_path, rows)).breaks[0].fused_group == ("x.bn",)
 
 
-def test_first_metric_row_broken_is_the_origin(tmp_path):
+def test_first_metric_row_broken_is_the_origin(tmp_path, rulebase):
     rows = [vb_row("quant", 0.95, 0.3), vb_row("conv", 0.94, 0.3)]
-    origin = summarize(table_of(tmp_path, rows)).origin
+    table = table_of(tmp_path, rows)
+    origin = summarize(table).breaks[0]
     assert origin.row.mod_name == "quant" and origin.upstream is None
+    judged, _, triggers = compare_judgement(rulebase, tmp_path / table.display)
+    assert judged["mod_name"] == "quant" and "first_row" in triggers
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".txt"])
@@ -339,7 +359,9 @@ def test_nan_and_inf_cells(tmp_path, suffix, rulebase):
     assert math.isnan(c.cosine) and c.atol == math.inf and c.max_qscale_diff == math.inf
     assert by_name(table, "d").base_min == -math.inf
     summary = summarize(table)
-    assert summary.origin.row.mod_name == "c" and summary.origin.trigger == "cosine_drop"
+    assert summary.breaks[0].row.mod_name == "c" and summary.breaks[0].cosine_nonfinite
+    judged, _, triggers = compare_judgement(rulebase, tmp_path / table.display)
+    assert judged["mod_name"] == "c" and "cosine_drop" in triggers
     assert origin_reading(rulebase, tmp_path / table.display) == {"rounding"}
     assert summary.worst.mod_name == "c"           # nan Cosine ranks worst
     assert summary.first_cosine_below.mod_name == "c"
@@ -361,7 +383,7 @@ def test_empty_csv_is_valid(tmp_path):
     table = read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out.csv", b""))
     assert table.rows == [] and table.columns == [] and table.ragged_rows == 0
     summary = summarize(table)
-    assert summary.rows == 0 and summary.pattern == "no_metrics"
+    assert summary.rows == 0 and summary.metric_rows == 0 and summary.breaks == []
 
 
 def test_header_only_csv_is_valid(tmp_path):
@@ -409,11 +431,11 @@ def test_twenty_thousand_rows(tmp_path, suffix, rulebase):
     assert len(table.rows) == 20_000
     assert table.rows[-1].index == 19_999
     summary = summarize(table)
-    assert summary.origin is not None
-    assert summary.origin.row.index == 15_001
-    assert summary.origin.fused_group == ("m5000.conv", "m5000.relu1")
+    assert summary.breaks[0].row.index == 15_001
+    assert summary.breaks[0].fused_group == ("m5000.conv", "m5000.relu1")
+    judged, shapes, _ = compare_judgement(rulebase, tmp_path / table.display)
+    assert (judged["row"], shapes) == (15_001, {"single_drop"})
     assert origin_reading(rulebase, tmp_path / table.display) == {"clamp"}
-    assert summary.pattern == "single_drop"
 
 
 # --- broken inputs ----------------------------------------------------------------------

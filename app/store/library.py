@@ -195,7 +195,8 @@ class CaseLibrary:
                 return Recorded(case_id, new_case, diagnosis_id, times)
             except sqlalchemy.exc.IntegrityError:
                 continue
-        raise StoreError(f"{self.given}: could not record the diagnosis (other writers kept changing the same row)")
+        raise StoreError(f"{self.given}: could not record the diagnosis (other writers kept changing the same row); "
+                         "run the command again")
 
     def resolve(self, case_id: int, stage: str, note: str) -> None:
         import sqlalchemy

@@ -1,0 +1,86 @@
+"""Condition coverage of the bundled rules (`j6doctor rules test --coverage`): every `not:`
+guard and every `when:` line should have an example of its rule in which it alone keeps
+the rule from firing (every other condition holds, this one does not).
+
+rules/54_measure_classes.yaml and rules/55_artifact_readings.yaml are left out here: their
+examples are kept with the measures they judge."""
+
+from __future__ import annotations
+
+import pytest
+
+from j6doctor.rule_tests import run_rule_tests
+
+NOT_HERE = ("54_measure_classes.yaml", "55_artifact_readings.yaml")
+
+# Conditions that can never decide alone: the other conditions of the rule (or the way the
+# facts they read are made) already imply them. (rule id, condition in words) → why.
+NEVER_ALONE = {
+    ("failure.first", "not failed{pos<f.pos}"):
+        "an earliest failure always exists: whenever a failure is there, the one with the "
+        "smallest pos has none before it",
+    ("chain.first_abnormal", "not confirmed{status=abnormal, pos<a.pos}"):
+        "an earliest confirmed-abnormal artifact always exists (smallest pos)",
+    ("reference.shown_wrong_downstream", "not confirmed{status=normal, pos<n.pos}"):
+        "an earliest confirmed-normal artifact always exists (smallest pos)",
+    ("open.nothing_abnormal", "not conflict{}"):
+        "every rule concluding conflict (rules/20_conflicts.yaml) needs a confirmed abnormal "
+        "result, which the rule's guard `not confirmed{status=abnormal}` already excludes",
+    ("evidence.small_drop", "result{status=abnormal}"):
+        "the probe makes metric_drop only for an abnormal result of the case (app/evidence.py)",
+    ("map.convert.ptq", "short_chain{}"):
+        "chain.short_ptq concludes short_chain from flow=ptq, a condition of the same row",
+    ("verdict.from_chain", "chain_stage{}"):
+        "every run has a chain_stage: the mapping table (with its gap and no-abnormal rows), "
+        "conflict.undetermined and the failure rules cover every case",
+    ("gate.ptq_input_parameters", "chain_stage{}"):
+        "every run has a chain_stage (see verdict.from_chain)",
+    ("tools.first_node_collapse", "layer_cosines{}"):
+        "first_node_collapsed is concluded only from a layer_cosines fact of the same path "
+        "(rules/54_measure_classes.yaml)",
+    ("mistake.M02", "first_abnormal{artifact∈[hbm, hbm_x86, board]}"):
+        "stage baseline comes only from the table row map.baseline, whose first cell is "
+        "[hbm, hbm_x86, board]",
+    ("mistake.M02_suspect", "first_abnormal{artifact∈[hbm, hbm_x86, board]}"):
+        "stage baseline comes only from map.baseline (see mistake.M02)",
+}
+
+# The share of conditions decided by an example, outside 54 / 55 (97.6 % when written).
+MIN_DECIDED_PERCENT = 97
+
+
+@pytest.fixture(scope="module")
+def coverage(rulebase):
+    _, coverage = run_rule_tests(rulebase)
+    return [c for c in coverage if not c.file.endswith(NOT_HERE)]
+
+
+def _undecided(coverage, negated_only: bool) -> dict[tuple[str, str], str]:
+    return {(c.rule, words): f"{c.file}:{line}" for c in coverage for line, words in c.undecided
+            if not negated_only or words.startswith("not ")}
+
+
+def test_every_not_guard_is_decided_by_an_example(coverage):
+    missing = {key: where for key, where in _undecided(coverage, negated_only=True).items()
+               if key not in NEVER_ALONE}
+    assert not missing, "not: guards no example decides (add a fires: false example where only it blocks):\n" + \
+        "\n".join(f"  {where}: {rule}: {words}" for (rule, words), where in sorted(missing.items()))
+
+
+def test_conditions_listed_as_never_alone_are_still_there_and_undecided(coverage):
+    conditions = {(c.rule, words) for c in coverage for _, words in c.conditions}
+    undecided = _undecided(coverage, negated_only=False)
+    for key, why in NEVER_ALONE.items():
+        assert key in conditions, f"{key}: no such condition any more; remove it from NEVER_ALONE"
+        assert key in undecided, f"{key}: an example decides it now; remove it from NEVER_ALONE ({why})"
+
+
+def test_decided_share_does_not_fall(coverage):
+    decided = sum(len(c.decided) for c in coverage)
+    total = sum(len(c.conditions) for c in coverage)
+    percent = 100.0 * decided / total
+    others = sorted(f"  {where}: {rule}: {words}" for (rule, words), where
+                    in _undecided(coverage, negated_only=False).items() if (rule, words) not in NEVER_ALONE)
+    assert percent >= MIN_DECIDED_PERCENT, (
+        f"conditions decided by an example: {decided}/{total} ({percent:.1f}%), "
+        f"below {MIN_DECIDED_PERCENT}%; undecided:\n" + "\n".join(others))
