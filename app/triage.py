@@ -143,6 +143,11 @@ def _head(path: Path) -> bytes | None:
         return None
 
 
+# A verdict this tool wrote (`diagnose --format json`, an example's expected report) starts
+# with its schema version and the tool's name; it names case keys but is no case.
+_OUR_VERDICT = re.compile(rb'\A\s*\{\s*"schema_version"\s*:\s*"[^"]*"\s*,\s*"tool"\s*:\s*\{\s*"name"\s*:\s*"j6doctor"')
+
+
 def classify(path: Path) -> tuple[str, str]:
     """What a `.yaml` / `.yml` / `.json` file met in a folder is: ("case", ""), or
     ("artifact", kind) or ("other", why) — the last two are not diagnosed as cases.
@@ -158,6 +163,8 @@ def classify(path: Path) -> tuple[str, str]:
     head = _head(path)
     if head is None:
         return "case", ""  # not a regular file, unreadable: its row says what is wrong with it
+    if _OUR_VERDICT.search(head):
+        return "other", "j6doctor 的 JSON 诊断结果（如 examples/cases 中的 *.expected.json），不是案例"
     keys = _top_level_keys(path, head, path.stat().st_size)
     known = _case_keys()
     ours = sum(1 for k in keys or () if k.strip().lower() in known)

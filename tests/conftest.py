@@ -23,6 +23,9 @@ os.environ.setdefault("J6DOCTOR_CROSS_CHECK", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "cases"
+# The bundled case files; beside each one lie its expected reports (<case>.expected.json|md).
+EXAMPLE_CASES = sorted(p for p in EXAMPLES.iterdir()
+                       if p.suffix in (".yaml", ".yml", ".json") and ".expected." not in p.name)
 SHARED = REPO.parent / "shared"
 
 HAS_DURABLE = engine_available("durable")
@@ -137,7 +140,7 @@ def run_with_terminal_stderr(command: list[str], **kwargs) -> tuple[subprocess.C
 
 def pytest_addoption(parser):
     parser.addoption("--update", "--snapshot-update", action="store_true", dest="snapshot_update",
-                     help="rewrite examples/expected/ from the current reports (tests/test_example_snapshots.py) "
+                     help="rewrite examples/cases/*.expected.* from the current reports (tests/test_example_snapshots.py) "
                           "instead of comparing with it")
 
 

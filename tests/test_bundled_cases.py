@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, EXAMPLE_CASES
 from j6doctor.diagnose import diagnose_file
 
 EXPECTED = {
@@ -33,7 +33,7 @@ EXPECTED = {
 
 
 def test_every_bundled_case_is_listed():
-    assert sorted(p.name for p in EXAMPLES.iterdir()) == sorted(EXPECTED)
+    assert sorted(p.name for p in EXAMPLE_CASES) == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

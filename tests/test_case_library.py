@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES, EXAMPLE_CASES, REPO
 from pg_cluster import Cluster, server_bin
 from j6doctor.diagnose import diagnose_file, load_rulebase
 from j6doctor.report import render_markdown
 from j6doctor.store.keep import keep
 from j6doctor.store.library import open_library
 
-CASES = sorted(p for p in EXAMPLES.iterdir() if p.suffix == ".yaml")
+CASES = [p for p in EXAMPLE_CASES if p.suffix == ".yaml"]
 
 
 @pytest.fixture(scope="session")
@@ -267,7 +267,7 @@ def test_cli_list_show_search_and_errors(tmp_path):
                           cwd=tmp_path).stdout)["schema_version"]
     found = run("cases", "search", "NV12", "--store", store, cwd=tmp_path).stdout
     assert {line.split()[-1] for line in found.splitlines()[1:-1]} == {
-        p.name for p in EXAMPLES.glob("*.yaml") if "NV12" in p.read_text(encoding="utf-8")}
+        p.name for p in CASES if "NV12" in p.read_text(encoding="utf-8")}
     missing = run("cases", "show", "9999", "--store", store, cwd=tmp_path, check=False)
     assert missing.returncode == 2 and "no case 9999" in missing.stderr
     nowhere = run("diagnose", str(EXAMPLES / "empty.yaml"), "--store", str(tmp_path / "no" / "lib.db"), cwd=tmp_path,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, EXAMPLE_CASES
 from j6doctor.rule_tests import example_options
 from j6doctor.diagnose import diagnose_data, diagnose_file, load_rulebase
 from j6doctor.engine import ENGINES, Fact, RuleBase, Source, Vocabulary
@@ -50,7 +50,7 @@ def _same(make) -> None:
     assert _markdown(durable) == _markdown(clips)
 
 
-@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")) + sorted(EXAMPLES.glob("*.json")),
+@pytest.mark.parametrize("path", EXAMPLE_CASES,
                          ids=lambda p: p.name)
 def test_bundled_cases_identical(engines, path):
     _same(lambda e: diagnose_file(path, engines[e]))

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, HAS_DURABLE
+from conftest import EXAMPLES, EXAMPLE_CASES, HAS_DURABLE
 from j6doctor.diagnose import diagnose_file, load_rulebase
 from j6doctor.engine import EngineLimitError, RuleBase, RuleBaseErrors
 from j6doctor.facts import vocabulary
@@ -306,7 +306,7 @@ def test_one_worker_serves_a_batch_and_answers_as_the_inline_engine(tmp_path, mo
     """20 diagnoses of the bundled examples (and, interleaved, a pack's rule base) in one
     process: one worker process serves them all (no process start per case), and every
     answer equals the in-process engine's (J6DOCTOR_ENGINE_PROCESS=inline)."""
-    cases = sorted(EXAMPLES.glob("*.yaml")) + sorted(EXAMPLES.glob("*.json"))
+    cases = EXAMPLE_CASES
     assert len(cases) >= 20
     cases = cases[:20]
     small_pack = load_rulebase([write_pack(tmp_path, TRIPLE_JOIN, "triple.yaml")])

@@ -1,5 +1,5 @@
-"""Every bundled example's report, kept as the expected text (examples/expected/<case file>.json
-and .md), so that a rule or template change shows its effect on every example in review.
+"""Every bundled example's report, kept as the expected text beside the case
+(examples/cases/<case file>.expected.json and .expected.md), so that a rule or template change shows its effect on every example in review.
 
 A report is produced exactly as README's command does (`j6doctor diagnose
 examples/cases/<case> --format json|md --no-env`, from the repository folder) and compared
@@ -20,11 +20,10 @@ import re
 
 import pytest
 
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLE_CASES, EXAMPLES, REPO
 from j6doctor.cli import main
 
-EXPECTED = REPO / "examples" / "expected"
-CASES = sorted(p.name for p in EXAMPLES.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
+CASES = [p.name for p in EXAMPLE_CASES]
 FORMATS = ("json", "md")
 UPDATE_HINT = "python -m pytest tests/test_example_snapshots.py --update"
 _ENGINE_LINE = re.compile(r"^(规则引擎：).+?(；规则库指纹 )[0-9a-f]+", re.M)
@@ -53,16 +52,15 @@ def report(case: str, fmt: str, capsys, monkeypatch) -> str:
 @pytest.mark.parametrize("case", CASES)
 def test_example_report_is_as_expected(case, fmt, capsys, monkeypatch, request):
     got = report(case, fmt, capsys, monkeypatch)
-    expected_file = EXPECTED / f"{case}.{fmt}"
+    expected_file = EXAMPLES / f"{case}.expected.{fmt}"
     if request.config.getoption("snapshot_update"):
-        EXPECTED.mkdir(exist_ok=True)
         expected_file.write_text(got, encoding="utf-8", newline="\n")
         return
     if not expected_file.is_file():
         pytest.fail(f"no expected report {expected_file.relative_to(REPO)}; create it with: {UPDATE_HINT}")
     expected = expected_file.read_text(encoding="utf-8")
     if got != expected:
-        diff = difflib.unified_diff(expected.splitlines(), got.splitlines(), f"expected/{case}.{fmt}",
+        diff = difflib.unified_diff(expected.splitlines(), got.splitlines(), f"{case}.expected.{fmt}",
                                     f"now/{case}.{fmt}", lineterm="", n=2)
         shown = "\n".join(list(diff)[:80])
         pytest.fail(f"the {fmt} report of examples/cases/{case} changed:\n{shown}\n"
@@ -70,11 +68,11 @@ def test_example_report_is_as_expected(case, fmt, capsys, monkeypatch, request):
 
 
 def test_no_expected_report_without_its_example(request):
-    wanted = {f"{case}.{fmt}" for case in CASES for fmt in FORMATS}
-    stale = sorted(p.name for p in EXPECTED.iterdir() if p.name not in wanted) if EXPECTED.is_dir() else []
+    wanted = {f"{case}.expected.{fmt}" for case in CASES for fmt in FORMATS}
+    stale = sorted(p.name for p in EXAMPLES.iterdir() if ".expected." in p.name and p.name not in wanted)
     if request.config.getoption("snapshot_update"):
         for name in stale:
-            (EXPECTED / name).unlink()
+            (EXAMPLES / name).unlink()
         return
     assert not stale, f"expected reports of examples that no longer exist: {stale}; remove them with: {UPDATE_HINT}"
 

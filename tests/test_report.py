@@ -6,13 +6,13 @@ import re
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, EXAMPLE_CASES
 from j6doctor.diagnose import diagnose_file
 from j6doctor.report import render_markdown
 
 HEADINGS = ["## 结论摘要", "## 已确认事实", "## 执行过的检查", "## 关键发现", "## 下一步建议", "## 需要保留的产物",
             "## 附录：证据链"]
-CASES = sorted(EXAMPLES.glob("*.yaml"))
+CASES = [p for p in EXAMPLE_CASES if p.suffix == ".yaml"]
 
 
 def _report(name, rulebase):

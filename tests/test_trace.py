@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, EXAMPLE_CASES
 from j6doctor.diagnose import diagnose_file
 
-CASES = sorted(EXAMPLES.glob("*.yaml"))
+CASES = [p for p in EXAMPLE_CASES if p.suffix == ".yaml"]
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.name for p in CASES])

@@ -18,7 +18,7 @@ import time
 from html.parser import HTMLParser
 from pathlib import Path
 
-from conftest import EXAMPLES, REPO, run_with_terminal_stderr
+from conftest import EXAMPLES, EXAMPLE_CASES, REPO, run_with_terminal_stderr
 import pytest
 
 from j6doctor.diagnose import diagnose_file
@@ -40,9 +40,8 @@ def triage(cli, *args, cwd: Path) -> subprocess.CompletedProcess:
 def copy_examples(folder: Path, broken: bool = True) -> list[str]:
     """The bundled example cases (and the broken ones) in `folder`; their sorted names."""
     folder.mkdir(parents=True)
-    for case in EXAMPLES.iterdir():
-        if case.suffix in (".yaml", ".json"):
-            shutil.copy(case, folder / case.name)
+    for case in EXAMPLE_CASES:
+        shutil.copy(case, folder / case.name)
     if broken:
         for name, content in BROKEN.items():
             (folder / name).write_bytes(content)
@@ -319,7 +318,7 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
 def test_ctrl_c_stops_the_pool_and_leaves_no_process(tmp_path):
     cases = tmp_path / "cases"
     cases.mkdir()
-    examples = sorted(p for p in EXAMPLES.iterdir() if p.suffix == ".yaml")
+    examples = [p for p in EXAMPLE_CASES if p.suffix == ".yaml"]
     for i in range(400):
         shutil.copy(examples[i % len(examples)], cases / f"c{i:03d}_{examples[i % len(examples)].name}")
     env = {k: v for k, v in os.environ.items() if k != "J6DOCTOR_DEBUG"}
@@ -405,3 +404,16 @@ def test_progress_bar_object():
     quiet.update(4)
     quiet.done()
     assert piped.getvalue() == ""
+
+
+def test_expected_reports_beside_the_bundled_cases_are_skipped_as_our_own_output(cli, tmp_path):
+    """examples/cases holds each case's expected JSON report; a verdict j6doctor wrote names
+    case keys (stage, flow, ...) and, here, `compile` in its file name, but is no case and no
+    compile config."""
+    proc = triage(cli, str(EXAMPLES), "--out", "out", "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert sorted(Path(i["path"]).name for i in summary["items"]) == sorted(p.name for p in EXAMPLE_CASES)
+    skipped = {Path(s["path"]).name: s["why"] for s in summary["skipped"]}
+    assert sorted(skipped) == sorted(p.name + ".expected.json" for p in EXAMPLE_CASES)
+    assert skipped["compile_x86_and_board.yaml.expected.json"].startswith("j6doctor 的 JSON 诊断结果")

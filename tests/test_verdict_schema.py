@@ -10,14 +10,14 @@ import json
 import jsonschema
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, EXAMPLE_CASES
 from j6doctor import __version__
 from j6doctor.cli import main
 from j6doctor.diagnose import diagnose_file
 from j6doctor.verdict_model import SCHEMA_VERSION
 from j6doctor.verdict_schema import verdict_schema
 
-CASES = sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
+CASES = EXAMPLE_CASES
 
 
 @pytest.fixture(scope="module")
