@@ -32,10 +32,6 @@ from j6doctor.templates import script_environment
 from j6doctor.verdict_model import ChecklistEntry
 
 MANUAL_TEMPLATE = "manual.py.j2"  # no script for this family and stage: the steps, by hand
-# The toolchains the script templates are written for, the least specific first: a case
-# naming platforms of different toolchains gets the procedure all of them share.
-TOOLCHAINS = ("other", "hbdk3", "hbdk4")
-DEFAULT_TOOLCHAIN = "hbdk4"  # no platform known: j6doctor's first target, J6
 
 
 class PyLiteral(str):
@@ -76,9 +72,11 @@ def _environment():
 
 def toolchain(diagnosis: Diagnosis) -> str:
     """Which toolchain the case's platform uses: the `toolchain` of its platforms' series in
-    the vocabulary ("hbdk4", "hbdk3" or "other"; hbdk4 when no platform is known)."""
+    the vocabulary (enum `toolchain`; its `default` one when no platform is known)."""
+    toolchains = enum_values("toolchain")  # the least specific first (a closed enum)
     named = {attr("platform_series", p["series"], "toolchain", "other") for p in diagnosis.run.by_type("platform")}
-    return next((t for t in TOOLCHAINS if t in named), DEFAULT_TOOLCHAIN)
+    found = next((t for t in toolchains if t in named), None)
+    return found or next(t for t in toolchains if attr("toolchain", t, "default"))
 
 
 def _plan(diagnosis: Diagnosis) -> tuple[str, str] | None:

@@ -17,7 +17,9 @@ from j6doctor.engine.errors import VocabularyError
 FIELD_TYPES = ("str", "int", "number", "bool", "enum")
 # Attributes every enum value may carry; a vocabulary declares its own others under
 # `enum_attributes:` (a typo or a stray comma in YAML must not pass silently).
-ATTRIBUTE_KINDS = ("str", "int", "number", "bool", "list")
+ATTRIBUTE_KINDS = ("str", "int", "number", "bool", "list", "enum")
+# ... and `enum:<name>`: a value of the enum <name> (checked once every enum is loaded); `enum`
+# alone: the name of an enum.
 # A rule pack's additions to the vocabulary: this file in the pack's folder (not a rule file).
 PACK_VOCABULARY = "vocabulary.yaml"
 _EXTENSION_KEYS = ("enum_attributes", "enums", "types")
@@ -41,6 +43,7 @@ class EnumSpec:
     meaning: str
     values: tuple[str, ...]
     attributes: dict[str, dict[str, Any]]
+    closed: bool = False  # the code handles exactly these values: a rule pack may not add any
 
     def attr(self, value: str, key: str, default: Any = None) -> Any:
         return self.attributes.get(value, {}).get(key, default)
@@ -128,6 +131,7 @@ class Vocabulary:
             raise VocabularyError(f"{origin}: expected a mapping with 'enums' and 'types'")
         vocab = cls()
         declared = _declared_attributes(data.get("enum_attributes"), origin)
+        naming: list[tuple[str, str, Any]] = []  # (where, kind, value) of attributes naming an enum (value)
         for name, spec in (data.get("enums") or {}).items():
             if not isinstance(spec, dict) or not isinstance(spec.get("values"), dict):
                 raise VocabularyError(f"{origin}: enum {name!r} needs a 'values' mapping")
@@ -141,12 +145,17 @@ class Vocabulary:
                             f"{origin}: enum {name}.{value}: unknown attribute {key!r} "
                             f"(quote values that contain commas); declared: {', '.join(sorted(declared))}"
                         )
-                    if not _attribute_ok(kind, attr_value):
+                    if kind.startswith("enum"):
+                        naming.append((f"{origin}: enum {name}.{value}.{key}", kind, attr_value))
+                    elif not _attribute_ok(kind, attr_value):
                         raise VocabularyError(f"{origin}: enum {name}.{value}.{key}: expected {kind}, "
                                               f"got {attr_value!r}")
                 for key in [k for k in value_attrs if k == "aliases" or k.endswith("_aliases")]:
                     value_attrs[key] = tuple(str(a) for a in value_attrs[key])
-            vocab.enums[name] = EnumSpec(name, str(spec.get("meaning", "")), values, attrs)
+            vocab.enums[name] = EnumSpec(name, str(spec.get("meaning", "")), values, attrs,
+                                         closed=spec.get("closed") is True)
+        for where, kind, value in naming:
+            _check_enum_attribute(vocab, where, kind, value)
         for tname, tspec in data["types"].items():
             if not isinstance(tspec, dict):
                 raise VocabularyError(f"{origin}: type {tname!r} must be a mapping")
@@ -264,10 +273,25 @@ def _declared_attributes(raw: Any, origin: str) -> dict[str, str]:
         raise VocabularyError(f"{origin}: enum_attributes must map attribute names to a kind "
                               f"({', '.join(ATTRIBUTE_KINDS)})")
     for key, kind in raw.items():
-        if kind not in ATTRIBUTE_KINDS:
-            raise VocabularyError(f"{origin}: enum_attributes.{key}: kind must be one of {', '.join(ATTRIBUTE_KINDS)}")
+        if kind not in ATTRIBUTE_KINDS and not (isinstance(kind, str) and kind.startswith("enum:")):
+            raise VocabularyError(f"{origin}: enum_attributes.{key}: kind must be one of "
+                                  f"{', '.join(ATTRIBUTE_KINDS)} or enum:<an enum's name>")
         declared[str(key)] = kind
     return declared
+
+
+def _check_enum_attribute(vocab: "Vocabulary", where: str, kind: str, value: Any) -> None:
+    """An attribute of kind `enum` names an enum; of kind `enum:<name>`, a value of <name>."""
+    if kind == "enum":
+        if value not in vocab.enums:
+            raise VocabularyError(f"{where}: expected the name of an enum, got {value!r}; enums: "
+                                  f"{', '.join(sorted(vocab.enums))}")
+        return
+    spec = vocab.enums.get(kind[len("enum:"):])
+    if spec is None:
+        raise VocabularyError(f"{where}: its kind {kind!r} names no enum")
+    if value not in spec.values:
+        raise VocabularyError(f"{where}: expected one of {', '.join(spec.values)} (enum {spec.name}), got {value!r}")
 
 
 def _attribute_ok(kind: str, value: Any) -> bool:
@@ -309,6 +333,10 @@ def extend_data(base: dict[str, Any], extension: Any, origin: str) -> dict[str, 
             continue
         values = _mapping(spec, f"{origin}: enums.{name}").get("values")
         added = _mapping(values, f"{origin}: enums.{name}.values")
+        if enums[name].get("closed") is True and added:
+            raise VocabularyError(f"{origin}: enums.{name}: a closed enum (j6doctor's code handles exactly "
+                                  f"its values: {', '.join(enums[name]['values'])}); a pack cannot add "
+                                  f"{next(iter(added))!r}")
         merged = dict(enums[name]["values"])
         for value, attrs in added.items():
             if value in merged:

@@ -111,6 +111,12 @@ def attr(enum: str, value: str, key: str, default=None):
     return vocabulary().enums[enum].attr(value, key, default)
 
 
+def gate_answer_key(item: str) -> tuple[str, ...]:
+    """The case key a gate item's answer is written to: its `key` attribute (dotted), else
+    answers.<item> (the case's `answers:` mapping)."""
+    return tuple(str(attr("gate_item", item, "key") or f"answers.{item}").split("."))
+
+
 def resolve(enum: str, text: str) -> str | None:
     """The value of `enum` that `text` names (the value itself or an alias, ignoring case,
     spaces, '-', '_' and '.'), or None when it names none or several."""

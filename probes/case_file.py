@@ -25,7 +25,7 @@ from j6doctor.engine.schema_errors import describe_type as _describe_type
 from j6doctor.engine.schema_errors import key_of, messages
 from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
 from j6doctor.engine.vocabulary import alias_key
-from j6doctor.facts import attr, enum_values, per_vocabulary, vocabulary
+from j6doctor.facts import attr, enum_values, gate_answer_key, per_vocabulary, vocabulary
 from j6doctor.probes.input_error import InputError
 from j6doctor.probes.text_file import decode_written_text, read_bytes
 
@@ -226,7 +226,7 @@ def case_schema() -> dict[str, Any]:
             # answers to info-gate items that have no case key of their own (`j6doctor ask`)
             "answers": {"type": "object", "additionalProperties": False,
                         "properties": {i: string for i in enum_values("gate_item")
-                                       if attr("gate_item", i, "key", f"answers.{i}") == f"answers.{i}"}},
+                                       if gate_answer_key(i) == ("answers", i)}},
         },
     }
 

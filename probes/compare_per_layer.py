@@ -1256,7 +1256,7 @@ def add_facts(found, out) -> None:
         out.add("compare_break", {
             "path": found.display, "row": row.index, "mod_name": row.mod_name, "op_type": row.base_op_type,
             "op_name": op_name(row.base_op_type), "fused_group": " → ".join(step.fused_group),
-            "healthy": step.healthy, "cosine_fall": step.cosine_fall,
+            "first_row": up is None, "healthy": step.healthy, "cosine_fall": step.cosine_fall,
             "cosine_nonfinite": step.cosine_nonfinite, "atol_ratio": step.atol_ratio,
             "atol_nonfinite": step.atol_nonfinite, "qscale_ratio": step.qscale_ratio,
             "qscale_nonfinite": step.qscale_nonfinite,

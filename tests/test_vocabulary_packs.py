@@ -126,17 +126,20 @@ def test_ask_asks_the_new_item_and_the_answer_closes_it(pack):
     assert "  - 校准数据集说明" not in done.stdout.split("已写入")[-1]  # no longer missing
 
 
-def test_an_unknown_answer_kind_is_asked_as_text(pack):
+def test_an_unknown_answer_kind_is_refused_before_anything_is_asked(pack):
+    """answer_kind is a closed enum: a pack naming another kind is told so when the rule base
+    loads, before the first question (and the case file is left as it was)."""
     vocabulary = pack / "pack" / "vocabulary.yaml"
     vocabulary.write_text(vocabulary.read_text(encoding="utf-8").replace("answer: text,", "answer: slider,"),
                           encoding="utf-8")
+    before = (pack / "case.yaml").read_bytes()
     done = subprocess.run([sys.executable, "-m", "j6doctor", "ask", "case.yaml", "--no-env", "--rules", "pack"],
                           input="3.0.31\n" + "\n" * 6 + "验证集 100 张\n", cwd=pack, capture_output=True, text=True,
                           timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "calib_set 的 answer: slider 不是 text / fields / named / results / badcase / versions 之一，按文本询问" \
-        in done.stderr
-    assert 'calib_set: "验证集 100 张"' in (pack / "case.yaml").read_text(encoding="utf-8")
+    assert done.returncode == 2, done.stderr
+    assert "pack/vocabulary.yaml: enum gate_item.calib_set.answer: expected one of text, named, results, " \
+        "badcase, versions, fields (enum answer_kind), got 'slider'" in done.stderr
+    assert done.stdout == "" and (pack / "case.yaml").read_bytes() == before
 
 
 def test_next_step_writes_the_manual_steps_of_a_stage_without_a_script(pack, cli):
@@ -166,6 +169,19 @@ def test_rules_test_and_lint_read_the_packs_vocabulary(pack, cli):
     ("rules: []", "pack/vocabulary.yaml: unknown key 'rules'"),
     ("enums: {stage: {values: {x: {colour: red}}}}", "enum stage.x: unknown attribute 'colour'"),
     ("enums: [1, 2", "pack/vocabulary.yaml:2: not valid YAML"),
+    # ask has one way of asking for each answer kind, next-step templates for each toolchain
+    ("enums: {answer_kind: {values: {slider: {label: x}}}}",
+     "pack/vocabulary.yaml: enums.answer_kind: a closed enum (j6doctor's code handles exactly its values: "
+     "text, named, results, badcase, versions, fields); a pack cannot add 'slider'"),
+    ("enums: {gate_item: {values: {rig: {answer: slider}}}}",
+     "enum gate_item.rig.answer: expected one of text, named, results, badcase, versions, fields "
+     "(enum answer_kind), got 'slider'"),
+    ("enums: {gate_item: {values: {rig: {answer: named, of: colour}}}}",
+     "enum gate_item.rig.of: expected the name of an enum, got 'colour'"),
+    ("enums: {platform_series: {values: {J9: {toolchain: hbdk9}}}}",
+     "enum platform_series.J9.toolchain: expected one of other, hbdk3, hbdk4 (enum toolchain), got 'hbdk9'"),
+    ("enum_attributes: {colour: hue}", "enum_attributes.colour: kind must be one of str, int, number, bool, "
+                                       "list, enum or enum:<an enum's name>"),
 ])
 def test_a_bad_pack_vocabulary_is_refused_with_its_file_and_place(pack, cli, text, message):
     write_file(pack / "pack", "vocabulary.yaml", text)
@@ -183,6 +199,7 @@ def test_the_bundled_vocabulary_declares_what_ask_report_and_next_step_read():
     from j6doctor.templates import __file__ as templates_init
 
     scripts = Path(templates_init).parent / "next_step"
+    assert set(enum_values("answer_kind")) == set(ANSWER_KINDS)  # the closed enum is what ask handles
     for item in enum_values("gate_item"):
         assert attr("gate_item", item, "answer") in ANSWER_KINDS, item
         assert attr("gate_item", item, "why"), item
