@@ -22,7 +22,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from j6doctor.atomic_write import write_atomic
 from j6doctor.facts import attr, enum_values, gate_answer_key, label, resolve
-from j6doctor.probes.case_file import named_value, platform_forms, resolve_package, value_at
+from j6doctor.probes.case_file import named_value, resolve_package, value_at, value_forms
 from j6doctor.verdict_model import MissingItem, Verdict
 
 MAX_TRIES = 3
@@ -260,7 +260,7 @@ def _named(item: _Item, data, verdict, ask: Ask, updates) -> None:
     if value_at(data, item.key) is not None:
         return
     enum = str(item.attr("of"))
-    forms = platform_forms() if enum == "platform" else ", ".join(enum_values(enum))
+    forms = value_forms(enum, item.attr("shown") or ())
     example = "、".join(enum_values(enum)[1:3])
     value = _ask_valid(ask, f"{item.question}（{forms}）：",
                        lambda text: text if named_value(enum, text) else None, f"例如 {example}")

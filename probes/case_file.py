@@ -41,13 +41,23 @@ MAX_LIST = {"tried": 100, "artifacts": 200, "scripts": 200, "comparisons": 100, 
 MAX_KEYS = 200  # versions, input_parameters
 
 
+def value_forms(enum_name: str, shown: tuple[str, ...] | list[str] = ()) -> str:
+    """The spellings of an enum's values, for prompts and messages: the values, then the
+    values of each `shown` attribute (a platform's march and board name), the enum's last
+    value ("other") at the end."""
+    values = list(vocabulary().enums[enum_name].values)
+    last = values.pop() if len(values) > 1 else None
+    groups = [" ".join(values)]
+    for key in shown:
+        spelled = [str(a) for a in (attr(enum_name, v, key) for v in values) if a]
+        if spelled:
+            groups.append((" / " if any(" " in a for a in spelled) else " ").join(spelled))
+    return ", ".join(groups) + (f", or {last}" if last else "")
+
+
 def platform_forms() -> str:
-    """The platform spellings, for messages."""
-    enum = vocabulary().enums["platform"]
-    named = [v for v in enum.values if v != "other"]
-    marches = [m for m in (attr("platform", v, "march") for v in named) if m]
-    boards = [b for b in (attr("platform", v, "board") for v in named) if b]
-    return f"{' '.join(named)}, {' '.join(marches)}, {' / '.join(boards)}, or other"
+    """The platform spellings, for messages: as the platform gate item shows them."""
+    return value_forms("platform", attr("gate_item", "platform", "shown") or ())
 
 
 def normalize_platform(text: str) -> str | None:
