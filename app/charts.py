@@ -38,16 +38,17 @@ def _thin_positions(count: int, keep: set[int]) -> list[int]:
 
 def series_of(reading, origins: dict[str, int] | None = None) -> dict[str, Any]:
     """The chart series of a probe's reading (probes/probe_output.Reading): a compare table
-    and its summary, a per-node cosine list (tool, [(name, cosine)], index of the first
-    fall), or a sensitivity table and its summary. `origins` gives the error-origin row the
-    rules found in each compare table, by the table's path."""
+    and its summary, a per-node cosine list (tool, [(name, cosine)]), or a sensitivity
+    table and its summary. `origins` gives the error-origin row (or node position) the rules
+    found in each table, by the table's path."""
     if reading.kind == "compare":
         table, summary = reading.data
         return compare_series(reading.path, table, summary, (origins or {}).get(reading.path))
     if reading.kind == "sensitivity":
         return sensitivity_series(reading.path, *reading.data)
-    tool, nodes, origin = reading.data
-    return cosine_series(reading.path, tool, [(i, name, cosine) for i, (name, cosine) in enumerate(nodes)], origin)
+    tool, nodes = reading.data
+    return cosine_series(reading.path, tool, [(i, name, cosine) for i, (name, cosine) in enumerate(nodes)],
+                         (origins or {}).get(reading.path))
 
 
 def compare_series(display: str, table, summary, origin: int | None = None) -> dict[str, Any]:

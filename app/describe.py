@@ -61,11 +61,16 @@ def describe(fact: Fact, ptq: bool = False) -> str:
         return f"怀疑：{f['text']}"
     if fact.type == "layer_cosines":
         text = f"{f['tool']}（{f['path']}，{f['rows']} 个节点）"
-        if f["first_drop_node"]:
-            text += f"：误差起点 {f['first_drop_node']}（cosine {_number(f['first_drop_cosine'])}）"
         if f["worst_node"]:
-            text += f"，最差 {f['worst_node']}（cosine {_number(f['worst_cosine'])}）"
+            text += f"：最差 {f['worst_node']}（cosine {_number(f['worst_cosine'])}）"
         return text
+    if fact.type == "cosine_break":
+        fall = "变为 nan / inf" if f["cosine_nonfinite"] else f"降低 {_number(f['cosine_fall'])}"
+        return f"{f['tool']}（{f['path']}）：节点 {f['node']} 离开健康状态，cosine {fall}"
+    if fact.type == "compare_break":
+        fall = "变为 nan / inf" if f["cosine_nonfinite"] else (
+            f"降低 {_number(f['cosine_fall'])}" if f["cosine_fall"] is not None else "无变化")
+        return f"compare_per_layer（{f['path']}）：第 {f['row']} 行 {f['mod_name']} 离开健康状态，Cosine {fall}"
     if fact.type == "verifier_output":
         state = "一致" if f["consistent"] else f"不一致（{f['mismatched']}/{f['total']} 个元素不同）"
         return f"hb_verifier（{f['path']}）：输出 {f['output']} {state}"

@@ -120,8 +120,9 @@ def render_html(diagnosis: Diagnosis) -> str:
 
     data = explain_data(diagnosis)
     context = report_context(diagnosis)
-    # The rules judge which row of a compare table is the error origin (rules/54).
-    origins = {f.fields["path"]: f.fields["row"] for f in diagnosis.run.facts if f.type == "compare_origin"}
+    # The rules judge which row of a table is the error origin (rules/54).
+    origins = {f.fields["path"]: f.fields["row"] for f in diagnosis.run.by_type("compare_origin")}
+    origins.update({f.fields["path"]: f.fields["index"] for f in diagnosis.run.by_type("node_origin")})
     trees = data["conclusions"] + data["mistakes"]
     context.update({
         "version": __version__,

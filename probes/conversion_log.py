@@ -42,10 +42,10 @@ from j6doctor.probes.text_file import load_text, split_lines
 from j6doctor.probes.text_tables import parse_number
 
 __all__ = [
-    "COSINE_DROP", "COSINE_HEALTHY", "FOLLOWING_NODES",
+    "COSINE_HEALTHY", "FOLLOWING_NODES", "MAX_BREAKS",
     "ConversionLog", "CosineSummary", "Fall", "FirstNode", "HasCosine", "InputParameters",
     "LogNode", "LogOutput", "LogSummary", "LogValue", "ScoredNode",
-    "first_node", "first_sudden_fall", "is_preprocess_node",
+    "cosine_breaks", "first_node", "is_preprocess_node",
     "parse_conversion_log", "read_conversion_log",
     "summarize_cosines", "worst_cosine",
 ]
@@ -63,10 +63,10 @@ EXPECTED = ("an hb_mapper makertbin / hb_compile log (lines like '2026-05-04 10:
 # per-layer compare reader (compare_per_layer.py), so that "healthy" means one thing in
 # every probe: int8 PTQ nodes of a sound model sit at 0.99-1.0.
 COSINE_HEALTHY = threshold("cosine_healthy")
-# A sudden fall: the cosine ends below COSINE_HEALTHY and is at least this much below the
-# healthy node before it. Slow drift (0.999 -> 0.995 -> 0.989) is not a fall; a step such
-# as 0.9991 -> 0.8123 is.
-COSINE_DROP = threshold("cosine_drop")
+# Where the nodes leave the healthy state is located here (`cosine_breaks`), with the size
+# of that step; whether it is a sudden fall, and so the error origin, is judged in
+# rules/54_measure_classes.yaml. At most this many such nodes are handed to the rules.
+MAX_BREAKS = 32
 # The first node's cosine is measured against the nodes after it (how many: this); whether
 # that is a collapse (docs/file_formats.md R4) is judged in rules/54_measure_classes.yaml.
 FOLLOWING_NODES = threshold("following_nodes")
@@ -201,8 +201,8 @@ class ConversionLog:
     def node(self, name: str) -> LogNode | None:
         return next((n for n in self.nodes if n.name == name), None)
 
-    def origin(self, healthy: float = COSINE_HEALTHY, drop: float = COSINE_DROP) -> Fall[LogNode] | None:
-        return first_sudden_fall(self.nodes, healthy, drop)
+    def breaks(self, healthy: float = COSINE_HEALTHY) -> list[Fall[LogNode]]:
+        return cosine_breaks(self.nodes, healthy)
 
     def worst_node(self) -> LogNode | None:
         return worst_cosine(self.nodes)
@@ -213,9 +213,8 @@ class ConversionLog:
     def first_node(self, following: int = FOLLOWING_NODES) -> FirstNode[LogNode]:
         return first_node(self.nodes, following)
 
-    def summary(self, healthy: float = COSINE_HEALTHY, drop: float = COSINE_DROP,
-                following: int = FOLLOWING_NODES) -> LogSummary:
-        return LogSummary(summarize_cosines(self.nodes, healthy, drop, following), self.worst_output())
+    def summary(self, healthy: float = COSINE_HEALTHY, following: int = FOLLOWING_NODES) -> LogSummary:
+        return LogSummary(summarize_cosines(self.nodes, healthy, following), self.worst_output())
 
 
 # --- reading -----------------------------------------------------------------------------
@@ -588,7 +587,8 @@ C = TypeVar("C", bound=HasCosine)
 
 @dataclass(frozen=True)
 class Fall(Generic[N]):
-    """The first node whose cosine falls suddenly after a healthy node."""
+    """A node whose cosine leaves the healthy state, and by how much (the rules judge
+    whether that is a sudden fall)."""
     node: N
     before: N | None     # the healthy node before it; None: the first node with a cosine,
                          # measured against 1.0 (both models see the same input there)
@@ -615,7 +615,7 @@ class FirstNode(Generic[N]):
 
 @dataclass(frozen=True)
 class CosineSummary(Generic[N]):
-    origin: Fall[N] | None
+    breaks: list[Fall[N]]
     worst: N | None
     first_node: FirstNode[N]
 
@@ -639,27 +639,25 @@ def _rank(cosine: float) -> float:
     return -math.inf if math.isnan(cosine) else cosine
 
 
-def first_sudden_fall(nodes: Iterable[N], healthy: float = COSINE_HEALTHY,
-                      drop: float = COSINE_DROP) -> Fall[N] | None:
-    """The error origin: the first node with a cosine that ends below `healthy` at least
-    `drop` under the node with a cosine before it, which must itself be healthy (nodes
-    that merely stay degraded after a fall never count). The first node with a cosine is
-    measured against 1.0. A nan / inf cosine counts as a fall. Nodes without a cosine
-    ('--') are skipped."""
+def cosine_breaks(nodes: Iterable[N], healthy: float = COSINE_HEALTHY) -> list[Fall[N]]:
+    """The first MAX_BREAKS nodes whose cosine is not healthy (below `healthy`, or nan / inf)
+    while the node with a cosine before them is healthy, each with its fall from that node
+    (the first node with a cosine is measured against 1.0). Nodes without a cosine ('--')
+    are skipped; nodes that merely stay degraded after a fall are not breaks."""
+    out: list[Fall[N]] = []
     before: N | None = None
     for node in nodes:
         cosine = node.cosine
         if cosine is None:
             continue
-        if before is None or _healthy(before.cosine, healthy):
+        if (before is None or _healthy(before.cosine, healthy)) and not _healthy(cosine, healthy):
             reference = before.cosine if before is not None else 1.0
             assert reference is not None
-            if _broken(cosine):
-                return Fall(node, before, math.inf)
-            if cosine < healthy and reference - cosine >= drop:
-                return Fall(node, before, reference - cosine)
+            out.append(Fall(node, before, math.inf if _broken(cosine) else reference - cosine))
+            if len(out) == MAX_BREAKS:
+                break
         before = node
-    return None
+    return out
 
 
 def worst_cosine(items: Iterable[C]) -> C | None:
@@ -695,8 +693,8 @@ def first_node(nodes: Sequence[N], following: int = FOLLOWING_NODES) -> FirstNod
 
 
 def summarize_cosines(nodes: Sequence[N], healthy: float = COSINE_HEALTHY,
-                      drop: float = COSINE_DROP, following: int = FOLLOWING_NODES) -> CosineSummary[N]:
-    return CosineSummary(first_sudden_fall(nodes, healthy, drop), worst_cosine(nodes), first_node(nodes, following))
+                      following: int = FOLLOWING_NODES) -> CosineSummary[N]:
+    return CosineSummary(cosine_breaks(nodes, healthy), worst_cosine(nodes), first_node(nodes, following))
 
 
 # --- facts (probes/probe_output.py) -------------------------------------------------------
@@ -730,23 +728,37 @@ def add_facts(found, out) -> None:
 
 def add_cosine_facts(found, out, tool: str, nodes: Sequence[N], outputs: Sequence, summary: CosineSummary[N]) -> None:
     """The per-node cosine reading of a conversion log or a *_quant_info.json, as measures:
-    the first sudden fall, the worst node and output, the first node against the next ones."""
+    the nodes leaving the healthy state (with their fall), the worst node and output, the
+    first node against the next ones."""
     from j6doctor.probes.probe_output import finite
 
     if not nodes:
         return
-    origin, worst, first = summary.origin, summary.worst, summary.first_node
+    worst, first = summary.worst, summary.first_node
     worst_output = min((o for o in outputs if o.cosine is not None), key=lambda o: o.cosine, default=None)
-    out.keep("cosines", found, (tool, [(n.name, n.cosine) for n in nodes],
-                                nodes.index(origin.node) if origin else None))
+    out.keep("cosines", found, (tool, [(n.name, n.cosine) for n in nodes]))
     out.add("layer_cosines", {
         "path": found.display, "tool": tool, "rows": len(nodes),
-        "first_drop_node": origin.node.name if origin else "",
-        "first_drop_cosine": finite(origin.node.cosine if origin else None),
         "worst_node": worst.name if worst else "", "worst_cosine": finite(worst.cosine if worst else None),
         "worst_output": worst_output.name if worst_output else "",
         "worst_output_cosine": finite(worst_output.cosine if worst_output else None),
         "first_node": first.node.name if first.node else "", "first_node_cosine": finite(first.cosine),
         "first_node_nan": first.cosine is not None and math.isnan(first.cosine),
         "next_cosine": finite(first.following_min),
-    }, found, line=(origin.node if origin else (worst or nodes[0])).line, key="nodes")
+    }, found, line=(worst or nodes[0]).line, key="nodes")
+    index = {id(n): k for k, n in enumerate(nodes)}
+    add_cosine_breaks(found, out, tool, [(index[id(f.node)], f.node.name, f.node.cosine, f.drop, f.node.line)
+                                         for f in summary.breaks])
+
+
+def add_cosine_breaks(found, out, tool: str, breaks: Sequence[tuple[int, str, float | None, float, int]]) -> None:
+    """`cosine_break` facts: (position among the nodes, name, cosine, fall, line) of each node
+    where a per-node cosine table leaves the healthy state; a nan / inf cosine has no fall."""
+    from j6doctor.probes.probe_output import finite
+
+    for position, name, cosine, fall, line in breaks:
+        out.add("cosine_break", {
+            "path": found.display, "tool": tool, "index": position, "node": name,
+            "cosine": finite(cosine), "cosine_fall": finite(fall),
+            "cosine_nonfinite": cosine is not None and not math.isfinite(cosine),
+        }, found, line=line, key=name)

@@ -30,7 +30,7 @@ from j6doctor.probes.text_file import load_text, split_lines
 from j6doctor.probes.text_tables import Row, Table, parse_grid, parse_number
 
 __all__ = [
-    "COSINE_DROP", "COSINE_HEALTHY", "ComparedModel", "ConsistencyRow", "CosineRow",
+    "COSINE_HEALTHY", "ComparedModel", "ConsistencyRow", "CosineRow",
     "VerifierReport", "parse_hb_verifier", "read_hb_verifier",
 ]
 
@@ -41,12 +41,13 @@ MAX_TEXT_BYTES = 16 * 1024 * 1024
 # --- thresholds of the summary helpers ---------------------------------------------------
 # The values live in facts/vocabulary.yaml (enum `threshold`, each with its meaning); why
 # this probe uses each one is said here.
-# The same numbers as compare_per_layer.py (docs/file_formats.md §13), so that "a clear
-# cosine drop" means one thing in every probe. A per-layer cosine of a healthy int8 model stays at or
-# above 0.99 and moves between neighbouring layers in the third or fourth decimal; a drop
-# of 0.02 below the best cosine seen so far is an order of magnitude above that noise.
+# The same number as compare_per_layer.py (docs/file_formats.md §13), so that "healthy"
+# means one thing in every probe: a per-layer cosine of a healthy int8 model stays at or
+# above 0.99. How far below the best earlier cosine a fall must go to be sudden is a rule
+# (rules/54_measure_classes.yaml).
 COSINE_HEALTHY = threshold("cosine_healthy")
-COSINE_DROP = threshold("cosine_drop")
+# At most this many rows leaving the healthy state are handed to the rules.
+MAX_BREAKS = 32
 # A finite cosine further outside [-1, 1] than rounding explains means a shifted column.
 _COSINE_SLACK = 1e-3
 
@@ -111,28 +112,29 @@ class VerifierReport:
     models: tuple[ComparedModel, ...]   # from the first command line naming models; may be ()
     elided_lines: tuple[int, ...]       # lines of `...` rows that were skipped
 
-    def first_drop(self, drop: float = COSINE_DROP,
-                   healthy: float = COSINE_HEALTHY) -> CosineRow | None:
-        """The first layer where the cosine falls clearly: the first row, after at least
-        one healthy row (cosine >= `healthy`) of the same table, whose cosine is below
-        `healthy` and at least `drop` below the highest cosine of the rows above it.
+    def breaks(self, healthy: float = COSINE_HEALTHY) -> list[tuple[CosineRow, float]]:
+        """The rows, after at least one healthy row (cosine >= `healthy`) of the same table,
+        whose cosine is not healthy, each with its fall below the highest cosine of the rows
+        above it (inf for nan / inf); the first MAX_BREAKS of them. Whether a fall is sudden
+        (the error origin) is judged in rules/54_measure_classes.yaml.
 
-        Comparing with the highest earlier cosine rather than the row just above keeps a
-        row of a side branch from hiding the fall. A nan / inf cosine after a healthy row
-        is a broken comparison and counts as a drop; blank cosines are skipped. A table
-        that is unhealthy from its first row has no drop: see first_below()."""
+        Comparing with the highest earlier cosine rather than the row just above keeps a row
+        of a side branch from hiding the fall; blank cosines are skipped. A table that is
+        unhealthy from its first row has no break: see first_below()."""
+        out: list[tuple[CosineRow, float]] = []
         best: dict[int, float] = {}
         for row in self.layers:
             cosine = row.cosine
             if cosine is None:
                 continue
             top = best.get(row.table)
-            if top is not None and top >= healthy:
-                if not math.isfinite(cosine) or (cosine < healthy and top - cosine >= drop):
-                    return row
+            if top is not None and top >= healthy and not _at_least(cosine, healthy):
+                out.append((row, top - cosine if math.isfinite(cosine) else math.inf))
+                if len(out) == MAX_BREAKS:
+                    break
             if math.isfinite(cosine):
                 best[row.table] = cosine if top is None else max(top, cosine)
-        return None
+        return out
 
     def first_below(self, healthy: float = COSINE_HEALTHY) -> CosineRow | None:
         """The first row whose cosine is below `healthy` (or nan / inf)."""
@@ -367,6 +369,7 @@ def _words(args: str) -> list[str]:
 # --- facts (probes/probe_output.py) -------------------------------------------------------
 
 def add_facts(found, out) -> None:
+    from j6doctor.probes.conversion_log import add_cosine_breaks  # the cosine_break facts every cosine table gives
     from j6doctor.probes.probe_output import finite
 
     report = read_hb_verifier(found.path, found.display)
@@ -374,15 +377,16 @@ def add_facts(found, out) -> None:
     pair = "bc_hbm" if "bc" in kinds and kinds & {"hbm", "bin"} else ""
     models = ",".join(m.path for m in report.models)
     if report.layers:
-        drop, worst = report.first_drop(), report.worst_layer()
-        out.keep("cosines", found, ("hb_verifier", [(r.node_name, r.cosine) for r in report.layers],
-                                    report.layers.index(drop) if drop else None))
+        worst = report.worst_layer()
+        out.keep("cosines", found, ("hb_verifier", [(r.node_name, r.cosine) for r in report.layers]))
         out.add("layer_cosines", {
             "path": found.display, "tool": "hb_verifier", "rows": len(report.layers),
-            "first_drop_node": drop.node_name if drop else "", "first_drop_cosine": finite(drop.cosine if drop else None),
             "worst_node": worst.node_name if worst else "", "worst_cosine": finite(worst.cosine if worst else None),
             "first_node": report.layers[0].node_name, "first_node_cosine": finite(report.layers[0].cosine),
-        }, found, line=(drop or worst or report.layers[0]).line, key="layers")
+        }, found, line=(worst or report.layers[0]).line, key="layers")
+        index = {id(r): k for k, r in enumerate(report.layers)}
+        add_cosine_breaks(found, out, "hb_verifier", [(index[id(r)], r.node_name, r.cosine, fall, r.line)
+                                                      for r, fall in report.breaks()])
     for row in report.outputs[:out.limit]:
         out.add("verifier_output", {
             "path": found.display, "output": row.output_name, "consistent": row.consistent,

@@ -21,15 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from j6doctor.probes.conversion_log import (
-    COSINE_DROP,
     COSINE_HEALTHY,
     FOLLOWING_NODES,
     CosineSummary,
     Fall,
     FirstNode,
     add_cosine_facts,
+    cosine_breaks,
     first_node,
-    first_sudden_fall,
     summarize_cosines,
     worst_cosine,
 )
@@ -67,9 +66,8 @@ class QuantInfo:
     def node(self, name: str) -> QuantNode | None:
         return next((n for n in self.nodes if n.name == name), None)
 
-    def origin(self, healthy: float = COSINE_HEALTHY,
-               drop: float = COSINE_DROP) -> Fall[QuantNode] | None:
-        return first_sudden_fall(self.nodes, healthy, drop)
+    def breaks(self, healthy: float = COSINE_HEALTHY) -> list[Fall[QuantNode]]:
+        return cosine_breaks(self.nodes, healthy)
 
     def worst_node(self) -> QuantNode | None:
         return worst_cosine(self.nodes)
@@ -77,9 +75,9 @@ class QuantInfo:
     def first_node(self, following: int = FOLLOWING_NODES) -> FirstNode[QuantNode]:
         return first_node(self.nodes, following)
 
-    def summary(self, healthy: float = COSINE_HEALTHY, drop: float = COSINE_DROP,
+    def summary(self, healthy: float = COSINE_HEALTHY,
                 following: int = FOLLOWING_NODES) -> CosineSummary[QuantNode]:
-        return summarize_cosines(self.nodes, healthy, drop, following)
+        return summarize_cosines(self.nodes, healthy, following)
 
 
 def read_quant_info(path: Path | str, display: str | None = None) -> QuantInfo:

@@ -19,7 +19,6 @@ from conftest import judged
 from j6doctor.probes import conversion_log
 from j6doctor.probes.artifacts import identify
 from j6doctor.probes.conversion_log import (
-    COSINE_DROP,
     COSINE_HEALTHY,
     FOLLOWING_NODES,
     parse_conversion_log,
@@ -139,7 +138,8 @@ def test_collapse_log_summary(rulebase):
     assert [n.line for n in first.following] == [35, 36, 38]     # the '--' row is skipped
     assert first.following_min == 0.998907
     # the first node is also the error origin (measured against 1.0) and the worst node
-    origin = summary.nodes.origin
+    origin = summary.nodes.breaks[0]
+    assert judged(rulebase, COLLAPSE, "node_origin", "node") == {origin.node.name}
     assert origin.node.line == 34 and origin.before is None
     assert origin.drop == pytest.approx(1 - 0.541412)
     assert summary.nodes.worst.line == 34
@@ -154,7 +154,7 @@ def test_collapse_needs_healthy_nodes_after_it(tmp_path, rulebase):
     assert judged(rulebase, path, "first_node_collapsed", "path") == set()
 
 
-def test_healthy_log_without_final_newline():
+def test_healthy_log_without_final_newline(rulebase):
     log = read_conversion_log(HEALTHY)
     assert (log.march.text, log.march.line) == ("bayes-e", 19)
     assert log.model_deps_info is None and log.input_parameters == [] and log.warnings == []
@@ -163,13 +163,14 @@ def test_healthy_log_without_final_newline():
     assert [(o.name, o.cosine, o.chebyshev, o.line) for o in log.outputs] == [
         ("logits", 0.99979, 4.086966, 24), ("boxes", 0.993406, 5.827535, 25)]
     summary = log.summary()
-    assert summary.nodes.origin is None                 # slow drift 0.9998 -> 0.9900
+    assert summary.nodes.breaks == []                   # slow drift 0.9998 -> 0.9900: never below 0.99
+    assert judged(rulebase, HEALTHY, "node_origin", "node") == set()
     assert summary.nodes.first_node.cosine == 0.999812
     assert summary.nodes.worst.name == "...d/cls_branch.3/attn/Softmax"
     assert summary.worst_output.name == "boxes"
-    # a stricter healthy threshold turns the drift into a fall at the first node below it
-    fall = log.origin(healthy=0.998, drop=0.001)
-    assert (fall.node.line, fall.before.line) == (13, 11)
+    # a stricter healthy threshold turns the drift into a break at the first node below it
+    fall = log.breaks(healthy=0.998)[0]
+    assert (fall.node.line, fall.before.line) == (13, 11) and 0.001 < fall.drop < 0.02
 
 
 # --- CRLF, interleaved, sudden fall in the middle ----------------------------------------
@@ -206,17 +207,17 @@ def test_interleaved_crlf_log_tables():
         ("seg_logits", 0.903114, 0.412277), ("seg_mask", None, None)]
 
 
-def test_interleaved_crlf_log_origin_in_the_middle():
+def test_interleaved_crlf_log_origin_in_the_middle(rulebase):
     summary = read_conversion_log(INTERLEAVED).summary()
-    origin = summary.nodes.origin
+    (name,) = judged(rulebase, INTERLEAVED, "node_origin", "node")
+    origin = next(b for b in summary.nodes.breaks if b.node.name == name)
     # the '--' requantize row between them is skipped
     assert (origin.node.name, origin.node.line) == ("/encoder/blocks.0/attn/Softmax", 33)
     assert (origin.before.name, origin.before.line) == ("/encoder/blocks.0/attn/MatMul", 31)
     assert origin.drop == pytest.approx(0.999102 - 0.871206)
     assert summary.nodes.worst.line == 33
     assert summary.worst_output.name == "seg_logits"       # '--' outputs are not ranked
-    # a larger required drop finds no sudden fall
-    assert read_conversion_log(INTERLEAVED).origin(drop=0.2) is None
+    # the fall (0.128) is what rules/54 compares with its 0.02
 
 
 def test_crlf_and_lf_read_the_same():
@@ -226,7 +227,7 @@ def test_crlf_and_lf_read_the_same():
 
 
 def test_defaults_are_documented_constants():
-    assert (COSINE_HEALTHY, COSINE_DROP, FOLLOWING_NODES) == (0.99, 0.02, 3)
+    assert (COSINE_HEALTHY, FOLLOWING_NODES) == (0.99, 3)
 
 
 # --- other layouts ------------------------------------------------------------------------
@@ -249,7 +250,7 @@ def test_unknown_columns_are_kept_as_extra(tmp_path):
     log = read_conversion_log(write(tmp_path, text))
     assert log.nodes[1].extra == (("In/Out", "out"),)
     assert log.nodes[1].subgraph is None and log.nodes[1].type is None   # columns absent
-    assert log.origin().node.name == "/b/Conv"
+    assert log.breaks()[0].node.name == "/b/Conv"
 
 
 def test_appended_runs_keep_the_last(tmp_path):
@@ -273,7 +274,7 @@ def test_terminal_copy_with_level_prefix(tmp_path):
     assert log.versions["hbdk"].text == "3.49.15"
     assert [(w.line, w.text) for w in log.warnings] == [
         (2, "input_layout_rt is ignored for featuremap input")]
-    assert log.nodes == [] and log.worst_node() is None and log.origin() is None
+    assert log.nodes == [] and log.worst_node() is None and log.breaks() == []
     assert log.first_node().node is None
     assert log.outputs[0].cosine == 0.912 and log.march.text == "nash-m"
 
@@ -282,7 +283,7 @@ def test_nan_cosine_is_a_fall_and_the_worst(tmp_path):
     text = text_of(HEALTHY).replace("0.995573", "nan     ")
     log = read_conversion_log(write(tmp_path, text))
     assert math.isnan(log.worst_node().cosine)
-    fall = log.origin()
+    fall = log.breaks()[0]
     assert fall.node.line == 14 and fall.before.line == 13 and fall.drop == math.inf
 
 

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import judged
+
 from j6doctor.probes.artifacts import identify
 from j6doctor.probes.hb_verifier import (
-    COSINE_DROP, COSINE_HEALTHY, ComparedModel, ConsistencyRow, CosineRow, parse_hb_verifier,
+    COSINE_HEALTHY, ComparedModel, ConsistencyRow, CosineRow, parse_hb_verifier,
     read_hb_verifier,
 )
 from j6doctor.probes.input_error import InputError
@@ -25,7 +27,7 @@ HBV = FORMATS / "real" / "hb_verifier"
 BAD = HBV / "bad"
 
 
-def test_cosine_table_alone():
+def test_cosine_table_alone(rulebase):
     report = read_hb_verifier(HBV / "cosine_table.txt")
     assert report.display == "cosine_table.txt"
     assert len(report.layers) == 11
@@ -35,7 +37,9 @@ def test_cosine_table_alone():
     assert report.outputs == () and report.models == () and report.elided_lines == ()
     assert report.all_outputs_consistent() is None
 
-    assert report.first_drop().node_name == "Conv_7"       # 0.999981 -> 0.941207
+    assert report.breaks()[0][0].node_name == "Conv_7"      # 0.999981 -> 0.941207
+    assert report.breaks()[0][1] == pytest.approx(0.058774)
+    assert judged(rulebase, HBV / "cosine_table.txt", "node_origin", "node") == {"Conv_7"}
     assert report.first_below().node_name == "Conv_7"
     assert report.worst_layer().node_name == "Relu_8"       # 0.938114
 
@@ -49,7 +53,7 @@ def test_consistency_table_all_true():
     )
     assert report.all_outputs_consistent() is True
     assert report.inconsistent_outputs() == ()
-    assert report.first_drop() is None and report.worst_layer() is None
+    assert report.breaks() == [] and report.worst_layer() is None
 
 
 def test_consistency_table_with_a_mismatch():
@@ -61,7 +65,7 @@ def test_consistency_table_with_a_mismatch():
     assert report.inconsistent_outputs() == (bad,)
 
 
-def test_log_with_both_tables_and_the_command_line():
+def test_log_with_both_tables_and_the_command_line(rulebase):
     report = read_hb_verifier(HBV / "verifier_run.log", display="run/verifier_run.log")
     assert report.display == "run/verifier_run.log"
     assert report.models == (ComparedModel("model_quantized.bc", "bc", 1),
@@ -73,7 +77,8 @@ def test_log_with_both_tables_and_the_command_line():
     sub, last = report.layers[3], report.layers[6]
     assert math.isnan(sub.cosine) and sub.line == 20
     assert last.cosine == pytest.approx(1e-05) and last.tensor_name == "bbox_deltas"
-    assert report.first_drop() is sub                    # nan after healthy rows: broken
+    assert report.breaks()[0] == (sub, math.inf)         # nan after healthy rows: broken
+    assert judged(rulebase, HBV / "verifier_run.log", "node_origin", "node") == {"Sub_3"}
     assert report.worst_layer() is sub                   # nan counts as the lowest
     assert [(row.output_name, row.consistent, row.line) for row in report.outputs] == [
         ("cls_logits", True, 30), ("bbox_deltas", False, 31)]
@@ -83,16 +88,17 @@ def test_log_with_both_tables_and_the_command_line():
     assert report.all_outputs_consistent() is False
 
 
-def test_elided_rows_are_skipped():
+def test_elided_rows_are_skipped(rulebase):
     report = read_hb_verifier(HBV / "cosine_elided.txt")
     assert [(row.node_name, row.line) for row in report.layers] == [
         ("Conv_0", 4), ("Relu_1", 5), ("Conv_31", 7), ("Gemm_57", 9)]
     assert report.elided_lines == (6, 8)
-    # 0.999981 -> 0.982113 falls by 0.0179: below the healthy level, not a clear drop
-    # at the default threshold, a drop at a tighter one.
-    assert report.first_drop() is None
+    # 0.999981 -> 0.982113 falls by 0.0179: below the healthy level, not a sudden fall
+    # by rules/54's 0.02.
+    ((row, fall),) = report.breaks()
+    assert row.node_name == "Gemm_57" and fall == pytest.approx(0.017868)
+    assert judged(rulebase, HBV / "cosine_elided.txt", "node_origin", "node") == set()
     assert report.first_below().node_name == "Gemm_57"
-    assert report.first_drop(drop=0.01).node_name == "Gemm_57"
 
 
 def test_crlf_line_endings():
@@ -107,20 +113,21 @@ def test_trailing_spaces_and_no_final_newline():
     assert report.outputs == read_hb_verifier(HBV / "consistency_mixed.txt").outputs
 
 
-def test_first_drop_compares_with_the_best_earlier_row():
+def test_a_fall_is_measured_from_the_best_earlier_row(tmp_path, rulebase):
     rows = [("Conv_0", "0.9999"), ("Add_1", "0.9992"), ("Conv_2", "0.9998"),
             ("Relu_3", "0.9791"), ("Conv_4", "0.90")]
     report = parse_hb_verifier(grid(rows), "pasted")
     # Relu_3 is 0.0208 below the best (0.9999) but only 0.0207 below Conv_2.
-    assert report.first_drop().node_name == "Relu_3"
-    assert report.first_drop(drop=0.05).node_name == "Conv_4"
-    assert report.first_drop(drop=0.2) is None
-    assert (COSINE_DROP, COSINE_HEALTHY) == (0.02, 0.99)
+    assert [(r.node_name, round(f, 4)) for r, f in report.breaks()] == [("Relu_3", 0.0208), ("Conv_4", 0.0999)]
+    path = tmp_path / "hb_verifier.log"
+    path.write_text(grid(rows), encoding="utf-8")
+    assert judged(rulebase, path, "node_origin", "node") == {"Relu_3"}
+    assert COSINE_HEALTHY == 0.99
 
 
 def test_no_drop_without_a_healthy_row_first():
     report = parse_hb_verifier(grid([("Conv_0", "0.95"), ("Conv_1", "0.70")]), "pasted")
-    assert report.first_drop() is None
+    assert report.breaks() == []
     assert report.first_below().node_name == "Conv_0"
     assert report.worst_layer().node_name == "Conv_1"
 

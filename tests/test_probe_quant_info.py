@@ -74,8 +74,10 @@ def test_collapse_summary(rulebase):
     assert (first.node.name, first.cosine) == ("HZ_PREPROCESS_FOR_images", 0.541412)
     assert [n.line for n in first.following] == [17, 41, 67]          # the empty cosine is skipped
     assert first.following_min == 0.998907
-    assert summary.origin.node.line == 2 and summary.origin.before is None
-    assert summary.origin.drop == pytest.approx(1 - 0.541412)
+    origin = summary.breaks[0]
+    assert origin.node.line == 2 and origin.before is None
+    assert origin.drop == pytest.approx(1 - 0.541412)
+    assert judged(rulebase, COLLAPSE, "node_origin", "node") == {"HZ_PREPROCESS_FOR_images"}
     assert summary.worst.name == "HZ_PREPROCESS_FOR_images"
 
 
@@ -90,11 +92,12 @@ def test_healthy_crlf_without_final_newline(rulebase):
     info = read_quant_info(HEALTHY)
     assert [n.line for n in info.nodes] == [2, 17, 32, 47, 62]
     summary = info.summary()
-    assert summary.origin is None
+    assert summary.breaks == []
+    assert judged(rulebase, HEALTHY, "node_origin", "node") == set()
     assert summary.first_node.cosine == 0.999812
     assert judged(rulebase, HEALTHY, "first_node_collapsed", "path") == set()
     assert summary.worst.name == "/head/cls/Conv"
-    assert info.origin(healthy=0.998, drop=0.001).node.name == "/backbone/layer1/Conv"
+    assert info.breaks(healthy=0.998)[0].node.name == "/backbone/layer1/Conv"
     assert len(info.first_node(following=2).following) == 2
 
 
@@ -111,7 +114,7 @@ def test_compact_json_is_all_on_line_1():
 
 
 def test_summary_logic_lives_in_conversion_log():
-    assert quant_info.first_sudden_fall is conversion_log.first_sudden_fall
+    assert quant_info.cosine_breaks is conversion_log.cosine_breaks
     assert quant_info.first_node is conversion_log.first_node
     assert quant_info.worst_cosine is conversion_log.worst_cosine
 
@@ -130,7 +133,7 @@ def test_nan_cosine_is_the_worst_and_a_fall():
     text = text_of(HEALTHY).replace('"0.997402"', '"nan"')
     info = parse_quant_info(text, "q.json")
     assert math.isnan(info.worst_node().cosine)
-    fall = info.origin()
+    fall = info.breaks()[0]
     assert fall.node.line == 32 and fall.before.line == 17 and fall.drop == math.inf
 
 

@@ -77,7 +77,9 @@ def test_first_divergence_and_consistency_results_are_facts(project_diagnosis):
     d = project_diagnosis
     cosines = {f["tool"]: f for f in _facts(d, "layer_cosines")}
     assert set(cosines) >= {"hb_verifier", "conversion_log"}
-    assert cosines["conversion_log"]["first_drop_node"] and cosines["conversion_log"].source.line
+    assert cosines["conversion_log"].source.line
+    origins = {f["tool"]: f for f in d.run.by_type("node_origin")}  # judged by rules/54 from the probes' cosine_break
+    assert origins["conversion_log"]["node"] and origins["conversion_log"].derivation.rule == "measure.node_origin"
     outputs = {f["output"]: f["consistent"] for f in _facts(d, "verifier_output")}
     assert outputs == {"cls_logits": True, "bbox_deltas": False}
     assert all(f["pair"] == "bc_hbm" for f in _facts(d, "verifier_output"))

@@ -45,6 +45,14 @@ NEVER_ALONE = {
     ("measure.error_origin", "not sudden_break{path=s.path, row<s.row}"):
         "a first sudden break of a table always exists (smallest row): whenever sudden breaks "
         "are there, the rule fires for that one",
+    ("measure.node_origin", "cosine_break{path=s.path, index=s.index}"):
+        "node_sudden is concluded only by measure.node_sudden*, which copy path and index "
+        "from the cosine_break they judged",
+    ("measure.node_origin", "not node_sudden{path=s.path, index<s.index}"):
+        "a first sudden node of a table always exists (smallest index): the rule fires for it",
+    ("tools.first_drop", "layer_cosines{path=o.path}"):
+        "a cosine_break (and so a node_origin) comes only with the layer_cosines of the same "
+        "table (probes/conversion_log.add_cosine_facts, probes/hb_verifier.add_facts)",
     ("reading.gradual", "compare_summary{path=g.path}"):
         "compare_shape is concluded only from a compare_summary of the same path "
         "(measure.shape_* in rules/54_measure_classes.yaml)",
