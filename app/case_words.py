@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from j6doctor.engine import Fact, RunResult
-from j6doctor.engine.explain import RuleCheck, near_misses, walk_checks
-from j6doctor.engine.rule_model import Condition
-from j6doctor.facts import attr, vocabulary
+from j6doctor.engine.explain import RuleCheck, entries_of, simplified, walk_checks
+from j6doctor.engine.rule_model import Condition, Ref
+from j6doctor.facts import attr, label, vocabulary
 from j6doctor.verdict import supporting_inputs
 
 _SYMBOLS = {"lt": "<", "le": "≤", "gt": ">", "ge": "≥"}
@@ -62,6 +62,30 @@ def condition_words(cond: Condition) -> str:
     return text + (f"（且 {'，'.join(extra)}）" if extra else "")
 
 
+def _plain_value(type_name: str, field: str, value: Any) -> str:
+    if isinstance(value, Ref):
+        return f"{value.alias} 的 {value.field}"
+    spec = vocabulary().types[type_name].fields.get(field) if type_name in vocabulary().types else None
+    if spec is not None and spec.type == "enum" and isinstance(value, str):
+        return label(spec.enum, value)
+    if isinstance(value, (list, tuple)):
+        return " / ".join(_plain_value(type_name, field, v) for v in value)
+    return "true" if value is True else "false" if value is False else str(value)
+
+
+_OPS = {"eq": "=", "ne": "≠", "in": "∈", "not_in": "∉", "lt": "<", "le": "≤", "gt": ">", "ge": "≥", "contains": "含"}
+
+
+def meaning_words(cond: Condition) -> str:
+    """A condition on a fact the rules derive, in the vocabulary's words: its type's meaning
+    and each test with enum labels (`链路上最早的已确认异常产物：artifact = qat.bc`)."""
+    ftype = vocabulary().types.get(cond.type)
+    meaning = ftype.meaning if ftype is not None and ftype.meaning else cond.type
+    tests = "，".join(f"{t.field} {_OPS.get(t.op, t.op)} {_plain_value(cond.type, t.field, t.value)}"
+                     for t in cond.tests)
+    return ("不存在" if cond.negated else "") + meaning + (f"（{tests}）" if tests else "")
+
+
 def fact_words(fact: Fact) -> str:
     """An input fact as the case (or the file) gave it, with where: `results.qat_bc: {...}
     （case.yaml:11 results.qat_bc）`."""
@@ -77,15 +101,21 @@ def annotate(checks: list[RuleCheck], result: RunResult) -> None:
     """Fill each unmet input condition with what to write, and each failing `not:` with the
     input facts its blockers came from."""
     for cond in walk_checks(checks):
+        if cond.pattern is not None:
+            ftype = vocabulary().types.get(cond.pattern.type)
+            written = ftype is not None and ftype.origin == "input" and ftype.written_as
+            literal = Condition(cond.pattern.type,
+                                simplified(tuple(t for t in cond.pattern.tests if not isinstance(t.value, Ref))))
+            cond.words = (("案例中没有 " if cond.negated else "案例中 ") + condition_words(literal) if written
+                          else meaning_words(cond.pattern))
         if cond.satisfied:
             continue
         if cond.needs is not None:
             cond.written = condition_words(cond.needs)
             if cond.needs.tests:
                 identity = tuple(vocabulary().types[cond.needs.type].written_fields[:1])  # results.{artifact}
-                if any(t.field in identity for t in cond.needs.tests):
-                    cond.instead = [fact_words(f) for f in near_misses(cond.needs, result.facts, identity)
-                                    if f.derivation is None][:MAX_INSTEAD]
+                cond.instead = [fact_words(f) for f in entries_of(cond.needs, result.facts, identity)
+                                if f.derivation is None][:MAX_INSTEAD]
         if cond.negated and cond.facts:
             blockers = [result.fact(fid) for fid in cond.facts]
             cond.blocked_by = list(dict.fromkeys(fact_words(f) for f in supporting_inputs(result, blockers)))

@@ -78,16 +78,14 @@ def _check_lines(check: dict[str, Any], depth: int, out: list[str]) -> None:
     out.append(f"{pad}- 规则 {check['rule']}「{check['title']}」（{check['file']}:{check['line']}，{state}）")
     for cond in check["conditions"]:
         mark = "？" if cond.get("unknown") else ("✓" if cond["satisfied"] else "✗")
-        text = ("不存在 " if cond["negated"] else "") + cond["condition"]
+        text = cond.get("words") or (("不存在 " if cond["negated"] else "") + cond["condition"])
         detail = ""
         if cond.get("facts"):
             detail = ("，被 " if cond["negated"] and not cond["satisfied"] else "，由 ") + "、".join(cond["facts"])
         if cond.get("blocked_by"):
             detail += " 阻止，它来自 " + "；".join(cond["blocked_by"])
         if cond.get("written"):
-            detail = f"，需要在案例中写 {cond['written']}"
-            if cond.get("instead"):
-                detail += f"；现在是 {'；'.join(cond['instead'])}"
+            detail = f"：现在是 {'；'.join(cond['instead'])}" if cond.get("instead") else "：案例中没有写"
         elif cond.get("needs_input"):
             detail = f"，需要输入 {cond['needs_input']}"
         if cond.get("unknown"):
@@ -97,9 +95,45 @@ def _check_lines(check: dict[str, Any], depth: int, out: list[str]) -> None:
             _check_lines(producer, depth + 2, out)
 
 
+def _case_key(condition: str) -> str:
+    """The case key a written condition sets (`results.qat_bc` of `results.qat_bc: {...}`)."""
+    return condition.split(":", 1)[0].strip()
+
+
+def would_change_lines(items: list[dict[str, Any]]) -> list[str]:
+    """What the case would need, the entries it holds that stand in the way first: an
+    addition to a key the case already sets is a change of what it says there."""
+    instead = {_case_key(i["condition"]): i["instead"] for i in items if i["kind"] == "add" and i.get("instead")}
+    change, add, review = [], [], []
+    for item in items:
+        if item["kind"] == "add" and _case_key(item["condition"]) in instead:
+            now = "；".join(item.get("instead") or instead[_case_key(item["condition"])])
+            line = f"- 改为 {item['condition']}——现在是 {now}（规则 {item['rule']}）"
+            if line not in change:
+                change.append(line)
+        elif item["kind"] == "add":
+            add.append(f"- 补充 {item['condition']}（规则 {item['rule']}）")
+        elif item.get("blocked_by"):
+            review.append(f"- 复核 {'；'.join(item['blocked_by'])}——它阻止了规则 {item['rule']}")
+        else:
+            review.append(f"- 复核或去掉：{item['condition']}，当前由 {'、'.join(item['facts'])} 阻止（规则 {item['rule']}）")
+    return change + add + review
+
+
 def render_explain_markdown(diagnosis: Diagnosis, data: dict[str, Any]) -> str:
     out = [f"# j6doctor 证据链：{diagnosis.title}", "",
            f"当前结论：**{data['stage_label']}**（`{data['stage']}`）", ""]
+    if "why_not" in data:
+        w = data["why_not"]
+        out += [f"## 为什么不是 {w['stage_label']}（`{w['stage']}`）", ""]
+        if w["already"]:
+            out += [f"当前结论就是 {w['stage_label']}。", ""]
+        if not w["rules"]:
+            out += ["没有任何规则能得出这个结论。", ""]
+        if w["would_change"]:
+            out += ["案例中挡住这个结论的内容在前，其余是能让某条规则成立的补充（不一定每条都需要）：", ""]
+            out += would_change_lines(w["would_change"])
+            out.append("")
     out += ["## 结论的推导", ""]
     for tree in data["conclusions"]:
         tree_lines(tree, 0, out)
@@ -111,26 +145,11 @@ def render_explain_markdown(diagnosis: Diagnosis, data: dict[str, Any]) -> str:
         out += ["", "## 常见误区的推导", ""]
         for tree in data["mistakes"]:
             tree_lines(tree, 0, out)
-    if "why_not" in data:
+    if "why_not" in data and data["why_not"]["rules"]:
         w = data["why_not"]
-        out += ["", f"## 为什么不是 {w['stage_label']}（`{w['stage']}`）", ""]
-        if w["already"]:
-            out.append(f"当前结论就是 {w['stage_label']}。")
-        if not w["rules"]:
-            out.append("没有任何规则能得出这个结论。")
+        out += ["", f"## 逐条规则：为什么没有得出 {w['stage_label']}", ""]
         for check in w["rules"]:
             _check_lines(check, 0, out)
-        if w["would_change"]:
-            out += ["", "会改变结论的证据：", ""]
-            for item in w["would_change"]:
-                if item["kind"] == "add" and item.get("instead"):
-                    out.append(f"- 改为：{item['condition']}；现在是 {'；'.join(item['instead'])}（规则 {item['rule']}）")
-                elif item["kind"] == "add":
-                    out.append(f"- 补充：{item['condition']}（规则 {item['rule']}）")
-                elif item.get("blocked_by"):
-                    out.append(f"- 复核：{'；'.join(item['blocked_by'])}——它阻止了规则 {item['rule']}")
-                else:
-                    out.append(f"- 复核或去掉：{item['condition']}，当前由 {'、'.join(item['facts'])} 阻止（规则 {item['rule']}）")
     out.append("")
     return "\n".join(out)
 

@@ -135,9 +135,13 @@ class ConditionCheck:
     written: str = ""  # ... as the user would write it (filled by the caller, which knows the case)
     blocked_by: list[str] = field(default_factory=list)  # for a `not:` that fails: where its blockers came from
     instead: list[str] = field(default_factory=list)  # for an unmet input condition: what the inputs say instead
+    pattern: Condition | None = field(default=None, compare=False)  # the condition checked (with pushed tests)
+    words: str = ""  # the condition in the user's words (filled by the caller, which knows the vocabulary)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"condition": self.condition, "negated": self.negated, "satisfied": self.satisfied}
+        if self.words:
+            out["words"] = self.words
         if self.unknown:
             out["unknown"] = True
         if self.facts:
@@ -171,6 +175,13 @@ class RuleCheck:
 
 def _describe(cond: Condition, extra: tuple[Test, ...]) -> str:
     return Condition(cond.type, cond.tests + extra, cond.negated, cond.alias, cond.line).describe()
+
+
+def entries_of(cond: Condition, facts: list[Fact], identity: tuple[str, ...]) -> list[Fact]:
+    """The facts of the condition's type that agree with it on the `identity` fields (the
+    same case entry, results.qat_bc), whatever else they say: what the inputs say instead."""
+    tests = tuple(t for t in cond.tests if t.field in identity and not isinstance(t.value, Ref))
+    return matching_facts(Condition(cond.type, tests), facts, {}) if tests else []
 
 
 def producers_of(rules: list[Rule], type_name: str, wanted: tuple[Test, ...]) -> list[tuple[Rule, dict[str, tuple[Test, ...]]]]:
@@ -239,20 +250,21 @@ def check_rule(rule: Rule, result: RunResult, rules: list[Rule], vocab_input_typ
         extra = pushed.get(cond.alias or "", ())
         matches = matching_facts(cond, facts, bound, extra)
         text = _describe(cond, extra)
+        pattern = Condition(cond.type, cond.tests + extra, cond.negated, cond.alias, cond.line)
         if cond.negated:
             unbound = any(isinstance(t.value, Ref) and t.value.alias not in bound for t in cond.tests)
             if unbound:
-                checks.append(ConditionCheck(text, True, True, [], unknown=True))
+                checks.append(ConditionCheck(text, True, True, [], unknown=True, pattern=pattern))
             else:
-                checks.append(ConditionCheck(text, True, not matches, [f.id for f in matches]))
+                checks.append(ConditionCheck(text, True, not matches, [f.id for f in matches], pattern=pattern))
             continue
         if matches:
             if cond.alias:
                 chosen = preferred.get(cond.alias)
                 bound[cond.alias] = chosen if chosen is not None and chosen in matches else matches[0]
-            checks.append(ConditionCheck(text, False, True, [f.id for f in matches[:5]]))
+            checks.append(ConditionCheck(text, False, True, [f.id for f in matches[:5]], pattern=pattern))
             continue
-        check = ConditionCheck(text, False, False)
+        check = ConditionCheck(text, False, False, pattern=pattern)
         literal = simplified(tuple(t for t in cond.tests + extra if not isinstance(t.value, Ref)))
         if cond.type in vocab_input_types:
             check.needs = Condition(cond.type, literal)
@@ -281,19 +293,6 @@ def simplified(tests: tuple[Test, ...]) -> tuple[Test, ...]:
                 or (t.op == "not_in" and value not in t.value))
 
     return tuple(t for t in tests if not implied(t))
-
-
-def near_misses(cond: Condition, facts: list[Fact], keep: tuple[str, ...] = ()) -> list[Fact]:
-    """Facts of the condition's type that fail exactly one of its tests, never one on a
-    field in `keep` (what identifies the entry): what the inputs say instead (results.qat_bc
-    is abnormal where the rule needs it normal)."""
-    out: list[Fact] = []
-    for k, test in enumerate(cond.tests):
-        rest = cond.tests[:k] + cond.tests[k + 1:]
-        if test.field in keep or not rest:
-            continue
-        out += [f for f in matching_facts(Condition(cond.type, rest), facts, {}) if f not in out]
-    return out
 
 
 def walk_checks(checks: list[RuleCheck]):

@@ -76,6 +76,25 @@ def test_why_not_names_rules_failed_conditions_and_evidence(cli):
                                  "（export_qat_bc_abnormal.yaml:10 results.qat_bc）"]
 
 
+def test_why_not_in_markdown_speaks_the_case_file_and_names_the_blocker_first(cli):
+    """The answer comes first, in the case's words: the entry that stands in the way with its
+    line; the rule-by-rule detail after it words input conditions as case entries and
+    derived ones by the vocabulary's meaning, never in the engine's pattern syntax."""
+    proc = cli("explain", str(EXAMPLES / "convert_j6m.yaml"), "--no-env", "--why-not", "export")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    answer = text.split("## 为什么不是 export（`export`）")[1].split("\n## ")[0]
+    first = next(line for line in answer.splitlines() if line.startswith("- "))
+    assert first.startswith("- 改为 results.qat_bc: {") and "（convert_j6m.yaml:11 results.qat_bc）" in first
+    assert "改为 results.qat_bc: {status: abnormal, evidence: （不写）}" in answer  # the key is there: a change
+    assert text.index("## 为什么不是 export") < text.index("## 结论的推导") < text.index("## 逐条规则")
+    detail = text.split("## 逐条规则：为什么没有得出 export")[1]
+    assert "result{" not in detail and "comparison{" not in detail and "≠float" not in detail
+    assert "✗ 链路上最早的已确认异常产物" in detail and "（artifact = qat.bc）" in detail
+    assert "✗ 案例中 results.qat_bc: {status: abnormal, evidence: dataset_eval / badcase / multi_frame_visual}" \
+        "：现在是 results.qat_bc: {status: normal, evidence: dataset_eval}（convert_j6m.yaml:11 results.qat_bc）" in detail
+
+
 def test_why_not_blocked_by_a_negation(cli):
     proc = cli("explain", str(EXAMPLES / "contradictory.yaml"), "--no-env", "--why-not", "export", "--format", "json")
     data = json.loads(proc.stdout)["why_not"]
