@@ -165,29 +165,36 @@ def _add_metric_drops(facts: FactList, tolerance: Tolerance) -> None:
         }, bad.source)
 
 
-def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path | None, Tolerance]:
-    """The metrics file and tolerance: command line first, then the case's `metrics` key."""
+def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path | None, Tolerance, str]:
+    """The metrics file, the tolerance and who named the file: command line first, then the
+    case's `metrics` key ("" when none did: a file found in a work folder)."""
     spec = (case.data.get("metrics") if case else None) or {}
+    key: tuple[str, ...] = ("metrics",)
     if isinstance(spec, str):
         spec = {"file": spec}
+    else:
+        key = ("metrics", "file")
     tolerance = options.tolerance or Tolerance(
         value=float(spec.get("tolerance", 0.01)),
         relative=bool(spec.get("relative", True)),
         higher_is_better=bool(spec.get("higher_is_better", True)),
     )
     if options.metrics is not None:
-        return options.metrics, tolerance
+        return options.metrics, tolerance, "--metrics"
     if spec.get("file") and case is not None:
-        return case.folder / spec["file"], tolerance
-    return None, tolerance
+        return case.folder / spec["file"], tolerance, case.source(*key).describe()
+    return None, tolerance, ""
 
 
-def _add_metrics(facts: FactList, path: Path, display: str, tolerance: Tolerance, digests: Digests) -> None:
+def _add_metrics(facts: FactList, path: Path, display: str, tolerance: Tolerance, digests: Digests,
+                 named: str = "") -> None:
     from j6doctor.probes.metrics_file import judge, read_metrics
 
     try:
         rows = read_metrics(path, display)
     except InputError as exc:
+        if named:  # a file the user named must be read: its error is the run's (exit 2)
+            raise InputError(exc.file, f"{exc.message}（评测结果文件由 {named} 指定）", exc.line, exc.more) from None
         _problem(facts, display, exc.render(), _sha256(digests, path))
         return
     sha256 = _sha256(digests, path)
@@ -250,7 +257,7 @@ class Evidence:
 
 def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     facts = FactList()
-    metrics_path, tolerance = _metrics_settings(case, options)
+    metrics_path, tolerance, metrics_named = _metrics_settings(case, options)
     if case is not None:
         facts.extend_case(case)
         _add_metric_drops(facts, tolerance)
@@ -289,7 +296,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     if metrics_path is None:
         metrics_path = next((f.path for f in found if f.kind == "metrics"), None)
     if found or metrics_path is not None:  # else nothing to read: the readers are not imported
-        _read_files(facts, found, metrics_path, tolerance, base, options)
+        _read_files(facts, found, metrics_path, tolerance, base, options, metrics_named)
     facts.insert(at, lambda: _add_artifact_files(facts, found))
     if options.use_environment:
         _add_environment(facts, base, options)
@@ -302,7 +309,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
 
 
 def _read_files(facts: FactList, found: list[FoundFile], metrics_path: Path | None, tolerance: Tolerance,
-                base: Path | None, options: EvidenceOptions) -> None:
+                base: Path | None, options: EvidenceOptions, metrics_named: str = "") -> None:
     """The artifacts found and the metrics file, each hashed from the bytes its reader read."""
     from j6doctor.probes import registry
     from j6doctor.probes.artifacts import hashing_reads
@@ -318,11 +325,15 @@ def _read_files(facts: FactList, found: list[FoundFile], metrics_path: Path | No
             try:
                 exists = metrics_path.is_file()
             except OSError as exc:  # e.g. a name too long for the file system
+                if metrics_named:
+                    raise InputError(display, f"cannot read: {exc.strerror}（评测结果文件由 {metrics_named} 指定）") from None
                 _problem(facts, display, f"cannot read: {exc.strerror}")
                 exists = None
             if exists:
-                _add_metrics(facts, metrics_path, display, tolerance, digests)
+                _add_metrics(facts, metrics_path, display, tolerance, digests, metrics_named)
             elif exists is False:
+                if metrics_named:
+                    raise InputError(display, f"{_not_a_metrics_file(metrics_path)}（评测结果文件由 {metrics_named} 指定）")
                 _problem(facts, display, _not_a_metrics_file(metrics_path))
 
 

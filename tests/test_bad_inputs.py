@@ -1071,12 +1071,17 @@ def test_cli_case_with_broken_artifacts_and_markdown(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     broken = _broken_workdir(work)
-    (tmp_path / "case.yaml").write_text("symptom: x\nartifacts: [work/]\nmetrics: work/metrics.csv\n")
+    (tmp_path / "case.yaml").write_text("symptom: x\nartifacts: [work/]\n")  # metrics.csv found in work/
     result = run_cli("diagnose", "case.yaml", "--no-env", cwd=tmp_path)
     assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
     assert "Traceback" not in result.stderr
     for name in broken:
         assert name in result.stdout, name
+    # named by the case, the same broken metrics file is an input error of the run
+    (tmp_path / "case.yaml").write_text("symptom: x\nartifacts: [work/]\nmetrics: work/metrics.csv\n")
+    named = run_cli("diagnose", "case.yaml", "--no-env", cwd=tmp_path)
+    assert named.returncode == 2 and "work/metrics.csv:2: " in named.stderr
+    assert "由 case.yaml:3 metrics.file 指定" in named.stderr and "Traceback" not in named.stderr
 
 
 @pytest.mark.parametrize("label", ["distinct-values", "billion-laughs", "duplicate-keys"])
