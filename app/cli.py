@@ -81,17 +81,26 @@ def _check_output_path(output: Path, protected: list[Path]) -> None:
         _fail(f"{output}: not a regular file (a pipe or a device); -o takes a file path", EXIT_INPUT)
 
 
-def _rulebase(rule_packs: tuple[Path, ...], engine: str | None = None):
-    """The bundled rule base plus packs; a broken pack is the user's input error (exit 2)."""
+def _rulebase(rule_packs: tuple[Path, ...], engine: str | None = None, rule_files: bool = False):
+    """The bundled rule base plus packs; a broken pack is the user's input error (exit 2).
+    `rule_files`: a pack may also be a single rule file (`rules test`)."""
     from j6doctor.diagnose import load_rulebase
     from j6doctor.engine import EngineUnavailableError, RuleBaseErrors
 
     for pack in rule_packs:
+        if rule_files and pack.suffix == ".yaml" and pack.is_file():
+            continue
+        if rule_files and not pack.is_dir():
+            _fail(f"{pack}: " + ("not a rule pack folder or a rule file (*.yaml)" if pack.exists()
+                                 else "no such rule pack folder or rule file")
+                  + "; give a folder of *.yaml rule files or one *.yaml rule file", EXIT_INPUT)
         if not pack.is_dir():
             _fail(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml files"
                                  if pack.exists() else "no such rule pack folder; --rules takes a folder of "
                                  "*.yaml rule files"), EXIT_INPUT)
     try:
+        if any(not pack.is_dir() for pack in rule_packs):
+            return _rulebase_with_files(rule_packs, engine)
         return load_rulebase(rule_packs, engine)
     except EngineUnavailableError as exc:
         _fail(str(exc), EXIT_INPUT)
@@ -99,6 +108,27 @@ def _rulebase(rule_packs: tuple[Path, ...], engine: str | None = None):
         if rule_packs:
             _fail(f"the rule base is invalid:\n{exc}", EXIT_INPUT)
         _fail(f"the rule base is invalid:\n{exc}\n{_BUNDLED_BROKEN}", EXIT_INTERNAL)
+
+
+def _rulebase_with_files(packs: tuple[Path, ...], engine: str | None):
+    """load_rulebase for packs among which are single rule files: a file's rules are shown
+    under the path given (a folder's as `folder/file.yaml`, as load_rulebase shows them); the
+    vocabulary is the bundled one plus the folders' vocabulary.yaml."""
+    from j6doctor.engine import RuleBase, RuleBaseError, RuleBaseErrors, VocabularyError
+    from j6doctor.engine.backends import resolve
+    from j6doctor.facts import activate, with_packs
+    from j6doctor.rules import BUNDLED_RULES_DIR
+
+    entries = [pack.resolve() if pack.is_dir() else pack for pack in packs]
+    display = {BUNDLED_RULES_DIR: "rules",
+               **{entry: pack.as_posix().rstrip("/") for entry, pack in zip(entries, packs) if pack.is_dir()}}
+    try:
+        vocab = with_packs([entry for entry in entries if entry.is_dir()], display)
+    except (OSError, VocabularyError) as exc:
+        raise RuleBaseErrors([RuleBaseError(str(exc))]) from None
+    rulebase = RuleBase.load([BUNDLED_RULES_DIR, *entries], vocab, display, resolve(engine))
+    activate(rulebase.vocab)
+    return rulebase
 
 
 # the bundled rules fail to load: not the user's input
@@ -264,7 +294,7 @@ def explain(why_not_stage: str | None, fmt: str | None, output: Path | None, **i
     from j6doctor.explain_report import explain_data, render_explain_json, render_explain_markdown, stage_choices
 
     if why_not_stage is not None and why_not_stage not in stage_choices():
-        _fail(f"--why-not: unknown stage {why_not_stage!r}; allowed: {', '.join(stage_choices())}", EXIT_INPUT)
+        _fail(f"--why-not: {_unknown_stage(why_not_stage, stage_choices())}", EXIT_INPUT)
     diagnosis, protected = _run(**inputs)
     data = explain_data(diagnosis, why_not_stage)
     text = render_explain_json(data) if _format(fmt) == "json" else render_explain_markdown(diagnosis, data)
@@ -286,6 +316,7 @@ def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None,
         metrics: Path | None = None, rule_packs: list[Path] | tuple[Path, ...] = (), store: str | None = None) -> None:
     from j6doctor.ask import EndOfAnswers, ask_session, read_answer
 
+    _check_ask_case(case)
     if case.suffix.lower() not in (".yaml", ".yml", ".json"):
         _fail(f"{case}: a case file ends in .yaml, .yml or .json", EXIT_INPUT)
     if not case.exists() and not case.parent.is_dir():  # said before the questions, not after the answers
@@ -298,14 +329,19 @@ def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None,
     def say(text: str) -> None:  # the dialogue goes to stderr: stdout is the report
         _echo(text, err=True)
 
+    try:  # answers piped in are not echoed: each prompt then ends its own line
+        prompt_nl = not sys.stdin.isatty()
+    except (AttributeError, ValueError, OSError):  # no stdin, or a closed one
+        prompt_nl = True
+
     def answer(question: str) -> str:
-        _echo(question, nl=False, err=True)
+        _echo(question, nl=prompt_nl, err=True)
         if stdin is None:  # a text-only stream (embedding): nothing to decode
             line = sys.stdin.readline()
             if not line:
                 raise EndOfAnswers()
             return line.rstrip("\r\n")
-        return read_answer(stdin, encoding, say, lambda: _echo(question, nl=False, err=True))
+        return read_answer(stdin, encoding, say, lambda: _echo(question, nl=prompt_nl, err=True))
 
     inputs: list[Path] = []
 
@@ -326,6 +362,28 @@ def ask(case: Path, workdirs: list[Path], env: bool | None, output: Path | None,
     _write(_render(diagnosis, _format(fmt)), output, inputs + _store_files(library))
 
 
+def _check_ask_case(case: Path) -> None:
+    """CASE of `ask` is the file the answers are written into: not standard input (which
+    carries the answers), not a folder (said with the file to give instead)."""
+    if str(case) == "-":
+        _fail("ask writes the answers into the case file, so CASE cannot be standard input (standard input "
+              "carries the answers); give the case file, e.g. `j6doctor ask case.yaml` (created if absent)",
+              EXIT_INPUT)
+    try:
+        is_folder = case.is_dir()
+    except (OSError, ValueError):  # a name too long, a NUL byte: said where the file is used
+        return
+    if not is_folder:
+        return
+    found = [case / name for name in ("case.yaml", "case.yml", "case.json") if (case / name).is_file()]
+    if found:
+        _fail(f"{case}: is a folder; ask writes the answers into a case file: give {found[0]}"
+              f" (`j6doctor ask {found[0]} --workdir {case}` also scans the folder's artifacts)", EXIT_INPUT)
+    _fail(f"{case}: is a folder; ask writes the answers into a case file: give one to create in it, e.g. "
+          f"`j6doctor ask {case / 'case.yaml'} --workdir {case}` (--workdir scans the folder's artifacts)",
+          EXIT_INPUT)
+
+
 def _rule_dirs(dirs: list[Path]):
     from j6doctor.rules import BUNDLED_RULES_DIR
 
@@ -335,9 +393,10 @@ def _rule_dirs(dirs: list[Path]):
     return [BUNDLED_RULES_DIR, *dirs], {BUNDLED_RULES_DIR: "rules"}
 
 
-def rules_lint(dirs: list[Path], strict: bool) -> None:
+def rules_lint(dirs: list[Path], strict: bool, pattern: str | None = None) -> None:
     from j6doctor.engine.errors import VocabularyError
     from j6doctor.engine.lint import lint
+    from j6doctor.engine.rule_loader import load_rule_dirs
     from j6doctor.facts import with_packs
 
     folders, display = _rule_dirs(dirs)
@@ -346,16 +405,24 @@ def rules_lint(dirs: list[Path], strict: bool) -> None:
     except (OSError, VocabularyError) as exc:
         _fail(str(exc), EXIT_INPUT)
     issues = lint(folders, vocab, display)
+    rules = None
+    matcher = _id_matcher(pattern)
+    if matcher is not None:  # the whole base is checked; the matching rules' messages are shown
+        rules = load_rule_dirs(folders, vocab, display)[0]
+        if rules and not any(matcher(r.id) for r in rules):
+            _fail(f"-k {pattern}: no rule id matches (see `j6doctor rules list`)", EXIT_INPUT)
+        issues = [i for i in issues if i.rule is None or matcher(i.rule)]
     for issue in issues:
         _echo(issue.render())
     errors = sum(1 for i in issues if i.level == "error")
     if not errors:  # the rules load: their examples' fixtures must be there too
-        from j6doctor.engine.rule_loader import load_rule_dirs
         from j6doctor.rule_tests import missing_fixtures
 
-        for rule, example, problem in missing_fixtures(load_rule_dirs(folders, vocab, display)[0]):
-            _echo(f"{rule.file}:{example.line}: error: rule {rule.id}: example {example.name!r}: {problem}")
-            errors += 1
+        for rule, example, problem in missing_fixtures(rules if rules is not None
+                                                       else load_rule_dirs(folders, vocab, display)[0]):
+            if matcher is None or matcher(rule.id):
+                _echo(f"{rule.file}:{example.line}: error: rule {rule.id}: example {example.name!r}: {problem}")
+                errors += 1
     warnings = sum(1 for i in issues if i.level == "warning")
     _echo(f"{errors} error(s), {warnings} warning(s)")
     if errors or (strict and warnings):
@@ -378,12 +445,13 @@ def rules_test(dirs: list[Path], verbose: bool, engine: str | None, pattern: str
                everything: bool = False, output: Path | None = None) -> None:
     from j6doctor.rule_tests import condition_coverage, coverage_failures, render_junit, run_rule_tests
 
-    rulebase = _rulebase(tuple(dirs), engine)
+    rulebase = _rulebase(tuple(dirs), engine, rule_files=True)
     matcher = _id_matcher(pattern)
-    packs = {str(d.resolve()) for d in dirs}
-    protected = [f for d in dirs for f in d.rglob("*") if f.is_file()]  # -o never overwrites a rule file
-    in_packs = (lambda rule: any(str(Path(rule.folder).resolve()) == p for p in packs)) if dirs and not everything \
-        else (lambda rule: True)
+    packs = {str(d.resolve()) for d in dirs if d.is_dir()}
+    files = {str(d) for d in dirs if not d.is_dir()}  # a single rule file: its rules are shown under its path
+    protected = [f for d in dirs for f in (d.rglob("*") if d.is_dir() else [d]) if f.is_file()]  # -o: never a rule file
+    in_packs = (lambda rule: rule.file in files or any(str(Path(rule.folder).resolve()) == p for p in packs)) \
+        if dirs and not everything else (lambda rule: True)
     selected = {r.id for r in rulebase.rules if in_packs(r) and (matcher is None or matcher(r.id))}
     results, coverage = run_rule_tests(rulebase, selected.__contains__)
     if pattern is not None and not coverage:
@@ -463,9 +531,13 @@ def rules_show(rule_id: str, dirs: list[Path], fmt: str) -> None:
     from j6doctor.rule_catalog import detail, find, render_detail
 
     rulebase = _rulebase(tuple(dirs))
-    rule, close = find(rulebase, rule_id)
+    rule, _ = find(rulebase, rule_id)
     if rule is None:
-        hint = f"; did you mean {', '.join(close)}?" if close else " (see `j6doctor rules list`)"
+        import difflib
+
+        close = difflib.get_close_matches(rule_id, [r.id for r in rulebase.rules], n=3, cutoff=0.6)
+        hint = (f"; did you mean {', '.join(close)}?" if close else
+                f"; `j6doctor rules list` lists every rule id (`rules list -k {rule_id}`: the ids containing it)")
         _fail(f"no rule with id {rule_id!r}{hint}", EXIT_INPUT)
     found = detail(rulebase, rule)
     _echo(json.dumps(found, ensure_ascii=False, indent=2) if fmt == "json" else render_detail(found))
@@ -494,10 +566,11 @@ def schema(what: str, rule_packs: tuple[Path, ...]) -> None:
 
         document = verdict_schema()
     elif what == "case":
-        from j6doctor.probes.case_file import case_schema
+        from j6doctor.probes.written_case_schema import written_case_schema
 
         document = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "j6doctor case file",
-                    "description": "case.yaml / case.json (docs/CONTRACT.md)", **case_schema()}
+                    "description": "case.yaml / case.json as written, shorthands and aliases included "
+                                   "(docs/CONTRACT.md)", **written_case_schema()}
     else:
         from j6doctor.engine.schema_export import vocabulary_schema
         from j6doctor.facts import vocabulary
@@ -599,12 +672,14 @@ def _add_engine(parser: argparse.ArgumentParser) -> None:
 def _add_inputs(parser: argparse.ArgumentParser) -> None:
     """The options every command that diagnoses shares: what to read, and how to judge it."""
     parser.add_argument("case", nargs="?", metavar="CASE", type=_case_path,
-                        help="The case file (case.yaml / case.json); - reads it from standard input.")
+                        help="The case file (case.yaml / case.json); - reads it from standard input. "
+                             "May be omitted when --workdir or --metrics is given.")
     parser.add_argument("--workdir", dest="workdirs", action="append", default=[], metavar="DIR",
                         type=_path_type("folder"),
                         help="Folder of artifacts to scan (repeatable); CASE may then be omitted.")
     parser.add_argument("--metrics", type=_path_type("file"), metavar="FILE",
-                        help="Evaluation results (CSV / YAML / JSON rows: artifact, metric, value[, dataset, frames]).")
+                        help="Evaluation results (CSV / YAML / JSON rows: artifact, metric, value[, dataset, frames]); "
+                             "CASE may then be omitted.")
     parser.add_argument("--tolerance", type=_finite_float, metavar="X",
                         help="Allowed drop from the qat.pt baseline (default 0.01).")
     parser.add_argument("--absolute", action="store_true",
@@ -620,6 +695,15 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
     _add_engine(parser)
 
 
+def _unknown_stage(stage: str, allowed: list[str]) -> str:
+    """"unknown stage 'convrt' (did you mean 'convert'?); allowed: …" """
+    import difflib
+
+    close = difflib.get_close_matches(stage, allowed, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown stage {stage!r}{hint}; allowed: {', '.join(allowed)}"
+
+
 def _stage_list(text: str) -> list[str]:
     from j6doctor.facts import enum_values
 
@@ -627,15 +711,32 @@ def _stage_list(text: str) -> list[str]:
     allowed = list(enum_values("stage"))
     unknown = [stage for stage in stages if stage not in allowed]
     if unknown or not stages:
-        raise argparse.ArgumentTypeError(f"unknown stage {unknown[0]!r}; allowed: {', '.join(allowed)}"
-                                         if unknown else "name at least one stage")
+        raise argparse.ArgumentTypeError(_unknown_stage(unknown[0], allowed) if unknown else "name at least one stage")
     return stages
 
 
+def _complete_stages(prefix: str = "", **_kwargs) -> list[str]:
+    """argcomplete's candidates for a STAGE option: the stages of the vocabulary (read only
+    when completing), after the ones already listed before a comma (`convert,co<TAB>`)."""
+    from j6doctor.facts import enum_values
+
+    cut = prefix.rfind(",") + 1
+    given, tail = prefix[:cut], prefix[cut:]
+    listed = set(given.split(","))
+    return [given + stage for stage in enum_values("stage") if stage.startswith(tail) and stage not in listed]
+
+
+def _stages(action: argparse.Action) -> argparse.Action:
+    """A STAGE option: completed with the stage values, not file names."""
+    action.completer = _complete_stages  # type: ignore[attr-defined]
+    return action
+
+
 def _add_fail_on(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--fail-on", dest="fail_on", type=_stage_list, action="extend", metavar="STAGE",
-                        help=f"Exit {EXIT_FAIL_ON} (after writing the report) when the verdict is one of these "
-                             "stages, e.g. --fail-on undetermined or --fail-on convert,compile (repeatable).")
+    _stages(parser.add_argument(
+        "--fail-on", dest="fail_on", type=_stage_list, action="extend", metavar="STAGE",
+        help=f"Exit {EXIT_FAIL_ON} (after writing the report) when the verdict is one of these "
+             "stages, e.g. --fail-on undetermined or --fail-on convert,compile (repeatable)."))
 
 
 def _add_store(parser: argparse.ArgumentParser, required: bool = False) -> None:
@@ -648,8 +749,8 @@ def _add_store(parser: argparse.ArgumentParser, required: bool = False) -> None:
 
 
 def _add_case_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--stage", help="The latest verdict's stage.")
-    parser.add_argument("--candidate", help="A stage among the latest verdict's candidates.")
+    _stages(parser.add_argument("--stage", help="The latest verdict's stage."))
+    _stages(parser.add_argument("--candidate", help="A stage among the latest verdict's candidates."))
     parser.add_argument("--platform", help="The platform family (J6M, X5, ...).")
     parser.add_argument("--flow", choices=["qat", "ptq"])
     parser.add_argument("--finding", help="Text of a finding or its topic.")
@@ -662,12 +763,21 @@ def _add_case_filters(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=cases_list)
 
 
-def _add_verbosity(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1, default=0,
+_VERBOSE_HELP = "Also say on stderr which config files, rule packs and engine were used."
+
+
+def _verbosity(verbose_help: str = _VERBOSE_HELP) -> list[argparse.ArgumentParser]:
+    """-q / -v, as a parent parser of the top level and of every (sub)command: they may be
+    given anywhere (`j6doctor -q diagnose CASE`, `j6doctor diagnose CASE -q`). Neither has a
+    default at any level, so a level that does not give one leaves the other's value; the
+    last one given wins (a subcommand's after the top level's)."""
+    parent = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
+    group = parent.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1, default=argparse.SUPPRESS,
                        help="Only errors on stderr: no progress line, no notes.")
-    group.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1,
-                       help="Also say on stderr which config files, rule packs and engine were used.")
+    group.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1, default=argparse.SUPPRESS,
+                       help=verbose_help)
+    return [parent]
 
 
 def _add_output(parser: argparse.ArgumentParser, what: str = "the report") -> None:
@@ -675,18 +785,46 @@ def _add_output(parser: argparse.ArgumentParser, what: str = "the report") -> No
                         help=f"Write {what} to this file instead of standard output (- is standard output).")
 
 
+def _exit_status_text() -> str:
+    """The exit codes of app/exit_codes.py, each with the comment beside it there: the help
+    lists what the module says, so the two cannot drift apart."""
+    import re
+
+    from j6doctor import exit_codes
+
+    try:
+        source = Path(exit_codes.__file__).read_text(encoding="utf-8")
+    except (OSError, TypeError, ValueError):  # no source next to the module: the names alone
+        source = ""
+    notes = dict(re.findall(r"^(EXIT_\w+)\s*=\s*\d+\s*#\s*(.+?)\s*$", source, re.MULTILINE))
+    codes = sorted((value, name) for name, value in vars(exit_codes).items()
+                   if name.startswith("EXIT_") and isinstance(value, int))
+    return "exit status:\n" + "\n".join(
+        f"  {value:<5}{notes.get(name) or name[len('EXIT_'):].lower().replace('_', ' ')}" for value, name in codes)
+
+
+class _TopParser(argparse.ArgumentParser):
+    """The top-level parser: its help ends with the exit codes, read only when it is shown."""
+
+    def format_help(self) -> str:
+        self.epilog = _exit_status_text()
+        return super().format_help()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="j6doctor", formatter_class=_Formatter,
+    parser = _TopParser(
+        prog="j6doctor", formatter_class=_Formatter, parents=_verbosity(),
         description="j6doctor — locate where a horizon_plugin_pytorch J6 model loses accuracy between\n"
                     "qat.pt, qat.export.pt, qat.bc, quantized.bc, hbm and the board, with the evidence chain.")
     parser.add_argument("--version", action="version", version=f"j6doctor, version {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
 
     def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
-        made = commands.add_parser(name, help=summary, description=description, formatter_class=_Formatter)
-        _add_verbosity(made)
-        return made
+        return commands.add_parser(name, help=summary, description=description, formatter_class=_Formatter,
+                                   parents=_verbosity())
+
+    def subcommand(sub, name: str, verbose_help: str = _VERBOSE_HELP, **kwargs) -> argparse.ArgumentParser:
+        return sub.add_parser(name, formatter_class=_Formatter, parents=_verbosity(verbose_help), **kwargs)
 
     p = command("diagnose", "Diagnose a case and/or work folders: which stage, and why.",
                 "Diagnose CASE (case.yaml / case.json) and/or the artifacts under --workdir:\n"
@@ -711,9 +849,9 @@ def build_parser() -> argparse.ArgumentParser:
                 "The evidence chain of the verdict: every derived fact with its rule, rule file and\n"
                 "line, down to the input facts and their sources (case key, file, line, sha256).")
     _add_inputs(p)
-    p.add_argument("--why-not", dest="why_not_stage", metavar="STAGE",
-                   help="Also explain why the verdict is not STAGE: the rules that would conclude it, "
-                        "their failed conditions, and the evidence that would change the answer.")
+    _stages(p.add_argument("--why-not", dest="why_not_stage", metavar="STAGE",
+                           help="Also explain why the verdict is not STAGE: the rules that would conclude it, "
+                                "their failed conditions, and the evidence that would change the answer."))
     p.add_argument("--format", dest="fmt", choices=["md", "json"], default=None)
     _add_output(p)
     p.set_defaults(run=explain)
@@ -732,7 +870,9 @@ def build_parser() -> argparse.ArgumentParser:
                 "content and comments are kept), then diagnose. An empty answer skips; end of input stops\n"
                 "asking; Ctrl-C saves the answers given so far and exits 130. The questions go to stderr,\n"
                 "the final report to stdout (or -o).")
-    p.add_argument("case", nargs="?", default=Path("case.yaml"), type=_path_type("file"), metavar="CASE")
+    p.add_argument("case", nargs="?", default=Path("case.yaml"), type=Path, metavar="CASE",
+                   help="The case file the answers are written into (created with the first answer). "
+                        "[default: case.yaml]")
     p.add_argument("--workdir", dest="workdirs", action="append", default=[], metavar="DIR",
                    type=_path_type("folder"), help="Folder of artifacts to scan (repeatable).")
     p.add_argument("--env", action=argparse.BooleanOptionalAction, default=None,
@@ -790,33 +930,33 @@ def build_parser() -> argparse.ArgumentParser:
                 "against all stored cases (`rediagnose`, exit 4 when a verdict would change).")
     sub = p.add_subparsers(dest="cases_command", metavar="COMMAND", title="commands")
     p.set_defaults(run=None, parser=p)
-    q = sub.add_parser("list", formatter_class=_Formatter, help="The stored cases with their latest verdict.")
+    q = subcommand(sub, "list", help="The stored cases with their latest verdict.")
     _add_case_filters(q)
-    q = sub.add_parser("search", formatter_class=_Formatter, help="Cases whose title or case text contains TEXT.")
+    q = subcommand(sub, "search", help="Cases whose title or case text contains TEXT.")
     q.add_argument("text", metavar="TEXT")
     _add_case_filters(q)
-    q = sub.add_parser("show", formatter_class=_Formatter, help="A stored case's report (or --format json: its verdict).")
+    q = subcommand(sub, "show", help="A stored case's report (or --format json: its verdict).")
     q.add_argument("case_id", type=int, metavar="ID")
     q.add_argument("--format", dest="fmt", choices=["md", "json"], default="md")
     _add_store(q, required=True)
     q.set_defaults(run=cases_show)
-    q = sub.add_parser("resolve", formatter_class=_Formatter, help="Record a case's confirmed root cause.")
+    q = subcommand(sub, "resolve", help="Record a case's confirmed root cause.")
     q.add_argument("case_id", type=int, metavar="ID")
-    q.add_argument("--stage", required=True, type=lambda t: _stage_list(t)[0], metavar="STAGE")
+    _stages(q.add_argument("--stage", required=True, type=lambda t: _stage_list(t)[0], metavar="STAGE"))
     q.add_argument("--note", default="", metavar="TEXT")
     _add_store(q, required=True)
     q.set_defaults(run=cases_resolve)
-    q = sub.add_parser("stats", formatter_class=_Formatter,
-                       help="Agreement of verdicts with confirmed root causes, per stage and rule-base version.")
+    q = subcommand(sub, "stats",
+                   help="Agreement of verdicts with confirmed root causes, per stage and rule-base version.")
     q.add_argument("--format", dest="fmt", choices=["text", "json"], default="text")
     _add_store(q, required=True)
     q.set_defaults(run=cases_stats)
-    q = sub.add_parser("rediagnose", formatter_class=_Formatter,
-                       help="Re-run every stored case on the current (or a candidate) rule base; exit 4 if any changes.",
-                       description="Re-run every stored case from its stored input facts (no original files needed)\n"
-                                   "on the bundled rules plus --rules PACKs, and list each case whose stage,\n"
-                                   "candidates, missing items or mistakes would change, with the rules behind the\n"
-                                   "old and the new verdict. Exit 4 when any would change.")
+    q = subcommand(sub, "rediagnose",
+                   help="Re-run every stored case on the current (or a candidate) rule base; exit 4 if any changes.",
+                   description="Re-run every stored case from its stored input facts (no original files needed)\n"
+                               "on the bundled rules plus --rules PACKs, and list each case whose stage,\n"
+                               "candidates, missing items or mistakes would change, with the rules behind the\n"
+                               "old and the new verdict. Exit 4 when any would change.")
     q.add_argument("--rules", dest="rule_packs", action="append", default=[], metavar="PACK",
                    type=_path_type("folder"), help="Candidate rule pack folder (repeatable).")
     q.add_argument("--diff", action="store_true", help="Also show the candidates / missing / mistakes that change.")
@@ -825,38 +965,47 @@ def build_parser() -> argparse.ArgumentParser:
     _add_engine(q)
     _add_store(q, required=True)
     q.set_defaults(run=cases_rediagnose)
-    q = sub.add_parser("export", formatter_class=_Formatter, help="The library as JSON Lines (one case per line).")
+    q = subcommand(sub, "export", help="The library as JSON Lines (one case per line).")
     _add_output(q, "the lines")
     _add_store(q, required=True)
     q.set_defaults(run=cases_export)
-    q = sub.add_parser("import", formatter_class=_Formatter, help="Add the cases of an export (JSON Lines).")
+    q = subcommand(sub, "import", help="Add the cases of an export (JSON Lines).")
     q.add_argument("file", type=_path_type("file"), metavar="FILE")
     _add_store(q, required=True)
     q.set_defaults(run=cases_import)
 
-    p = command("rules", "Work on the rule base: lint, test, schema.",
-                "Work on the rule base: lint it, run each rule's example cases, print the rule-file schema.")
+    p = command("rules", "Work on the rule base: new, lint, test, list, show, schema.",
+                "Work on the rule base: start a rule (new), check it (lint), run each rule's example\n"
+                "cases (test), list the rules or show one (list, show), print the rule-file schema (schema).")
     sub = p.add_subparsers(dest="rules_command", metavar="COMMAND", title="commands")
     p.set_defaults(run=None, parser=p)
-    q = sub.add_parser("lint", formatter_class=_Formatter, help="Check rule files; exit 1 on errors.",
-                       description="Check the bundled rules plus the rule packs DIRS: schema, vocabulary, rules that\n"
-                                   "can never fire, rules that disagree on the same conditions, endless cycles,\n"
-                                   "engine limits.")
-    q.add_argument("dirs", nargs="*", type=Path, metavar="DIR")
+    q = subcommand(sub, "lint", help="Check rule files; exit 1 on errors.",
+                   description="Check the bundled rules plus the PACKs (rule pack folders or single rule files):\n"
+                               "schema, vocabulary, rules that can never fire, rules that disagree on the same\n"
+                               "conditions, endless cycles, engine limits. With -k, the whole rule base is still\n"
+                               "checked, and the messages of the matching rules (and those that name no rule:\n"
+                               "file-level problems) are shown and counted.")
+    q.add_argument("dirs", nargs="*", type=Path, metavar="PACK",
+                   help="A rule pack folder, or a single rule file (*.yaml).")
     q.add_argument("--strict", action="store_true", help="Warnings fail too.")
+    q.add_argument("-k", dest="pattern", metavar="PATTERN",
+                   help="Only the messages of the rules whose id contains PATTERN (or matches it as a glob: "
+                        "*, ?, [...]), and those that name no rule.")
     q.set_defaults(run=rules_lint)
-    q = sub.add_parser("test", formatter_class=_Formatter, help="Run every rule's examples; show coverage.",
-                       description="Run the example cases of the packs DIRS' rules (of every bundled rule when no DIRS\n"
-                                   "are given, or with --all) and report per-rule coverage: examples that fire the\n"
-                                   "rule, and conditions an example decides (every other condition holds, this one\n"
-                                   "does not). Fails when an example fails, a rule has no example that fires it, or\n"
-                                   "condition coverage is below --min-coverage.")
-    q.add_argument("dirs", nargs="*", type=_path_type("folder"), metavar="DIR")
-    q.add_argument("-v", "--verbose", action="store_true", help="List every example, not only failures.")
+    q = subcommand(sub, "test", help="Run every rule's examples; show coverage.",
+                   verbose_help="List every example, not only failures (and say which config, packs and engine).",
+                   description="Run the example cases of the rules of the PACKs (rule pack folders, or single\n"
+                               "*.yaml rule files); of every bundled rule when no PACK is given, or with --all.\n"
+                               "Report per-rule coverage: examples that fire the rule, and conditions an example\n"
+                               "decides (every other condition holds, this one does not). Fails when an example\n"
+                               "fails, a rule has no example that fires it, or condition coverage is below\n"
+                               "--min-coverage.")
+    q.add_argument("dirs", nargs="*", type=Path, metavar="PACK",
+                   help="A rule pack folder, or a single rule file (*.yaml): its rules and their examples.")
     q.add_argument("-k", dest="pattern", metavar="PATTERN",
                    help="Only the rules whose id contains PATTERN (or matches it as a glob: *, ?, [...]).")
     q.add_argument("--all", dest="everything", action="store_true",
-                   help="With DIRS: also run the bundled rules' examples (default: the packs' rules only).")
+                   help="With PACKs: also run the bundled rules' examples (default: the packs' rules only).")
     q.add_argument("--format", dest="fmt", choices=["text", "json", "junit"], default="text",
                    help="text for people, json for tools, junit (XML) for CI test reports.")
     q.add_argument("--coverage", dest="show_coverage", action="store_true",
@@ -866,31 +1015,31 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output(q, "the result")
     _add_engine(q)
     q.set_defaults(run=rules_test)
-    q = sub.add_parser("new", formatter_class=_Formatter, help="Start a rule: a rule file with a failing example.",
-                       description="Write PACK/<ID>.yaml: one rule with a placeholder condition and an example that\n"
-                                   "does not fire it yet, so that `rules test PACK` fails until both are written.")
+    q = subcommand(sub, "new", help="Start a rule: a rule file with a failing example.",
+                   description="Write PACK/<ID>.yaml: one rule with a placeholder condition and an example that\n"
+                               "does not fire it yet, so that `rules test PACK` fails until both are written.")
     q.add_argument("pack", type=Path, metavar="PACK")
     q.add_argument("rule_id", metavar="ID")
     q.add_argument("--title", help="The rule's title (what it recognises).")
     q.set_defaults(run=rules_new)
-    q = sub.add_parser("list", formatter_class=_Formatter, help="List the rules: id, title, seed section, file:line.",
-                       description="List the bundled rules plus those of the packs DIRS, in rule-base order.")
+    q = subcommand(sub, "list", help="List the rules: id, title, seed section, file:line.",
+                   description="List the bundled rules plus those of the packs DIRS, in rule-base order.")
     q.add_argument("dirs", nargs="*", type=_path_type("folder"), metavar="DIR")
     q.add_argument("-k", dest="pattern", metavar="PATTERN",
                    help="Only the rules whose id contains PATTERN (or matches it as a glob: *, ?, [...]).")
     q.add_argument("--format", dest="fmt", choices=["text", "json"], default="text")
     q.set_defaults(run=rules_list)
-    q = sub.add_parser("show", formatter_class=_Formatter, help="Show one rule: conditions, conclusions, examples, "
-                       "the rules around it.",
-                       description="Show the rule ID (bundled, or from the packs DIRS): its title, seed section and\n"
-                                   "file, its conditions in words, its conclusions, its examples, the rules that\n"
-                                   "conclude what it reads and the rules that read what it concludes.")
+    q = subcommand(sub, "show", help="Show one rule: conditions, conclusions, examples, "
+                   "the rules around it.",
+                   description="Show the rule ID (bundled, or from the packs DIRS): its title, seed section and\n"
+                               "file, its conditions in words, its conclusions, its examples, the rules that\n"
+                               "conclude what it reads and the rules that read what it concludes.")
     q.add_argument("rule_id", metavar="ID")
     q.add_argument("dirs", nargs="*", type=_path_type("folder"), metavar="DIR")
     q.add_argument("--format", dest="fmt", choices=["text", "json"], default="text")
     q.set_defaults(run=rules_show)
-    q = sub.add_parser("schema", formatter_class=_Formatter, help="Print the JSON Schema of a rule file.",
-                       description="Print the JSON Schema of a rule file (for editors), with fact types, fields and values.")
+    q = subcommand(sub, "schema", help="Print the JSON Schema of a rule file.",
+                   description="Print the JSON Schema of a rule file (for editors), with fact types, fields and values.")
     q.add_argument("--plain", action="store_true", help="The generic schema, without the fact vocabulary.")
     q.set_defaults(run=rules_schema)
     return parser
@@ -1045,6 +1194,8 @@ def _dispatch(argv: list[str] | None) -> None:
         (args.get("parser") or parser).print_help()
         return
     _VERBOSITY[0] = args.pop("verbosity", 0) or 0
+    if run is rules_test:  # its -v also lists every example
+        args["verbose"] = _VERBOSITY[0] > 0
     args.pop("command", None)
     args.pop("rules_command", None)
     args.pop("cases_command", None)

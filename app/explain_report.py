@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from j6doctor import __version__
 from j6doctor.diagnose import Diagnosis
 from j6doctor.case_words import annotate
 from j6doctor.engine.explain import derivation_tree, inputs_needed, why_not
@@ -15,11 +16,16 @@ def _rules(diagnosis: Diagnosis) -> dict:
     return {r.id: r for r in diagnosis.rulebase.rules}
 
 
+EXPLAIN_SCHEMA_VERSION = "1.0"  # of this layout (docs/CONTRACT.md): a new key raises the minor number
+
+
 def explain_data(diagnosis: Diagnosis, why_not_stage: str | None = None) -> dict[str, Any]:
     verdict = diagnosis.verdict
     rules = _rules(diagnosis)
     result = diagnosis.run
     data: dict[str, Any] = {
+        "schema_version": EXPLAIN_SCHEMA_VERSION,
+        "tool": {"name": "j6doctor", "version": __version__},
         "stage": verdict.stage,
         "stage_label": verdict.stage_label,
         "conclusions": [derivation_tree(result, rules, c.fact) for c in verdict.conclusion],

@@ -138,6 +138,9 @@ def render_next_step(diagnosis: Diagnosis) -> str:
         "stage": diagnosis.verdict.stage,
         "stage_label": diagnosis.verdict.stage_label,
         "procedure_stage": stage,
+        # the verdict is not the procedure's stage (user_side over a chain stage): what to fix first
+        "fix_first": [c.reason for c in diagnosis.verdict.conclusion if c.reason]
+        if stage is not None and stage != diagnosis.verdict.stage else [],
         "badcase_path": badcase,
         "version": __version__,
         "toolchain": toolchain(diagnosis),
@@ -149,5 +152,9 @@ def render_next_step(diagnosis: Diagnosis) -> str:
         "consistency_strategy": any(attr("platform", f, "consistency_strategy", False) for f in families),
         "checklist": checklist,
         "manual_steps": [step.text for step in diagnosis.verdict.next_steps],
+        # what the diagnosis still needs (the report's 需要用户补充), for `j6doctor ask`
+        "missing": [(m.id, m.label, m.why) for m in diagnosis.verdict.missing_detail],
+        "case_arg": diagnosis.case.display if diagnosis.case is not None and not diagnosis.case.display.startswith("<")
+        else "",  # (standard input: no file for ask to write)
     }
     return _environment().get_template(template).render(**context)

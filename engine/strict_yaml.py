@@ -89,7 +89,9 @@ def _check_and_collect(node: yaml.Node, path: Path, lines: dict[Path, int], seen
 
 # YAML 1.1 (PyYAML) reads a number written with an exponent but no point (`1e-05`, `5E+3`)
 # as text, YAML 1.2 and every other tool as a number: places that expect a number use this.
-_EXPONENT_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+# also published in JSON Schemas (ECMA syntax): the surrounding spaces are allowed there
+EXPONENT_NUMBER_PATTERN = r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+\s*$"
+_EXPONENT_NUMBER = re.compile(EXPONENT_NUMBER_PATTERN)
 
 
 def exponent_number(value: Any) -> Any:

@@ -4,6 +4,9 @@ policy or its own columns is refused with the file, the line and the rows."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from pathlib import Path
 
 import pytest
@@ -174,6 +177,12 @@ def test_the_authoring_guides_pack_row_works_as_written(tmp_path):
     write_file(tmp_path / "my_pack", "site_rows.yaml", block)
     rule = RuleBase.load([BUNDLED_RULES_DIR, tmp_path / "my_pack"], vocabulary()).rule("site.board_dump")
     assert rule.table == "stage_mapping" and rule.line == 6
+    # as the guide says, the row needs nothing else: the pack lints clean and its example passes
+    for command in (("rules", "lint", "--strict", "my_pack"), ("rules", "test", "my_pack")):
+        done = subprocess.run([sys.executable, "-m", "j6doctor", *command], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed, 0 failed" in done.stdout
 
 
 def test_the_info_gate_table_reads_as_its_rows_say():

@@ -233,13 +233,15 @@ def _yaml_safe(text: str) -> bool:
     return True
 
 
-def _from_case_file(root: Path, stage: str, payload: str, rulebase):
+def _from_case_file(root: Path, stage: str, payload: str, rulebase, mismatch: bool | None = None):
     """A case file named after the payload, listing a folder named after it, plus a work
-    folder named after it; the artifacts in both carry it in their names."""
+    folder named after it; the artifacts in both carry it in their names. Compile / board
+    cases hold a checklist mismatch (noted with the payload) when the payload can be in one
+    (`mismatch`: as for another payload, so that two scripts have the same structure)."""
     folder = root / "case"
     folder.mkdir()
     data = {**FULL_INFO, "results": STAGES[stage]}
-    if stage in ("compile", "board") and _yaml_safe(payload):
+    if stage in ("compile", "board") and (_yaml_safe(payload) if mismatch is None else mismatch):
         data["deployment"] = {"checklist": {"layout": {"status": "mismatch", "note": f"n{payload}"}}}
     if _yaml_safe(payload):
         _artifacts(folder / f"art{payload}", payload)
@@ -317,6 +319,7 @@ def _check_hostile_script(d, script: str, plain_script: str, payload: str, base:
             assert (base / path).is_file(), (name, path)
             values.add(path)
     assert len(values) > 1  # the script carries at least one artifact path it found
+    values |= set(constants.get("FIX_FIRST") or ())  # the verdict's reasons (user_side), quoting the case
     carriers = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
                 and isinstance(node.value, str) and MARKER in node.value}
     assert carriers <= values or MARKER not in payload
@@ -324,8 +327,11 @@ def _check_hostile_script(d, script: str, plain_script: str, payload: str, base:
     proc = _run_script(script, root)
     assert "SyntaxError" not in proc.stderr and MARKER not in proc.stdout
     assert proc.returncode == 1, proc.stderr
+    if constants.get("FIX_FIRST"):  # the case's mismatch made the verdict user_side: said first
+        assert proc.stderr.startswith("先修正诊断确认的问题，再执行下面的流程：\n  - "), proc.stderr
     if stage in ("compile", "board"):
-        assert proc.stderr == "j6doctor: fill in QUANTIZED_BC, HBM and INPUT_NPY first\n"
+        assert proc.stderr.endswith("\nj6doctor: fill in QUANTIZED_BC, HBM and INPUT_NPY first\n") or \
+            proc.stderr == "j6doctor: fill in QUANTIZED_BC, HBM and INPUT_NPY first\n", proc.stderr
         assert len(proc.stdout.splitlines()) == len(constants["CHECKLIST"])
     else:
         first = "load_float_model" if stage == "qat_training" else "load_qat_model"
@@ -339,7 +345,7 @@ def test_hostile_case_file_and_folder_names_stay_string_literals(stage, payload_
     payload = PAYLOADS[payload_id]
     (tmp_path / "plain").mkdir()
     (tmp_path / "hostile").mkdir()
-    plain_d, _ = _from_case_file(tmp_path / "plain", stage, PLAIN, rulebase)
+    plain_d, _ = _from_case_file(tmp_path / "plain", stage, PLAIN, rulebase, mismatch=_yaml_safe(payload))
     d, base = _from_case_file(tmp_path / "hostile", stage, payload, rulebase)
     assert script_stage(d) == stage  # compile / board: the checklist mismatch makes it user-side
     _check_hostile_script(d, render_next_step(d), render_next_step(plain_d), payload, base, stage,
