@@ -9,10 +9,16 @@ rows."""
 from __future__ import annotations
 
 import math
+import sys
+import unicodedata
+from decimal import Decimal
 from typing import Any
 
 MAX_POINTS = 600  # a 100,000-row table is thinned to this many points, origin and worst kept
-WIDTH, HEIGHT, PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 760, 220, 56, 16, 16, 28
+# PAD_TOP holds the panel's title and the error origin's label above the plot, clear of the curve.
+WIDTH, HEIGHT, PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 760, 238, 56, 16, 34, 28
+TICK_FONT, ORIGIN_FONT, BAR_FONT = 10, 11, 11
+LABEL_MARGIN = 4  # px kept free at the SVG's left edge
 
 
 def _thin(rows: list, keep: set[int]) -> list:
@@ -136,9 +142,8 @@ def _scale(values: list[float], log: bool) -> tuple[float, float]:
     if high / 2 - low / 2 < 1e-12 * max(1.0, abs(low), abs(high)):
         # One value: half a unit around it, or 5 % of it where half a unit is lost (1e16).
         pad = 0.5 if log else max(0.5, abs(low) * 0.05)
-        low, high = low - pad, high + pad
-        if not (math.isfinite(low) and math.isfinite(high)):  # +-1.7e308 padded past the range
-            low, high = low / 2, high / 2
+        # +-1.7e308 padded past the range: up to the largest float
+        low, high = max(low - pad, -sys.float_info.max), min(high + pad, sys.float_info.max)
     return low, high
 
 
@@ -147,82 +152,183 @@ def _between(low: float, high: float, fraction: float) -> float:
     return low * (1 - fraction) + high * fraction
 
 
-def _label(v: float, log: bool) -> str:
-    if not log:
-        return format(v, ".3g")
-    exponent = math.floor(v)
-    # 10 ** v overflows above 308; mantissa and exponent apart print the same as .3g.
-    if abs(exponent) < 300:
-        return format(10 ** v, ".3g")
-    return f"{10 ** (v - exponent):.3g}e{exponent:+03d}"
+def metric_text(value, digits: int) -> str:
+    """A metric value as shown: `digits` significant digits, and a float keeps at least one
+    decimal (41.0, not 41), so values side by side read with a consistent precision."""
+    if not isinstance(value, float) or not math.isfinite(value):
+        return str(value)
+    text = format(value, f".{digits}g")
+    return text if "." in text or "e" in text else text + ".0"
 
 
-def _panel(points: list[tuple], which: int, log: bool, first: int, last: int) -> dict[str, Any]:
-    values = [p[which] for p in points]
+def _log_text(mantissa: int, exponent: int) -> str:
+    """mantissa × 10^exponent, written exactly: 0.05, 1, 300, 2e-07, 1e+300."""
+    if -4 <= exponent <= 4:
+        return format(Decimal(mantissa).scaleb(exponent), "f")
+    return f"{mantissa}e{exponent:+03d}"
+
+
+def _log_axis(low: float, high: float) -> tuple[float, float, list[tuple[float, str]]]:
+    """Round ticks on a log axis (`low`, `high` are log10 values): the powers of ten in range
+    (every other one when there are many) when there are two or more; else the 1-2-5 values
+    inside, else the 1..9 × 10^k values inside; when even those are fewer than two, the axis
+    widens to the nearest 1..9 × 10^k values around the range. Returns the axis's (low, high)
+    and the ticks as (log10 value, label)."""
+    decades = list(range(math.ceil(low - 1e-9), math.floor(high + 1e-9) + 1))
+    if len(decades) >= 2:
+        stride = max(1, math.ceil(len(decades) / 6))
+        return low, high, [(float(d), _log_text(1, d)) for d in decades[::stride]]
+    exponents = range(math.floor(low) - 1, math.ceil(high) + 1)
+    for mantissas in ((1, 2, 5), range(1, 10)):
+        inside = [(math.log10(m) + e, m, e) for e in exponents for m in mantissas]
+        inside = [t for t in inside if low - 1e-9 <= t[0] <= high + 1e-9]
+        if len(inside) >= 2:
+            return low, high, [(v, _log_text(m, e)) for v, m, e in inside]
+    every = [(math.log10(m) + e, m, e) for e in exponents for m in range(1, 10)]
+    below = max((t for t in every if t[0] <= low + 1e-9), default=every[0])
+    above = min((t for t in every if t[0] >= high - 1e-9), default=every[-1])
+    ticks = [t for t in every if below[0] <= t[0] <= above[0]]
+    return below[0], above[0], [(v, _log_text(m, e)) for v, m, e in ticks]
+
+
+def _linear_axis(low: float, high: float) -> tuple[float, float, list[tuple[float, str]]]:
+    """Round ticks on a linear axis: a 1-2-5 × 10^k step giving about four intervals, the
+    axis widened to whole steps; every label has the step's decimals, so neighbours differ
+    (0.9990, 0.9995, 1.0000 — not 0.999, 1, 1)."""
+    raw = (high / 2 - low / 2) / 2  # a quarter of the range, without overflowing
+    if not (math.isfinite(raw) and raw > 0):  # not expected from _scale; the ends as they are
+        return low, high, [(v, format(v, ".3g")) for v in (low, high)]
+    power = math.floor(math.log10(raw))
+    mantissa = next(m for m in (1, 2, 5, 10) if m * 10.0 ** power >= raw * (1 - 1e-9))
+    if mantissa == 10:
+        mantissa, power = 1, power + 1
+    step = mantissa * 10.0 ** power
+    first, last = math.floor(low / step + 1e-9), math.ceil(high / step - 1e-9)
+    if math.isfinite(first * step) and math.isfinite(last * step):
+        low, high = min(low, first * step), max(high, last * step)
+    else:  # the next whole step is past the largest float: ticks inside the range only
+        first, last = math.ceil(low / step - 1e-9), math.floor(high / step + 1e-9)
+    values = [n * step for n in range(first, last + 1)]
+    if len(values) < 2:  # a range at the largest floats holding one whole step: its ends too
+        values = sorted({low, *values, high})
+    largest = max(abs(v) for v in values) if values else abs(high)
+    if power >= -9 and largest < 1e6:
+        labels = [format(v, f".{max(0, -power)}f") for v in values]
+    else:  # significant digits down to the step's digit
+        digits = max(0, math.floor(math.log10(largest)) - power) if largest > 0 else 0
+        labels = [format(v, f".{digits}e") if v else "0" for v in values]
+    return low, high, list(zip(values, labels))
+
+
+def _axis(values: list, log: bool) -> tuple[float, float, list[tuple[float, str]]]:
     low, high = _scale(values, log)
-    inner_w = WIDTH - PAD_LEFT - PAD_RIGHT
+    return _log_axis(low, high) if log else _linear_axis(low, high)
+
+
+def _text_width(text: str, size: float) -> float:
+    """A generous estimate of a sans-serif text's width in px (the fonts differ between
+    machines): CJK (wide) characters one em, m / w 0.9 em, capitals 0.72 em, narrow
+    punctuation and i / l 0.36 em, the rest 0.58 em."""
+    width = 0.0
+    for ch in text:
+        if unicodedata.east_asian_width(ch) in ("W", "F"):
+            width += 1.0
+        elif ch in "mwMW@%":
+            width += 0.9
+        elif ch.isupper():
+            width += 0.72
+        elif ch in "ijlrtf.,:;|!'()[] ":
+            width += 0.36
+        else:
+            width += 0.58
+    return width * size
+
+
+def shorten_left(text: str, size: float, room: float) -> str:
+    """`text` if it fits in `room` px at font `size`, else its tail after a leading ellipsis
+    (the informative end of a dotted op name), cut after a dot where that loses little."""
+    if _text_width(text, size) <= room:
+        return text
+    keep = len(text)
+    while keep > 1 and _text_width("…" + text[len(text) - keep:], size) > room:
+        keep -= 1
+    tail = text[len(text) - keep:]
+    dot = tail.find(".")
+    if 0 <= dot < min(12, len(tail) // 3):
+        tail = tail[dot + 1:]
+    return "…" + tail
+
+
+def _panel(points: list[tuple], which: int, log: bool, first: int, last: int,
+           axis: tuple[float, float, list[tuple[float, str]]], pad_left: int) -> dict[str, Any]:
+    low, high, tick_values = axis
+    inner_w = WIDTH - pad_left - PAD_RIGHT
     inner_h = HEIGHT - PAD_TOP - PAD_BOTTOM
     span = max(last - first, 1)
 
+    def y_of(v: float) -> float:
+        return PAD_TOP + inner_h * (1 - (v / 2 - low / 2) / (high / 2 - low / 2))
+
     def xy(index: int, value: float) -> tuple[float, float]:
         v = math.log10(value) if log else value
-        x = PAD_LEFT + inner_w * (index - first) / span
-        y = PAD_TOP + inner_h * (1 - (v / 2 - low / 2) / (high / 2 - low / 2))
-        return x, y
+        return pad_left + inner_w * (index - first) / span, y_of(v)
 
     shown = [p for p in points if _finite(p[which]) and (p[which] > 0 or not log)]
     coords = [xy(p[0], p[which]) for p in shown]
-    ticks = [{"y": f"{PAD_TOP + inner_h * (1 - (v / 2 - low / 2) / (high / 2 - low / 2)):.1f}", "label": _label(v, log)}
-             for v in _tick_values(low, high, log)]
     return {
         "points": " ".join(f"{x:.1f},{y:.1f}" for x, y in coords),
         "dots": [{"x": f"{x:.1f}", "y": f"{y:.1f}"} for x, y in coords] if len(coords) <= 80 else [],
         # one hover target per point: the layer's name and value in an SVG <title>
-        "marks": [{"x": f"{x:.1f}", "y": f"{y:.1f}", "title": f"行 {p[0]} {p[1]}：{format(p[which], '.6g')}"}
+        "marks": [{"x": f"{x:.1f}", "y": f"{y:.1f}", "title": f"行 {p[0]} {p[1]}：{metric_text(p[which], 6)}"}
                   for (x, y), p in zip(coords, shown)],
-        "ticks": ticks,
+        "ticks": [{"y": f"{y_of(v):.1f}", "label": text} for v, text in tick_values],
         "log": log,
     }
 
 
-def _tick_values(low: float, high: float, log: bool) -> list[float]:
-    """Axis ticks: on a log axis the powers of ten in range (every other one when there are
-    many), or 1-2-5 steps when the range spans less than two decades; five even steps on a
-    linear axis."""
-    if not log:
-        return [_between(low, high, k / 4) for k in range(5)]
-    decades = list(range(math.ceil(low - 1e-9), math.floor(high + 1e-9) + 1))
-    if len(decades) >= 2:
-        stride = max(1, math.ceil(len(decades) / 6))
-        return [float(d) for d in decades[::stride]]
-    nice = [math.log10(m) + e for e in range(math.floor(low) - 1, math.ceil(high) + 1) for m in (1, 2, 5)]
-    inside = [v for v in nice if low - 1e-9 <= v <= high + 1e-9]
-    return inside if len(inside) >= 2 else [_between(low, high, k / 4) for k in range(5)]
+def _origin_label(name: str, x: float) -> dict[str, Any]:
+    """The error origin's label, in the top margin above the plot (where no curve runs),
+    beside the marker line: on its right, or on its left near the right edge; a long name
+    keeps its tail."""
+    right_room = WIDTH - 4 - (x + 4)
+    left_room = (x - 4) - 4
+    side = "start" if right_room >= min(left_room, _text_width(f"误差起点 {name}", ORIGIN_FONT)) else "end"
+    room = right_room if side == "start" else left_room
+    prefix = "误差起点 "
+    text = prefix + shorten_left(name, ORIGIN_FONT, room - _text_width(prefix, ORIGIN_FONT))
+    return {"x": f"{x + 4 if side == 'start' else x - 4:.1f}", "y": f"{PAD_TOP - 8}", "anchor": side,
+            "text": text, "full": prefix + name, "line_top": f"{PAD_TOP - 20}"}
 
 
 def layout_compare(series: dict[str, Any]) -> dict[str, Any]:
-    """Two panels (COSINE linear, ATOL log) sharing the row axis, origin marked."""
+    """Two panels (COSINE linear, ATOL log) sharing the row axis, origin marked. The left
+    margin fits the longest tick label of either panel, so both panels line up."""
     points = series["points"]
     first = points[0][0] if points else 0
     last = points[-1][0] if points else 1
-    inner_w = WIDTH - PAD_LEFT - PAD_RIGHT
-    origin_x = None
+    axes = {"cosine": _axis([p[2] for p in points], False), "atol": _axis([p[3] for p in points], True)}
+    longest = max((_text_width(text, TICK_FONT) for _, _, ticks in axes.values() for _, text in ticks), default=0)
+    pad_left = max(PAD_LEFT, math.ceil(longest) + 10)
+    inner_w = WIDTH - pad_left - PAD_RIGHT
+    origin_x = origin_label = None
     if series["origin"] is not None and points:
-        origin_x = f"{PAD_LEFT + inner_w * (series['origin'] - first) / max(last - first, 1):.1f}"
+        x = pad_left + inner_w * (series["origin"] - first) / max(last - first, 1)
+        origin_x, origin_label = f"{x:.1f}", _origin_label(series["origin_name"], x)
     return {
         **series,
-        "width": WIDTH, "height": HEIGHT, "pad_left": PAD_LEFT, "pad_top": PAD_TOP,
+        "width": WIDTH, "height": HEIGHT, "pad_left": pad_left, "pad_top": PAD_TOP,
         "plot_bottom": HEIGHT - PAD_BOTTOM, "plot_right": WIDTH - PAD_RIGHT,
-        "cosine": _panel(points, 2, False, first, last),
-        "atol": _panel(points, 3, True, first, last),
-        "origin_x": origin_x,
+        "cosine": _panel(points, 2, False, first, last, axes["cosine"], pad_left),
+        "atol": _panel(points, 3, True, first, last, axes["atol"], pad_left),
+        "origin_x": origin_x, "origin_label": origin_label,
         "first_row": first, "last_row": last,
     }
 
 
 def layout_sensitivity(series: dict[str, Any]) -> dict[str, Any]:
     """Bars scaled to the largest finite distance; the value label sits after the bar's end
-    (dark on the light background, never clipped by a short bar)."""
+    (dark on the light background, never clipped by a short bar). A long op name is shortened
+    from the left to fit the label column (its full name stays in the bar's <title>)."""
     bars = series["bars"]
     finite = [d for _, d, _ in bars if _finite(d)]
     top = max(finite) if finite else 1.0
@@ -232,7 +338,8 @@ def layout_sensitivity(series: dict[str, Any]) -> dict[str, Any]:
         length = (dist / top * bar_w) if _finite(dist) and top > 0 else (bar_w if dist == math.inf else 0.0)
         length = max(length, 1.0)
         drawn.append({"y": f"{10 + i * row_h:.1f}", "text_y": f"{24 + i * row_h:.1f}", "name": name,
+                      "label": shorten_left(name, BAR_FONT, label_w - 6 - LABEL_MARGIN),
                       "length": f"{length:.1f}", "value_x": f"{label_w + length + 4:.1f}",
-                      "value": format(value, ".4g") if _finite(value) else str(value)})
+                      "value": metric_text(value, 4)})
     return {**series, "width": label_w + bar_w + value_w, "height": 20 + row_h * len(bars), "label_w": label_w,
             "bars_drawn": drawn}

@@ -7,8 +7,7 @@ from j6doctor.facts import attr, label
 
 
 def _number(value) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    """A number as read: a float keeps its decimal (41.0 beside 41.2), an int has none."""
     return str(value)
 
 

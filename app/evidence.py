@@ -141,9 +141,14 @@ def _file_source(found: FoundFile, line: int | None = None, key: str | None = No
     return Source("file", file=found.display, line=line, key=key, sha256=found.sha256)
 
 
-def _problem(facts: FactList, display: str, message: str, sha256: str | None = None) -> None:
+def _problem(facts: FactList, display: str, message: str, sha256: str | None = None,
+             listed: Source | None = None) -> None:
+    """A file that could not be used; `listed`: the case entry that named it (its line is
+    where the user fixes it)."""
+    if listed is not None:
+        message += f"（案例 {listed.describe()} 列出）"
     facts.add("probe_problem", {"path": display, "message": message},
-              Source("file", file=display, sha256=sha256))
+              listed or Source("file", file=display, sha256=sha256))
 
 
 def _add_metric_drops(facts: FactList, tolerance: Tolerance) -> None:
@@ -266,10 +271,13 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     base = case.folder if case is not None else (options.workdirs[0] if options.workdirs else None)
     paths: list[Path] = []
     display_of: dict[Path, str] = {}
+    listed: dict[str, Source] = {}  # a path the case lists → its entry (artifacts.0, scripts.1)
     if case is not None:
-        for raw in (case.data.get("artifacts") or []) + (case.data.get("scripts") or []):
-            paths.append(case.folder / raw)
-            display_of[case.folder / raw] = raw
+        for key in ("artifacts", "scripts"):
+            for index, raw in enumerate(case.data.get(key) or []):
+                paths.append(case.folder / raw)
+                display_of[case.folder / raw] = raw
+                listed.setdefault(raw, case.source(key, index))
         for raw in case.data.get("scripts") or []:
             target = case.folder / raw
             if target.is_file() and not raw.lower().endswith(".py"):
@@ -284,7 +292,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
         found, problems, summaries = find_artifacts(paths, base or Path.cwd(), display_of, scan, notes,
                                                     hash_now=False)
         for display, message in problems:
-            _problem(facts, display, message)
+            _problem(facts, display, message, listed=listed.get(display))
         for display, message in notes:
             facts.add("intake_note", {"key": display, "text": f"{display} {message}"}, Source("file", file=display))
         for summary in summaries:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import Any, Callable
 
 from j6doctor.describe import describe as describe_fact
 from j6doctor.diagnose import Diagnosis
@@ -27,6 +28,7 @@ def _checks(diagnosis: Diagnosis) -> list[dict[str, Any]]:
 
 
 def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
+    """The report's facts in words, for both pages."""
     verdict = diagnosis.verdict
     result = diagnosis.run
     inputs = [f for f in result.facts if f.derivation is None]
@@ -111,6 +113,29 @@ def render_markdown(diagnosis: Diagnosis) -> str:
     return report_environment().get_template("report.md.j2").render(**context)
 
 
+def _rule_linker(fired: set[str]) -> Callable[[Any], Any]:
+    """For the HTML page: a text (escaped) with each fired rule's id in it linked to the rule's
+    entry in the fired-rules list (`#rule-<id>`); the id of a rule that did not fire has no
+    entry on the page and stays text."""
+    from markupsafe import Markup, escape
+
+    if not fired:
+        return escape
+    pattern = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(r) for r in sorted(fired, key=len, reverse=True))
+                         + r")(?![\w-]|\.\w)")
+
+    def link(text: Any) -> Any:
+        text = str(text)
+        parts, last = [], 0
+        for found in pattern.finditer(text):
+            parts += [escape(text[last:found.start()]),
+                      Markup('<a class="rule" href="#rule-{0}">{0}</a>').format(found.group(1))]
+            last = found.end()
+        return Markup("").join([*parts, escape(text[last:])])
+
+    return link
+
+
 def render_html(diagnosis: Diagnosis) -> str:
     """A self-contained HTML page (inline CSS and SVG, no script, no network); every value
     is escaped by Jinja's autoescape."""
@@ -127,6 +152,7 @@ def render_html(diagnosis: Diagnosis) -> str:
     context.update({
         "version": __version__,
         "trees": trees,
+        "link_rules": _rule_linker(diagnosis.run.fired_rules()),
         "fired_rules": [{"id": r.id, "title": r.title, "file": r.file, "line": r.line}
                         for r in diagnosis.rulebase.rules if r.id in diagnosis.run.fired_rules()],
         "compare_charts": [layout_compare(series_of(r, origins)) for r in diagnosis.readings if r.kind in ("compare", "cosines")],

@@ -447,7 +447,8 @@ def test_symlinks_and_folders_listed_in_a_case(linked_tree):
 def test_folders_and_pipes_where_a_file_is_expected(linked_tree):
     """--metrics naming a folder, a FIFO or /dev/zero, the case argument naming a folder or a
     FIFO, --workdir naming a file: exit 2 naming the option / file and what is wrong, never
-    blocking. The case's `metrics:` naming a folder: exit 0 with a warning naming the file."""
+    blocking. The case's `metrics:` naming a folder: exit 2 too, naming the folder and the
+    case line that named it."""
     root = linked_tree
     env = _environ(root / "home")
     (root / "case.yaml").write_bytes((EXAMPLES / "convert_j6m.yaml").read_bytes())
@@ -462,11 +463,10 @@ def test_folders_and_pipes_where_a_file_is_expected(linked_tree):
         ("case.yaml", "--workdir", "case.yaml"): ("--workdir", "case.yaml", "is a file"),
         ("case.yaml", "--metrics", "pipe.csv"): ("pipe.csv", "not a regular file", "--metrics takes"),
         ("case.yaml", "--metrics", "/dev/zero"): ("/dev/zero", "not a regular file", "--metrics takes"),
+        ("case_metrics_folder.yaml",): ("store: is a folder; expected a metrics file",
+                                        "由 case_metrics_folder.yaml:2 metrics.file 指定"),
     }
-    exit_0 = {
-        ("case_metrics_folder.yaml",): "store",
-    }
-    runs = list(exit_2) + list(exit_0)
+    runs = list(exit_2)
     with ThreadPoolExecutor(WORKERS) as pool:
         procs = dict(zip(runs, pool.map(
             lambda args: j6doctor("diagnose", *args, "--no-env", "--format", "json", cwd=root, env=env, timeout=60),
@@ -474,9 +474,6 @@ def test_folders_and_pipes_where_a_file_is_expected(linked_tree):
     for args, words in exit_2.items():
         assert_clean(procs[args], 2, what=str(args))
         assert all(word in procs[args].stderr for word in words), (args, procs[args].stderr)
-    for args, name in exit_0.items():
-        assert_clean(procs[args], 0, what=str(args))
-        _one(_warnings(procs[args]), name, "无法使用")
     assert_unchanged(before, snapshot(root))
 
 

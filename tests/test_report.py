@@ -74,5 +74,5 @@ def test_mistakes_are_reported_with_correct_practice(rulebase):
 def test_facts_section(rulebase):
     text = _report("convert_j6m.yaml", rulebase)
     facts = text.split("## 已确认事实")[1].split("## 执行过的检查")[0]
-    assert "quantized.bc：异常（数据集评测指标；mAP = 36）" in facts
+    assert "quantized.bc：异常（数据集评测指标；mAP = 36.0）" in facts  # as the case wrote it (36.0), not as an int
     assert "J6M" in facts and "hbdk4-compiler 4.4.2" in facts and "稳定可复现" in facts
