@@ -99,36 +99,13 @@ def _rulebase(rule_packs: tuple[Path, ...], engine: str | None = None, rule_file
                                  if pack.exists() else "no such rule pack folder; --rules takes a folder of "
                                  "*.yaml rule files"), EXIT_INPUT)
     try:
-        if any(not pack.is_dir() for pack in rule_packs):
-            return _rulebase_with_files(rule_packs, engine)
-        return load_rulebase(rule_packs, engine)
+        return load_rulebase(rule_packs, engine)  # a pack may be one rule file (rule_files)
     except EngineUnavailableError as exc:
         _fail(str(exc), EXIT_INPUT)
     except RuleBaseErrors as exc:
         if rule_packs:
             _fail(f"the rule base is invalid:\n{exc}", EXIT_INPUT)
         _fail(f"the rule base is invalid:\n{exc}\n{_BUNDLED_BROKEN}", EXIT_INTERNAL)
-
-
-def _rulebase_with_files(packs: tuple[Path, ...], engine: str | None):
-    """load_rulebase for packs among which are single rule files: a file's rules are shown
-    under the path given (a folder's as `folder/file.yaml`, as load_rulebase shows them); the
-    vocabulary is the bundled one plus the folders' vocabulary.yaml."""
-    from j6doctor.engine import RuleBase, RuleBaseError, RuleBaseErrors, VocabularyError
-    from j6doctor.engine.backends import resolve
-    from j6doctor.facts import activate, with_packs
-    from j6doctor.rules import BUNDLED_RULES_DIR
-
-    entries = [pack.resolve() if pack.is_dir() else pack for pack in packs]
-    display = {BUNDLED_RULES_DIR: "rules",
-               **{entry: pack.as_posix().rstrip("/") for entry, pack in zip(entries, packs) if pack.is_dir()}}
-    try:
-        vocab = with_packs([entry for entry in entries if entry.is_dir()], display)
-    except (OSError, VocabularyError) as exc:
-        raise RuleBaseErrors([RuleBaseError(str(exc))]) from None
-    rulebase = RuleBase.load([BUNDLED_RULES_DIR, *entries], vocab, display, resolve(engine))
-    activate(rulebase.vocab)
-    return rulebase
 
 
 # the bundled rules fail to load: not the user's input
@@ -142,12 +119,10 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
     """Read the inputs and diagnose; every input problem exits 2 with its message.
     `empty_case`: a case file not written yet (`ask`), diagnosed as an empty case."""
     from j6doctor.config import load_config
-    from j6doctor.diagnose import diagnose as run_diagnosis
+    from j6doctor.diagnose import diagnose_arguments
     from j6doctor.engine import EngineError, EngineLimitError, RuleBaseErrors
     from j6doctor.evidence import EvidenceOptions
     from j6doctor.probes import InputError
-    from j6doctor.probes.artifacts import require_folder
-    from j6doctor.probes.case_file import case_from_bytes, case_from_data, read_case
     from j6doctor.probes.tolerance import Tolerance
     from j6doctor.progress import Progress
 
@@ -191,16 +166,7 @@ def _run(case: Path | None, workdirs: tuple[Path, ...], metrics: Path | None, to
     progress = Progress(enabled=False if _VERBOSITY[0] < 0 else None)
     options.progress = progress.step
     try:
-        options.workdirs = [require_folder(w) for w in workdirs]
-        if case is not None and str(case) == "-":
-            loaded = case_from_bytes(sys.stdin.buffer.read(), "<stdin>", Path.cwd())
-        elif case is not None:
-            loaded = read_case(case)
-        elif empty_case is not None:
-            loaded = case_from_data({}, str(empty_case), empty_case.parent)
-        else:
-            loaded = None
-        diagnosis = run_diagnosis(loaded, rulebase, options=options)
+        diagnosis = diagnose_arguments(case, workdirs, rulebase, options, empty_case, getattr(sys.stdin, "buffer", None))
     except InputError as exc:
         _fail(exc.render(), EXIT_INPUT)
     except RuleBaseErrors as exc:

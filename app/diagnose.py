@@ -40,10 +40,12 @@ class Diagnosis:
 
 @lru_cache(maxsize=8)
 def _rulebase(extra: tuple[tuple[Path, str], ...], engine: str) -> RuleBase:
+    """`extra`: (folder, shown as) of each pack; a single rule file has "" (it is shown by the
+    path given, and has no vocabulary.yaml of its own)."""
     directories = [BUNDLED_RULES_DIR, *(path for path, _ in extra)]
-    display = {BUNDLED_RULES_DIR: "rules", **{path: shown for path, shown in extra}}
+    display = {BUNDLED_RULES_DIR: "rules", **{path: shown for path, shown in extra if shown}}
     try:
-        vocab = with_packs([path for path, _ in extra], display)
+        vocab = with_packs([path for path, shown in extra if shown], display)
     except (OSError, VocabularyError) as exc:
         raise RuleBaseErrors([RuleBaseError(str(exc), hint="a pack's vocabulary.yaml adds enum values, "
                                             "attributes and fact types (docs/AUTHORING.md)")]) from None
@@ -53,9 +55,11 @@ def _rulebase(extra: tuple[tuple[Path, str], ...], engine: str) -> RuleBase:
 def load_rulebase(extra_rule_dirs: list[Path] | tuple[Path, ...] = (), engine: str | None = None) -> RuleBase:
     """The bundled rule base plus rule packs (a later pack overrides rules by id), compiled
     for `engine` (None: the default, see engine/backends.py). Pack files are shown by the
-    folder name the user gave, so reports do not depend on cwd."""
-    rulebase = _rulebase(tuple((Path(p).resolve(), Path(p).as_posix().rstrip("/")) for p in extra_rule_dirs),
-                         resolve_engine(engine))
+    folder name the user gave, so reports do not depend on cwd. A pack may also be one rule
+    file (`rules test FILE`), shown by the path given."""
+    extra = tuple((Path(p).resolve(), Path(p).as_posix().rstrip("/")) if Path(p).is_dir() else (Path(p), "")
+                  for p in extra_rule_dirs)
+    rulebase = _rulebase(extra, resolve_engine(engine))
     activate(rulebase.vocab)  # the packs' vocabulary is what the probes and reports read
     return rulebase
 
@@ -80,6 +84,26 @@ def diagnose(case: Case | None, rulebase: RuleBase | None = None,
     args += [f"--metrics {options.metrics.name}"] if options.metrics is not None else []
     return Diagnosis(case, title, evidence.facts, result, rulebase, build_verdict(result, rulebase),
                      " ".join(args), evidence.readings, evidence.read_paths)
+
+
+def diagnose_arguments(case: Path | None, workdirs: list[Path] | tuple[Path, ...], rulebase: RuleBase,
+                       options: EvidenceOptions, empty_case: Path | None = None, stdin=None) -> Diagnosis:
+    """The diagnosis of what a command line names: a case file, or "-" for the bytes of
+    `stdin`; or `empty_case`, a case file not written yet (`ask`), diagnosed as empty; and
+    work folders. Raises InputError naming what cannot be read."""
+    from j6doctor.probes.artifacts import require_folder
+    from j6doctor.probes.case_file import case_from_bytes
+
+    options.workdirs = [require_folder(w) for w in workdirs]
+    if case is not None and str(case) == "-":
+        loaded = case_from_bytes(stdin.read() if stdin is not None else b"", "<stdin>", Path.cwd())
+    elif case is not None:
+        loaded = read_case(case)
+    elif empty_case is not None:
+        loaded = case_from_data({}, str(empty_case), empty_case.parent)
+    else:
+        loaded = None
+    return diagnose(loaded, rulebase, options)
 
 
 def diagnose_file(path: Path, rulebase: RuleBase | None = None,
