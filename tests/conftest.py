@@ -23,6 +23,19 @@ os.environ.setdefault("J6DOCTOR_CROSS_CHECK", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "cases"
+# A site's one-rule pack: fires on every case whose chain is open (config and CLI tests).
+SITE_RULE = """\
+seed: site
+rules:
+  - id: site.note
+    title: 站点规则：每个案例都记一条
+    when:
+      - chain_open: {}
+    then:
+      - finding: {topic: site, text: 站点规则已加载}
+    examples:
+      - case: {}
+"""
 # The bundled case files; beside each one lie its expected reports (<case>.expected.json|md).
 EXAMPLE_CASES = sorted(p for p in EXAMPLES.iterdir()
                        if p.suffix in (".yaml", ".yml", ".json") and ".expected." not in p.name)

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from conftest import EXAMPLES, write_case, write_file
+from conftest import EXAMPLES, SITE_RULE, write_case, write_file
 
 CASE = "results:\n  qat_bc: {status: normal, evidence: dataset_eval}\n  quantized_bc: {status: abnormal, evidence: dataset_eval}\n"
 
@@ -87,18 +87,7 @@ def test_verbose_names_config_packs_and_engine(tmp_path):
 
 def test_config_sets_packs_tolerance_and_format(tmp_path):
     pack = tmp_path / "site_rules"
-    write_file(pack, "site.yaml", """\
-seed: site
-rules:
-  - id: site.note
-    title: 站点规则：每个案例都记一条
-    when:
-      - chain_open: {}
-    then:
-      - finding: {topic: site, text: 站点规则已加载}
-    examples:
-      - case: {}
-""")
+    write_file(pack, "site.yaml", SITE_RULE)
     write_file(tmp_path, "j6doctor.toml", 'environment = false\nformat = "json"\nrules = ["site_rules"]\n'
                                           "tolerance = 0.5\n")
     case = "results:\n  qat_pt: {status: normal, metric: mAP, value: 0.50}\n  quantized_bc: {status: abnormal, metric: mAP, value: 0.40}\n"

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import write_case, write_file
+from conftest import SITE_RULE, write_case, write_file
 from j6doctor import __version__, exit_codes
 from j6doctor.cli import _complete_stages, build_parser, main
 from j6doctor.facts import enum_values
@@ -22,18 +22,7 @@ from j6doctor.facts import enum_values
 CASE = "results:\n  qat_bc: {status: normal, evidence: dataset_eval}\n  quantized_bc: {status: abnormal, evidence: dataset_eval}\n"
 BASELINE = "results:\n  board: {status: abnormal}\n"  # concludes baseline
 
-GOOD_RULE = """\
-seed: site
-rules:
-  - id: site.note
-    title: 站点规则：每个案例都记一条
-    when:
-      - chain_open: {}
-    then:
-      - finding: {topic: site, text: 站点规则已加载}
-    examples:
-      - case: {}
-"""
+GOOD_RULE = SITE_RULE
 
 RULE_WITHOUT_EXAMPLE = """\
 seed: site
