@@ -147,11 +147,6 @@ def _scale(values: list[float], log: bool) -> tuple[float, float]:
     return low, high
 
 
-def _between(low: float, high: float, fraction: float) -> float:
-    # Weighted sum: high - low overflows for values near +-1.8e308.
-    return low * (1 - fraction) + high * fraction
-
-
 def metric_text(value, digits: int) -> str:
     """A metric value as shown: `digits` significant digits, and a float keeps at least one
     decimal (41.0, not 41), so values side by side read with a consistent precision."""

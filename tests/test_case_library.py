@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, EXAMPLE_CASES, REPO
+from conftest import EXAMPLES, EXAMPLE_CASES
 from pg_cluster import Cluster, server_bin
 from j6doctor.diagnose import diagnose_file, load_rulebase
 from j6doctor.report import render_markdown

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from conftest import EXAMPLES, SITE_RULE, write_case, write_file
+from conftest import SITE_RULE, write_case, write_file
 
 CASE = "results:\n  qat_bc: {status: normal, evidence: dataset_eval}\n  quantized_bc: {status: abnormal, evidence: dataset_eval}\n"
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import EXAMPLES, EXAMPLE_CASES, HAS_DURABLE
+from conftest import EXAMPLE_CASES, HAS_DURABLE
 from j6doctor.engine import compiled_patterns, engine_json
 from j6doctor.engine.compiler import compile_rules
 from j6doctor.engine.schema_check import fast_check
