@@ -129,6 +129,8 @@ class EngineWorker:
             if self._process.is_alive():
                 self._process.kill()
             self._process.join(5)
+            if isinstance(self._process, _ForkedChild):
+                self._process.close()
         if self._conn is not None:
             self._conn.close()
         self._process = self._conn = None
@@ -165,8 +167,7 @@ class EngineWorker:
             try:
                 self._conn.send((key, compiled if fresh else None, vocab if fresh else None, facts, limits))
             except (OSError, ValueError):
-                self.stop()
-                raise EngineLimitError(_crashed(what, compiled.engine)) from None
+                raise EngineLimitError(self._crash(what, compiled)) from None
             self._sent.add(key)
             if not self._conn.poll(self.limits.timeout):
                 self.stop()
@@ -178,17 +179,27 @@ class EngineWorker:
             try:
                 status, payload = self._conn.recv()
             except (EOFError, OSError):
-                self.stop()
-                raise EngineLimitError(_crashed(what, compiled.engine)) from None
+                raise EngineLimitError(self._crash(what, compiled)) from None
         if status == "ok":
             return payload
         if status == "memory":
             self.stop()
-            raise EngineLimitError(
-                f"the rule engine ran out of its {self.limits.memory_mb} MB on {what}: a rule probably "
+            raise EngineLimitError(self._out_of_memory(what, compiled))
+        raise EngineRunError(payload)
+
+    def _out_of_memory(self, what: str, compiled) -> str:
+        return (f"the rule engine ran out of its {self.limits.memory_mb} MB on {what}: a rule probably "
                 f"matches too many combinations of facts{_suspects(compiled)}; simplify it "
                 "(J6DOCTOR_ENGINE_MEMORY_MB raises the limit)")
-        raise EngineRunError(payload)
+
+    def _crash(self, what: str, compiled) -> str:
+        """Why the child died: an allocation its C code could not make under the memory cap
+        (CLIPS says `[MEMORY1] Out of memory` on its stderr and exits), or another crash."""
+        said = self._process.c_output() if isinstance(self._process, _ForkedChild) else b""
+        self.stop()
+        if b"Out of memory" in said or b"MemoryError" in said:
+            return self._out_of_memory(what, compiled)
+        return _crashed(what, compiled.engine)
 
 
 def _suspects(compiled) -> str:
@@ -273,28 +284,51 @@ class _ForkedChild:
     """The engine child started by os.fork, with the part of multiprocessing.Process the
     worker uses: pid, is_alive, kill, join."""
 
-    def __init__(self, pid: int):
+    def __init__(self, pid: int, stderr: int):
         self.pid = pid
         self.exitcode: int | None = None
         self.name = WORKER_NAME
+        self._stderr = stderr  # the read end of the child's fd 2
+
+    def c_output(self) -> bytes:
+        """What the child wrote on its stderr (the C engines' messages), up to 64 KiB."""
+        try:
+            return os.read(self._stderr, 65536)
+        except OSError:  # nothing written (would block), or closed
+            return b""
+
+    def close(self) -> None:
+        if self._stderr >= 0:
+            os.close(self._stderr)
+            self._stderr = -1
 
     @classmethod
     def start(cls, memory_mb: int) -> tuple["_ForkedChild", _PipeChannel]:
         to_child, from_parent = os.pipe()[::-1]
         to_parent, from_child = os.pipe()[::-1]
+        # The child's fd 2 goes to a pipe the parent reads after a crash: a C engine's dying
+        # words (CLIPS's out-of-memory) become the message, not stray text on the user's
+        # terminal. Non-blocking on the child's side: a full pipe drops text, never stalls.
+        err_read, err_write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: serve, then leave without running the parent's exit code
             code = 1
             try:
                 os.close(to_child)  # the parent's end: its death is then an end of input here
                 os.close(from_child)
+                os.close(err_read)
+                os.set_blocking(err_write, False)
+                os.dup2(err_write, 2)
+                os.close(err_write)
                 _serve(_PipeChannel(from_parent, to_parent), memory_mb)
                 code = 0
             finally:
                 os._exit(code)
         os.close(from_parent)
         os.close(to_parent)
-        _LIVE[pid] = child = cls(pid)
+        os.close(err_write)
+        os.set_blocking(err_read, False)
+        _LIVE[pid] = child = cls(pid, err_read)
         return child, _PipeChannel(from_child, to_child)
 
     def _reap(self, flags: int) -> bool:

@@ -634,3 +634,34 @@ def test_engine_worker_ends_when_its_parent_is_killed():
         time.sleep(0.1)
     os.kill(worker, 9)
     pytest.fail("the engine worker outlived its killed parent")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the forked engine child")
+def test_a_c_engine_dying_out_of_memory_is_the_memory_cap_not_a_crash(monkeypatch, capfd, rulebase):
+    """Under the memory cap CLIPS can fail an allocation in its C code: it writes
+    `[MEMORY1] Out of memory.` on stderr and exits. The child's stderr is the worker's to read:
+    the run ends with the memory-cap message, and the C text never reaches the user's terminal.
+    (The child's serve loop is replaced by what CLIPS does at that point; fork carries it over.)"""
+    from j6doctor.engine import worker as worker_module
+    from j6doctor.engine.worker import EngineWorker, Limits
+
+    def clips_out_of_memory(conn, memory_mb):
+        os.write(2, b"\n[MEMORY1] Out of memory.\n")
+        os._exit(1)
+
+    def other_crash(conn, memory_mb):
+        os.write(2, b"Segmentation fault in some C code\n")
+        os._exit(139)
+
+    facts = diagnose_file(EXAMPLES / "convert_j6m.yaml", rulebase).facts
+    for serve, expected in ((clips_out_of_memory, "the rule engine ran out of its 128 MB on the rule base"),
+                            (other_crash, "C code) crashed on the rule base")):
+        monkeypatch.setattr(worker_module, "_serve", serve)
+        worker = EngineWorker(Limits(timeout=30, memory_mb=128))
+        try:
+            with pytest.raises(EngineLimitError, match=re.escape(expected)):
+                worker.run(rulebase.compiled, rulebase.vocab, facts)
+        finally:
+            worker.stop()
+        said = capfd.readouterr().err
+        assert "MEMORY1" not in said and "Segmentation" not in said
