@@ -73,7 +73,7 @@ def _plain_value(type_name: str, field: str, value: Any) -> str:
     return "true" if value is True else "false" if value is False else str(value)
 
 
-_OPS = {"eq": "=", "ne": "≠", "in": "∈", "not_in": "∉", "lt": "<", "le": "≤", "gt": ">", "ge": "≥", "contains": "含"}
+_OPS = {**_SYMBOLS, "eq": "=", "ne": "≠", "in": "∈", "not_in": "∉", "contains": "含"}
 
 
 def meaning_words(cond: Condition) -> str:

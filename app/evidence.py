@@ -191,6 +191,14 @@ def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path
     return None, tolerance, ""
 
 
+def _metrics_problem(facts: FactList, error: InputError, named: str, sha256: str | None = None) -> None:
+    """A metrics file that cannot be read: the run's input error (exit 2) when the user named
+    it (`named`: --metrics, or the case entry), else a warning like any unusable file."""
+    if named:
+        raise InputError(error.file, f"{error.message}（评测结果文件由 {named} 指定）", error.line, error.more)
+    _problem(facts, error.file, error.render(), sha256)
+
+
 def _add_metrics(facts: FactList, path: Path, display: str, tolerance: Tolerance, digests: Digests,
                  named: str = "") -> None:
     from j6doctor.probes.metrics_file import judge, read_metrics
@@ -198,9 +206,7 @@ def _add_metrics(facts: FactList, path: Path, display: str, tolerance: Tolerance
     try:
         rows = read_metrics(path, display)
     except InputError as exc:
-        if named:  # a file the user named must be read: its error is the run's (exit 2)
-            raise InputError(exc.file, f"{exc.message}（评测结果文件由 {named} 指定）", exc.line, exc.more) from None
-        _problem(facts, display, exc.render(), _sha256(digests, path))
+        _metrics_problem(facts, exc, named, _sha256(digests, path))
         return
     sha256 = _sha256(digests, path)
     judgements, notes = judge(rows, tolerance)
@@ -333,16 +339,12 @@ def _read_files(facts: FactList, found: list[FoundFile], metrics_path: Path | No
             try:
                 exists = metrics_path.is_file()
             except OSError as exc:  # e.g. a name too long for the file system
-                if metrics_named:
-                    raise InputError(display, f"cannot read: {exc.strerror}（评测结果文件由 {metrics_named} 指定）") from None
-                _problem(facts, display, f"cannot read: {exc.strerror}")
+                _metrics_problem(facts, InputError(display, f"cannot read: {exc.strerror}"), metrics_named)
                 exists = None
             if exists:
                 _add_metrics(facts, metrics_path, display, tolerance, digests, metrics_named)
             elif exists is False:
-                if metrics_named:
-                    raise InputError(display, f"{_not_a_metrics_file(metrics_path)}（评测结果文件由 {metrics_named} 指定）")
-                _problem(facts, display, _not_a_metrics_file(metrics_path))
+                _metrics_problem(facts, InputError(display, _not_a_metrics_file(metrics_path)), metrics_named)
 
 
 def _add_artifact_files(facts: FactList, found: list[FoundFile]) -> None:
