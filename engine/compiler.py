@@ -322,8 +322,10 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary, engine: str | None = Non
                          [(t.type, sorted((f, str(v)) for f, v in t.fields.items())) for t in c.rule.then])
                         for c in v] for k, v in sorted(by_stratum.items())},
          "text": [(r.id, r.file, r.line, r.text.reads, r.text.match, r.text.unless,  # type: ignore[union-attr]
+                   r.text.context, r.text.every, sorted(r.text.groups.items()),  # type: ignore[union-attr]
                    [(c.type, sorted((k, str(v)) for k, v in c.fields.items())) for c in r.then])
-                  for r in text_rules]},
+                  for r in text_rules],
+         "text_context": repr((vocab.text.context, sorted(vocab.text.terms.items()))) if text_rules else ""},
         sort_keys=True, ensure_ascii=False,
     )
     fingerprint = hashlib.sha256(definition_text.encode()).hexdigest()[:12]
@@ -342,7 +344,7 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary, engine: str | None = Non
         strata.append(parts)
     stratum_of = {rule.id: sorted(by_stratum).index(level[rule.id]) for rule in fact_rules}
     result = CompiledRuleBase(fingerprint, rules, strata, stratum_of,
-                              [CompiledTextRule.of(r) for r in text_rules], engine, too_many)
+                              [CompiledTextRule(r, vocab.text) for r in text_rules], engine, too_many)
     backend = load_backend(engine)
     backend.prepare(result)
     errors = backend.check(result, vocab)

@@ -217,16 +217,33 @@ class _FileChecker:
                 continue
             reads.append((type_name, fname))
         patterns: dict[str, tuple[str, ...]] = {}
+        groups: dict[str, str] = {}
         for key, default in (("match", None), ("unless", self.file_unless)):
-            items = raw.get(key, default) or []
-            for pi, pattern in enumerate(items):
+            expanded = []
+            for pi, pattern in enumerate(raw.get(key, default) or []):
+                where = base + (key, pi) if key in raw else (key, pi)
                 try:
+                    pattern, captured = self.vocab.text.expand(pattern)
                     re.compile(pattern, re.IGNORECASE)
-                except re.error as exc:
-                    where = base + (key, pi) if key in raw else (key, pi)
-                    self.error(f"not a valid regular expression: {exc}", where, rid, key)
-            patterns[key] = tuple(items)
-        return TextSpec(tuple(reads), patterns["match"], patterns["unless"])
+                except ValueError as exc:  # re.error is a ValueError too
+                    self.error(f"not a valid pattern: {exc}", where, rid, key,
+                               "term classes are written {class}, {class as name} or {~class}")
+                    continue
+                if key == "match":
+                    clash = [g for g, c in captured.items() if groups.get(g, c) != c]
+                    if clash:
+                        self.error(f"group {clash[0]!r} captures two term classes across the patterns",
+                                   where, rid, key, "name the groups apart: {class as name}")
+                    groups.update(captured)
+                expanded.append(pattern)
+            patterns[key] = tuple(expanded)
+        context = raw.get("context", "")
+        readings = self.vocab.text.context.readings
+        if context and context not in readings:
+            self.error(f"context {context!r} is not a reading of the text context", base + ("context",), rid,
+                       "context", _suggest(context, readings) or f"readings: {', '.join(readings)}")
+        return TextSpec(tuple(reads), patterns["match"], patterns["unless"], context, groups,
+                        raw.get("matches", "first") == "all")
 
     def build_condition(self, rid: str, path: tuple, raw: dict,
                         aliases: dict[str, str]) -> Condition | None:

@@ -99,8 +99,11 @@ class TextSpec:
     """What a text rule reads and matches."""
 
     reads: tuple[tuple[str, str], ...]  # (fact type, text field)
-    match: tuple[str, ...]
+    match: tuple[str, ...]  # term macros expanded (engine/text_lexicon.py)
     unless: tuple[str, ...] = ()
+    context: str = ""  # the reading it takes (facts/text_context.yaml `contexts`; "" = the default)
+    groups: dict[str, str] = field(default_factory=dict)  # group capturing a term class -> the class
+    every: bool = False  # `matches: all`: every statement of a text, not only the first
 
 
 @dataclass

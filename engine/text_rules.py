@@ -1,37 +1,47 @@
 """Text rules: regular expressions over the free-text fields of input facts.
 
 They run before the fact rules, in Python (durable-rules cannot report where a pattern
-matched). Text is cut into clauses at sentence punctuation, clauses into parts at commas
-and "but"; a clause where a `match` pattern matches concludes the rule's facts, with the
-clause as quote and its character span, unless an `unless` pattern is found in a part the
-match touches: a negation next to the statement ("已排除 layout 不一致", "a layout mismatch
-was ruled out") blocks it, one elsewhere in the sentence ("已确认 march 一致，但板端报
-Incompatible Platform") does not.
+matched). Text is cut into clauses (sentences) and clauses into parts, as the vocabulary's
+text context says (facts/text_context.yaml). A clause where a `match` pattern matches
+concludes the rule's facts, with the clause as quote and its character span, when:
+
+- no `unless` pattern of the rule is found in the parts the match touches, and
+- the context triggers found in those parts admit the rule's reading (`context:`): a
+  negation next to the statement ("已排除 layout 不一致") blocks an asserted statement, one
+  elsewhere in the sentence ("已确认 march 一致，但板端报 Incompatible Platform") does not;
+  a suspicion ("怀疑 layout 不一致") blocks it too, and is what a `context: uncertain` rule
+  asks for. A trigger inside a term of the match (a phrase of a term class, such as the
+  status "没有问题") belongs to the term and modifies nothing (ConText's rule for triggers
+  inside a target).
+
+Patterns are compiled on first use: a run whose case has no text compiles none.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterator
 
-from j6doctor.engine.compiled_patterns import freeze, thaw
 from j6doctor.engine.facts import Fact
 from j6doctor.engine.rule_loader import MATCH_ALIAS, PLACEHOLDER, TEXT_FILLED_FIELDS
 from j6doctor.engine.rule_model import Rule
+from j6doctor.engine.text_lexicon import TextLexicon
 
-# Clause ends: CJK and ASCII sentence punctuation, line breaks, and a full stop that ends a
-# sentence (followed by a space or the end; "3.1.2" and "nash-e." inside words stay whole).
-_CLAUSE_END = re.compile(r"[。；;！!？?\n\r]|\.(?=\s|$)")
-# Parts of a clause, for negations: commas, colons and "but".
-_PART_END = re.compile(r"[，,、：:]|但是|但|却|(?<![a-z])(?:but|however|while|whereas)(?![a-z])", re.IGNORECASE)
 MAX_QUOTE = 160  # characters of a clause kept as the quote
-MAX_MATCHES_PER_TEXT = 1  # a rule concludes once per text: its first clause is the quote
+MAX_MATCHES_PER_TEXT = 1  # a rule concludes once per text (its first clause is the quote)...
+MAX_ALL_MATCHES_PER_TEXT = 64  # ... or, with `matches: all`, once per statement, up to this many
+
+
+@lru_cache(maxsize=None)
+def _compiled(pattern: str) -> re.Pattern:
+    return re.compile(pattern, re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class TextMatch:
-    """One clause that fired a text rule."""
+    """One statement that fired a text rule."""
 
     rule: Rule
     fact: Fact  # the input fact whose text matched
@@ -39,41 +49,29 @@ class TextMatch:
     start: int  # span of the clause in the text
     end: int
     quote: str
-    groups: dict[str, str]
+    groups: dict[str, str]  # named groups: a term class's value, or the words matched
 
 
-@dataclass(frozen=True)
 class CompiledTextRule:
-    """A text rule with its patterns compiled."""
+    """A text rule with what it reads with; its patterns are compiled when first needed."""
 
-    rule: Rule
-    match: tuple[re.Pattern, ...]
-    unless: tuple[re.Pattern, ...]
-    # the picklable compiled code of match / unless (compiled_patterns.py), made on first pickling
-    frozen: list = field(default_factory=list, compare=False, repr=False)
+    def __init__(self, rule: Rule, lexicon: TextLexicon):
+        self.rule = rule
+        self.lexicon = lexicon
 
-    @classmethod
-    def of(cls, rule: Rule) -> "CompiledTextRule":
-        spec = rule.text
-        assert spec is not None
-        return cls(rule, tuple(re.compile(p, re.IGNORECASE) for p in spec.match),
-                   tuple(re.compile(p, re.IGNORECASE) for p in spec.unless))
+    @property
+    def match(self) -> tuple[re.Pattern, ...]:
+        return tuple(_compiled(p) for p in self.rule.text.match)  # type: ignore[union-attr]
 
-    def __reduce__(self):
-        # The rule-base cache stores the compiled code, not only the source (compiled_patterns.py).
-        if not self.frozen:
-            self.frozen[:] = [tuple(map(freeze, self.match)), tuple(map(freeze, self.unless))]
-        return (_restore, (self.rule, *self.frozen))
+    @property
+    def unless(self) -> tuple[re.Pattern, ...]:
+        return tuple(_compiled(p) for p in self.rule.text.unless)  # type: ignore[union-attr]
 
 
-def _restore(rule: Rule, match: tuple, unless: tuple) -> CompiledTextRule:
-    return CompiledTextRule(rule, tuple(map(thaw, match)), tuple(map(thaw, unless)), [match, unless])
-
-
-def clauses(text: str) -> Iterator[tuple[int, int]]:
+def clauses(text: str, lexicon: TextLexicon) -> Iterator[tuple[int, int]]:
     """(start, end) of every non-blank clause, surrounding whitespace trimmed."""
     start = 0
-    for end_match in _CLAUSE_END.finditer(text):
+    for end_match in _compiled(lexicon.context.clause_ends).finditer(text):
         yield from _trimmed(text, start, end_match.start())
         start = end_match.end()
     yield from _trimmed(text, start, len(text))
@@ -89,11 +87,13 @@ def _trimmed(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
 
 
 def find_matches(rule: CompiledTextRule, facts: list[Fact]) -> list[TextMatch]:
-    """Every clause of the rule's text fields that fires it, in fact and text order."""
+    """Every statement of the rule's text fields that fires it, in fact and text order."""
     found: list[TextMatch] = []
-    reads = rule.rule.text.reads  # type: ignore[union-attr]
+    spec = rule.rule.text
+    assert spec is not None
+    limit = MAX_ALL_MATCHES_PER_TEXT if spec.every else MAX_MATCHES_PER_TEXT
     for fact in facts:
-        for type_name, field_name in reads:
+        for type_name, field_name in spec.reads:
             if fact.type != type_name:
                 continue
             text = fact.fields.get(field_name)
@@ -101,36 +101,68 @@ def find_matches(rule: CompiledTextRule, facts: list[Fact]) -> list[TextMatch]:
                 continue
             key = fact.source.key if fact.source is not None and fact.source.key else f"{fact.type}.{field_name}"
             count = 0
-            for start, end in clauses(text):
+            for start, end in clauses(text, rule.lexicon):
                 clause = text[start:end]
-                hit = _first_hit(rule.match, clause)
-                if hit is None or _negated(rule.unless, clause, hit):
-                    continue
-                groups = {k: v for k, v in hit.groupdict().items() if v is not None}
-                found.append(TextMatch(rule.rule, fact, key, start, end, clause[:MAX_QUOTE], groups))
-                count += 1
-                if count >= MAX_MATCHES_PER_TEXT:
+                for hit in _hits(rule, clause, spec.every):
+                    if not _admitted(rule, clause, hit):
+                        continue
+                    found.append(TextMatch(rule.rule, fact, key, start, end, clause[:MAX_QUOTE], _groups(rule, hit)))
+                    count += 1
+                    if count >= limit:
+                        break
+                if count >= limit:
                     break
     return found
 
 
-def _negated(unless: tuple[re.Pattern, ...], clause: str, hit: re.Match) -> bool:
-    """An `unless` pattern in the parts of the clause the match touches."""
-    if not unless:
-        return False
-    bounds = [0] + [m.end() for m in _PART_END.finditer(clause)] + [len(clause) + 1]
+def _hits(rule: CompiledTextRule, clause: str, every: bool) -> list[re.Match]:
+    """The first pattern's first match in the clause, or (`matches: all`) every match of
+    every pattern, in text order."""
+    if not every:
+        for pattern in rule.match:
+            hit = pattern.search(clause)
+            if hit is not None:
+                return [hit]
+        return []
+    hits = [hit for pattern in rule.match for hit in pattern.finditer(clause)]
+    return sorted(hits, key=lambda h: (h.start(), h.end()))
+
+
+def _admitted(rule: CompiledTextRule, clause: str, hit: re.Match) -> bool:
+    """No `unless` pattern in the parts the match touches, and the context triggers found
+    there (outside the match's terms) admit the rule's reading."""
+    parts = _compiled(rule.lexicon.context.part_ends)
+    bounds = [0] + [m.end() for m in parts.finditer(clause)] + [len(clause) + 1]
     first = max(b for b in bounds if b <= hit.start())
     last = min(b for b in bounds if b >= hit.end())
     window = clause[first:last]
-    return any(p.search(window) for p in unless)
+    if any(p.search(window) for p in rule.unless):
+        return False
+    spec = rule.rule.text
+    context = rule.lexicon.context
+    reading = context.readings.get(spec.context or context.default)  # type: ignore[union-attr]
+    if reading is None or not (reading.blocked_by or reading.needs):
+        return True
+    terms = [(hit.start(g) - first, hit.end(g) - first) for g in spec.groups  # type: ignore[union-attr]
+             if hit.start(g) >= 0]
+    present = {name for name, pattern in context.categories
+               if any(not _inside(t.span(), terms) for t in _compiled(pattern).finditer(window))}
+    return reading.admits(present)
 
 
-def _first_hit(patterns: tuple[re.Pattern, ...], clause: str) -> re.Match | None:
-    for pattern in patterns:
-        hit = pattern.search(clause)
-        if hit is not None:
-            return hit
-    return None
+def _inside(span: tuple[int, int], terms: list[tuple[int, int]]) -> bool:
+    return any(start <= span[0] and span[1] <= end for start, end in terms)
+
+
+def _groups(rule: CompiledTextRule, hit: re.Match) -> dict[str, str]:
+    classes = rule.rule.text.groups  # type: ignore[union-attr]
+    out: dict[str, str] = {}
+    for name, words in hit.groupdict().items():
+        if name in classes:
+            out[name] = rule.lexicon.value_of(hit, name, classes[name])
+        elif words is not None and not name.startswith("_t_"):
+            out[name] = words
+    return out
 
 
 def conclusion_fields(match: TextMatch, fields: dict[str, Any], type_fields: set[str]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from j6doctor.engine.errors import VocabularyError
+from j6doctor.engine.text_lexicon import TextLexicon, lexicon_from_data
 
 FIELD_TYPES = ("str", "int", "number", "bool", "enum")
 # Attributes every enum value may carry; a vocabulary declares its own others under
@@ -22,7 +23,7 @@ ATTRIBUTE_KINDS = ("str", "int", "number", "bool", "list", "enum")
 # alone: the name of an enum.
 # A rule pack's additions to the vocabulary: this file in the pack's folder (not a rule file).
 PACK_VOCABULARY = "vocabulary.yaml"
-_EXTENSION_KEYS = ("enum_attributes", "enums", "types")
+_EXTENSION_KEYS = ("enum_attributes", "enums", "types", "text_terms")
 # Keys the engine puts on every fact it hands to durable-rules.
 RESERVED_FIELDS = frozenset({"id", "type", "sid", "_k", "_d"})
 
@@ -123,6 +124,7 @@ class Vocabulary:
 
     enums: dict[str, EnumSpec] = field(default_factory=dict)
     types: dict[str, FactType] = field(default_factory=dict)
+    text: TextLexicon = field(default_factory=TextLexicon)  # what text rules read with (text_lexicon.py)
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -197,6 +199,8 @@ class Vocabulary:
             similar_by = _similar_by(tspec.get("similar_by"), fields, f"{origin}: type {tname!r}")
             vocab.types[tname] = FactType(tname, origin_kind, str(tspec.get("meaning", "")), fields, exclusive, written,
                                           similar_by)
+        vocab.text = lexicon_from_data(data.get("text_context"), data.get("text_terms"),
+                                       {name: spec.values for name, spec in vocab.enums.items()}, origin)
         return vocab
 
     # ------------------------------------------------------------------ checks
@@ -352,6 +356,13 @@ def extend_data(base: dict[str, Any], extension: Any, origin: str) -> dict[str, 
                                   "it does not change them")
         types[name] = spec
     out["types"] = types
+    terms = dict(base.get("text_terms") or {})
+    for name, spec in _mapping(extension.get("text_terms"), f"{origin}: text_terms").items():
+        if name in terms:
+            raise VocabularyError(f"{origin}: text_terms.{name}: already defined; a pack adds term classes, "
+                                  "it does not change them (a bundled rule reads with them)")
+        terms[name] = spec
+    out["text_terms"] = terms
     return out
 
 

@@ -18,24 +18,40 @@ from j6doctor.engine.strict_yaml import YamlInputError, load_yaml
 from j6doctor.engine.vocabulary import PACK_VOCABULARY, Vocabulary, extend_data
 
 VOCABULARY_FILE = "vocabulary.yaml"
+# The vocabulary is these files together (each holds its own top-level keys): the fact types
+# and enums, how text is read in context (ConText triggers), and the term classes of prose.
+VOCABULARY_FILES = (VOCABULARY_FILE, "text_context.yaml", "text_terms.yaml")
 
 _active: Vocabulary | None = None
 
 
-def _bundled_bytes() -> bytes:
-    return (Path(__file__).resolve().parent / VOCABULARY_FILE).read_bytes()
+def _bundled_files() -> list[tuple[str, bytes]]:
+    folder = Path(__file__).resolve().parent
+    return [(name, (folder / name).read_bytes()) for name in VOCABULARY_FILES]
+
+
+def _bundled_data(files: list[tuple[str, bytes]]) -> dict[str, Any]:
+    """The bundled vocabulary files as one mapping (each file holds its own top-level keys)."""
+    data: dict[str, Any] = {}
+    for name, raw in files:
+        part = load_yaml(raw.decode("utf-8")).data or {}
+        shared = sorted(set(part) & set(data))
+        if shared:
+            raise VocabularyError(f"{name}: top-level key {shared[0]!r} is already in another vocabulary file")
+        data.update(part)
+    return data
 
 
 @lru_cache(maxsize=1)
 def bundled() -> Vocabulary:
     """The bundled vocabulary, parsed once and kept in the user's private cache, keyed by the
     file's bytes (parsing the YAML with line numbers costs more than the rest of a start)."""
-    data = _bundled_bytes()
+    files = _bundled_files()
 
     def build() -> Vocabulary:
-        return Vocabulary.from_data(load_yaml(data.decode("utf-8")).data, origin=VOCABULARY_FILE)
+        return Vocabulary.from_data(_bundled_data(files), origin=VOCABULARY_FILE)
 
-    return load_or_build(key_of("vocabulary", data), build, kind="vocabulary")
+    return load_or_build(key_of("vocabulary", *(raw for _, raw in files)), build, kind="vocabulary")
 
 
 def vocabulary() -> Vocabulary:
@@ -54,10 +70,10 @@ def with_packs(packs: list[Path] | tuple[Path, ...], display: dict[Path, str] | 
     if not files:
         return bundled()
     parts = [(f, f.read_bytes()) for f in files]
-    bundled_bytes = _bundled_bytes()
+    bundled_files = _bundled_files()
 
     def build() -> Vocabulary:
-        data = load_yaml(bundled_bytes.decode("utf-8")).data
+        data = _bundled_data(bundled_files)
         for path, raw in parts:
             shown = f"{(display or {}).get(path.parent, str(path.parent))}/{PACK_VOCABULARY}"
             try:
@@ -69,7 +85,7 @@ def with_packs(packs: list[Path] | tuple[Path, ...], display: dict[Path, str] | 
             data = extend_data(data, extension, shown)
         return Vocabulary.from_data(data, origin="+".join(str(f) for f, _ in parts))
 
-    return load_or_build(key_of("vocabulary", bundled_bytes, *(raw for _, raw in parts)), build,
+    return load_or_build(key_of("vocabulary", *(raw for _, raw in bundled_files), *(raw for _, raw in parts)), build,
                          kind="vocabulary")
 
 

@@ -1,13 +1,12 @@
 """The shortcuts a cold start takes must give the answers of the slow paths they replace:
-the compiled yes/no case check (engine/schema_check.py) against jsonschema, the text
-rules' patterns restored from the cache (engine/compiled_patterns.py) against `re.compile`,
-pre-encoded durable-rules definitions against encoding them at registration."""
+the compiled yes/no case check (engine/schema_check.py) against jsonschema, text rules
+restored from the rule-base cache against the loaded ones (their patterns compiled only when
+a text is read), pre-encoded durable-rules definitions against encoding them at registration."""
 
 from __future__ import annotations
 
 import copy
 import pickle
-import re
 
 import jsonschema
 import pytest
@@ -15,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import EXAMPLE_CASES, HAS_DURABLE
-from j6doctor.engine import compiled_patterns, engine_json
+from j6doctor.engine import engine_json, text_rules
 from j6doctor.engine.compiler import compile_rules
 from j6doctor.engine.schema_check import fast_check
 from j6doctor.engine.text_rules import CompiledTextRule
@@ -100,30 +99,26 @@ def _text_rules():
     rb = load_rulebase()
     rules = [r for r in rb.rules if r.text is not None]
     assert rules, "the bundled rules have text rules"
-    return [CompiledTextRule.of(r) for r in rules]
+    return [CompiledTextRule(r, rb.vocab.text) for r in rules]
 
 
-def test_patterns_restored_from_a_pickle_are_the_compiled_ones():
+def test_text_rules_restored_from_a_pickle_match_like_the_loaded_ones():
     compiled = _text_rules()
     restored = pickle.loads(pickle.dumps(compiled))
+    sample = "quantized.bc 的 layout 不一致，march 也不同"
     for a, b in zip(compiled, restored):
-        assert a.match == b.match and a.unless == b.unless  # same flags and code
-        sample = "quantized.bc 的 layout 不一致，march 也不同"
+        assert a.rule.text == b.rule.text and a.lexicon == b.lexicon
         assert [p.search(sample) and p.search(sample).span() for p in a.match] == \
                [p.search(sample) and p.search(sample).span() for p in b.match]
-    # pickling again reuses the frozen code: nothing recompiled, same bytes
-    assert pickle.dumps(restored) == pickle.dumps(pickle.loads(pickle.dumps(restored)))
 
 
-def test_code_from_another_interpreter_is_never_used():
-    pattern = re.compile(r"(?P<what>march|layout)\s*不一致", re.IGNORECASE)
-    interpreter, source, flags, args = compiled_patterns.freeze(pattern)
-    assert args is not None and interpreter == compiled_patterns.INTERPRETER
-    # a foreign interpreter's entry (or a broken one) compiles from the source instead
-    for frozen in ((interpreter + "-other", source, flags, args), (interpreter, source, flags, None),
-                   (interpreter, source, flags, (source, flags, [1, 2, 3], 0, {}, ()))):
-        thawed = compiled_patterns.thaw(frozen)
-        assert thawed == pattern and thawed.search("LAYOUT 不一致").group("what") == "LAYOUT"
+def test_a_case_without_text_compiles_no_text_pattern(monkeypatch, diagnose):
+    monkeypatch.setenv("J6DOCTOR_ENGINE_PROCESS", "inline")  # the run in this process, where the cache is seen
+    text_rules._compiled.cache_clear()
+    diagnose({"platform": "J6M", "results": {"qat_bc": "normal", "quantized_bc": "abnormal"}})
+    assert text_rules._compiled.cache_info().currsize == 0
+    d = diagnose({"symptom": "板端喂 NHWC，模型要 NCHW"})
+    assert text_rules._compiled.cache_info().currsize > 0 and d.verdict_json["stage"] == "user_side"
 
 
 # ---------------------------------------------------------------------------- durable definitions
