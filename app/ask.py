@@ -101,7 +101,7 @@ def _artifacts(text: str) -> list[str] | None:
     out = []
     for part in text.replace("，", ",").replace("、", ",").split(","):
         name = resolve("artifact", part.strip())
-        if name is None or attr("artifact", name, "chain") is None:  # not on the chain (the float reference)
+        if name is None or attr("artifact", name, "chain", -1) < 0:  # not on the chain (the float reference)
             return None
         out.append(name)
     return out
@@ -280,7 +280,7 @@ def _results(item: _Item, data, verdict, ask: Ask, updates) -> None:
         if status:
             results[artifact] = {"status": status, "evidence": "dataset_eval"}
     if not wanted:
-        chain = ", ".join(v for v in enum_values("artifact") if attr("artifact", v, "chain") is not None)
+        chain = ", ".join(v for v in enum_values("artifact") if attr("artifact", v, "chain", -1) >= 0)
         for status, word in (("normal", "正常"), ("abnormal", "异常")):
             names = _ask_valid(ask, f"已验证{word}的产物（逗号分隔：{chain}；留空跳过）：", _artifacts, "产物 id 见提示")
             for artifact in names or []:

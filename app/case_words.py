@@ -11,28 +11,13 @@ from typing import Any
 from j6doctor.engine import Fact, RunResult
 from j6doctor.engine.explain import RuleCheck, entries_of, simplified, walk_checks
 from j6doctor.engine.rule_model import Condition, Ref
-from j6doctor.facts import attr, label, vocabulary
+from j6doctor.facts import label, vocabulary, written_form, written_value as _value
 from j6doctor.verdict import supporting_inputs
 
 _SYMBOLS = {"lt": "<", "le": "≤", "gt": ">", "ge": "≥"}
 
 
 MAX_INSTEAD = 3
-
-
-class _Unsaid(dict):
-    def __missing__(self, key: str) -> str:
-        return "…"
-
-
-def _value(type_name: str, field: str, value: Any) -> str:
-    """A field value as a case writes it: an enum value's `written` form when it has one."""
-    spec = vocabulary().types[type_name].fields.get(field)
-    if spec is not None and spec.type == "enum" and isinstance(value, str):
-        return str(attr(spec.enum, value, "written", value))
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "…" if value is None or value == "" else str(value)
 
 
 def condition_words(cond: Condition) -> str:
@@ -56,7 +41,7 @@ def condition_words(cond: Condition) -> str:
             text = f"{_SYMBOLS[test.op]} {test.value}"
         values.setdefault(test.field, []).append(text)
     words = {k: "，".join(v) for k, v in values.items()}
-    text = ftype.written_as.format_map(_Unsaid(words))
+    text = written_form(cond.type, words)
     placed = set(ftype.written_fields)
     extra = [f"{k}: {v}" for k, v in words.items() if k not in placed]
     return text + (f"（且 {'，'.join(extra)}）" if extra else "")
@@ -89,10 +74,8 @@ def meaning_words(cond: Condition) -> str:
 def fact_words(fact: Fact) -> str:
     """An input fact as the case (or the file) gave it, with where: `results.qat_bc: {...}
     （case.yaml:11 results.qat_bc）`."""
-    ftype = vocabulary().types.get(fact.type)
-    if ftype is not None and ftype.written_as:
-        text = ftype.written_as.format_map(_Unsaid({k: _value(fact.type, k, v) for k, v in fact.fields.items()}))
-    else:
+    text = written_form(fact.type, {k: _value(fact.type, k, v) for k, v in fact.fields.items()})
+    if text is None:
         text = f"{fact.type}（" + "，".join(f"{k}={v}" for k, v in fact.fields.items() if v not in ("", None)) + "）"
     return f"{text}（{fact.source.describe()}）" if fact.source is not None else text
 

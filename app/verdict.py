@@ -8,7 +8,7 @@ from typing import Any
 
 from j6doctor import __version__
 from j6doctor.engine import Fact, RuleBase, RunResult
-from j6doctor.facts import attr, enum_values, label
+from j6doctor.facts import attr, enum_values, label, vocabulary, written_form, written_value
 from j6doctor.verdict_model import (ArtifactEntry, Candidate, ChecklistEntry, Conclusion, EvaluateNext,
                                     EvidenceEntry, Finding, FlowRef, KeyFinding, MissingItem, Mistake, NextStep,
                                     Retained, RulebaseInfo, SCHEMA_VERSION, StageRef, TextFact, ToolInfo,
@@ -196,15 +196,24 @@ def _candidates(result: RunResult) -> list[Candidate]:
 
 
 def _text_facts(result: RunResult) -> list[TextFact]:
-    """What was read from the user's own words: quote, case key and span, and the rule."""
+    """What was read from the user's own words: quote, case key and span, and the rule. A
+    mismatch topic (text_fact) is shown by its topic; anything else read from the words (a
+    result, a control, a failure, a setting) as the case entry it stands for."""
     out = []
-    for fact in sorted(result.by_type("text_fact"), key=lambda f: _num(f.id)):
+    read = [f for f in result.facts if f.derivation is not None and f.stratum == -1 and "quote" in f.fields]
+    for fact in sorted(read, key=lambda f: _num(f.id)):
         premise = result.fact(fact.derivation.premises[0])
         source = premise.source.as_dict() if premise.source else {}
+        if fact.type == "text_fact":
+            topic, topic_label = fact["topic"], label("text_topic", fact["topic"])
+            kind, item, value = fact["kind"], fact["item"], fact["value"]
+        else:
+            words = {k: written_value(fact.type, k, v) for k, v in fact.fields.items()}
+            topic, kind, item, value = fact.type, "stated", "none", ""
+            topic_label = written_form(fact.type, words) or vocabulary().types[fact.type].meaning
         out.append(TextFact(
-            topic=fact["topic"], topic_label=label("text_topic", fact["topic"]),
-            kind=fact["kind"], kind_label=label("text_kind", fact["kind"]),
-            item=fact["item"], value=fact["value"], quote=fact["quote"],
+            topic=topic, topic_label=topic_label, kind=kind, kind_label=label("text_kind", kind),
+            item=item, value=value, quote=fact["quote"],
             key=fact["field"], line=source.get("line"), start=fact["start"], end=fact["end"],
             rule=fact.derivation.rule, fact=fact.id,
         ))

@@ -25,9 +25,13 @@ if TYPE_CHECKING:  # jsonschema is imported when rule files are checked, not whe
 
 # `${alias.field}` in a conclusion's text; `${alias.field|label}` shows an enum value's label,
 # `${alias.field|lower}` the text in lower case.
-PLACEHOLDER = re.compile(r"\$\{([a-z][a-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)(\|label|\|lower)?\}")
+# `|label` an enum value's label, `|lower` lower case, `|<attribute>` an enum value's attribute
+# (`${m.artifact|chain}`); a field that is one placeholder alone takes the value as it is typed.
+PLACEHOLDER = re.compile(r"\$\{([a-z][a-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)(\|[a-z_]+)?\}")
 # The alias a text rule's conclusions use for the match: ${match.NAME} is a named group.
 MATCH_ALIAS = "match"
+# ... and ${read.FIELD} (or {ref: read.FIELD}) a field of the fact whose text it read.
+READ_ALIAS = "read"
 # Fields of a text rule's conclusion the engine fills from the match, when the type has them.
 TEXT_FILLED_FIELDS = ("quote", "field", "start", "end")
 
@@ -57,6 +61,7 @@ class _FileChecker:
         self.doc = doc
         self.vocab = vocab
         self.errors: list[RuleBaseError] = []
+        self.text: TextSpec | None = None  # the text rule being built (its reads and groups)
 
     def error(self, message: str, path: tuple, rule_id: str | None = None,
               field: str | None = None, hint: str | None = None) -> None:
@@ -142,6 +147,8 @@ class _FileChecker:
         if "match" in raw:
             text = self.build_text_spec(rid, base, raw)
             aliases[MATCH_ALIAS] = MATCH_ALIAS
+            aliases[READ_ALIAS] = READ_ALIAS
+        self.text = text
         for ci, raw_cond in enumerate(raw.get("when") or ()):
             # Refs may only name aliases bound earlier, so the first positive condition
             # never joins (durable-rules ignores joins on a rule's first pattern).
@@ -341,6 +348,13 @@ class _FileChecker:
         alias, _, fname = text.partition(".")
         if alias == MATCH_ALIAS and aliases.get(alias) == MATCH_ALIAS:
             return Ref(alias, fname)  # a named group of the text rule's patterns
+        if alias == READ_ALIAS and aliases.get(alias) == READ_ALIAS:
+            lacking = [t for t, _ in (self.text.reads if self.text else ()) if fname not in self.vocab.types[t].fields]
+            if lacking:
+                self.error(f"{lacking[0]!r}, a type this rule reads, has no field {fname!r}", path, rid, where,
+                           "${read.FIELD} names a field every type under `read:` has")
+                return None
+            return Ref(alias, fname)
         if alias not in aliases:
             self.error(f"unknown alias {alias!r} in ref {text!r}", path, rid, where,
                        "bind it with `as:` on an earlier condition" + (
@@ -386,7 +400,11 @@ class _FileChecker:
                     self.error(f"{where}: write the match as text, \"${{match.{ref.field}}}\"", fpath, rid, where)
                     ok = False
                     continue
-                other = self.vocab.types[aliases[ref.alias]].fields[ref.field]
+                if ref.alias == READ_ALIAS and self.text:
+                    sources = [self.vocab.types[t].fields[ref.field] for t, _ in self.text.reads]
+                else:
+                    sources = [self.vocab.types[aliases[ref.alias]].fields[ref.field]]
+                other = next((o for o in sources if not self.copyable(o, spec)), sources[0])
                 if not self.copyable(other, spec):
                     self.error(f"{where} ({spec.type}{' ' + spec.enum if spec.enum else ''}) cannot take {ref} "
                                f"({other.type}{' ' + other.enum if other.enum else ''})", fpath, rid, where)
@@ -397,14 +415,15 @@ class _FileChecker:
             if spec.type in ("int", "number"):
                 value = exponent_number(value)
             if isinstance(value, str):
-                for alias, pfield, _ in PLACEHOLDER.findall(value):
-                    if self.build_ref(rid, fpath, f"{alias}.{pfield}", aliases, where) is None:
+                for alias, pfield, shown in PLACEHOLDER.findall(value):
+                    ref = self.build_ref(rid, fpath, f"{alias}.{pfield}", aliases, where)
+                    if ref is None or not self.filter_ok(rid, fpath, ref, shown[1:], aliases, where):
                         ok = False
                 stray = re.search(r"\$\{[^}]*\}?", PLACEHOLDER.sub("", value))
                 if stray:
                     self.error(f"{stray.group(0)!r} is no placeholder; write ${{alias.field}}, "
-                               "${alias.field|label} or ${alias.field|lower}", fpath, rid, where,
-                               "bind the fact with `as: alias` in `when`")
+                               "${alias.field|label}, ${alias.field|lower} or ${alias.field|<enum attribute>}",
+                               fpath, rid, where, "bind the fact with `as: alias` in `when`")
                     ok = False
             problem = self.vocab.check_value(spec, value)
             if problem and not (isinstance(value, str) and PLACEHOLDER.search(value)):
@@ -420,6 +439,25 @@ class _FileChecker:
                 ok = False
         return Conclusion(type_name, fields, self.doc.line_of(path)) if ok else None
 
+
+    def filter_ok(self, rid: str, path: tuple, ref: Ref, shown: str, aliases: dict[str, str], where: str) -> bool:
+        """`|label` and `|lower` go with any field; `|<attribute>` with an enum value that has it
+        (a field of an enum type, or a text rule's group capturing a term class of an enum)."""
+        if shown in ("", "label", "lower"):
+            return True
+        if ref.alias == MATCH_ALIAS:
+            term = self.vocab.text.terms.get((self.text.groups if self.text else {}).get(ref.field, ""))
+            enum = term.enum if term else None
+        elif ref.alias == READ_ALIAS:
+            enum = self.vocab.types[self.text.reads[0][0]].fields[ref.field].enum if self.text else None
+        else:
+            enum = self.vocab.types[aliases[ref.alias]].fields[ref.field].enum
+        spec = self.vocab.enums.get(enum or "")
+        if spec is None or not any(shown in attrs for attrs in spec.attributes.values()):
+            self.error(f"|{shown}: {ref} is no enum value with the attribute {shown!r}", path, rid, where,
+                       "filters: |label, |lower, or an attribute of the value's enum")
+            return False
+        return True
 
     def copyable(self, source: FieldSpec, target: FieldSpec) -> bool:
         """A conclusion field may copy a bound field of the same kind; an enum may go into a

@@ -19,7 +19,7 @@ from j6doctor.engine.backends import load_backend
 from j6doctor.engine.compiler import CompiledRuleBase
 from j6doctor.engine.errors import EngineRunError, VocabularyError
 from j6doctor.engine.facts import Derivation, Fact
-from j6doctor.engine.rule_loader import PLACEHOLDER
+from j6doctor.engine.placeholders import fill
 from j6doctor.engine.rule_model import Ref, Rule
 from j6doctor.engine.text_rules import conclusion_fields, find_matches
 from j6doctor.engine.vocabulary import Vocabulary
@@ -126,8 +126,7 @@ class _Run:
             for match in find_matches(compiled, inputs):
                 derived_ids: list[str] = []
                 for concl in rule.then:
-                    type_fields = set(self.vocab.types[concl.type].fields)
-                    fields = conclusion_fields(match, concl.fields, type_fields)
+                    fields = conclusion_fields(match, concl.fields, self.vocab.types[concl.type].fields, self.vocab)
                     try:
                         fields = self.vocab.complete(concl.type, fields)
                     except VocabularyError as exc:
@@ -167,7 +166,9 @@ class _Run:
         absent = tuple(cond.describe() for cond in rule.negative)
         derived_ids: list[str] = []
         for concl in rule.then:
-            fields = {name: _resolve(value, bound, self.vocab) for name, value in concl.fields.items()}
+            specs = self.vocab.types[concl.type].fields
+            fields = {name: _resolve(value, bound, self.vocab, specs[name].type != "str")
+                      for name, value in concl.fields.items()}
             try:
                 fields = self.vocab.complete(concl.type, fields)
             except VocabularyError as exc:
@@ -186,33 +187,16 @@ class _Run:
                                    tuple(derived_ids), self.stratum))
 
 
-def _resolve(value: Any, bound: dict[str, Fact], vocab: Vocabulary) -> Any:
+def _resolve(value: Any, bound: dict[str, Fact], vocab: Vocabulary, typed: bool) -> Any:
     if isinstance(value, Ref):
         return bound[value.alias][value.field]
-    if isinstance(value, str) and "${" in value:
-        def substitute(match) -> str:
-            fact = bound[match.group(1)]
-            raw = fact[match.group(2)]
-            if match.group(3) == "|label":
-                spec = vocab.types[fact.type].fields[match.group(2)]
-                if spec.enum:
-                    return str(vocab.enums[spec.enum].attr(raw, "label", raw))
-            if match.group(3) == "|lower":
-                return _text(raw).lower()
-            return _text(raw)
-        return PLACEHOLDER.sub(substitute, value)
-    return value
 
+    def lookup(alias: str, field_name: str):
+        fact = bound[alias]
+        spec = vocab.types[fact.type].fields[field_name]
+        return fact[field_name], vocab.enums.get(spec.enum or "")
 
-def _text(value: Any) -> str:
-    """A field value inside a conclusion's text: short and stable."""
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        if value.is_integer() and abs(value) < 1e15:
-            return str(int(value))
-        return format(value, ".6g")
-    return str(value)
+    return fill(value, lookup, typed)
 
 
 _PROGRAMS: dict[tuple[str, str], Any] = {}  # (engine, fingerprint) -> the backend's program

@@ -25,9 +25,11 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from j6doctor.engine.facts import Fact
-from j6doctor.engine.rule_loader import MATCH_ALIAS, PLACEHOLDER, TEXT_FILLED_FIELDS
-from j6doctor.engine.rule_model import Rule
+from j6doctor.engine.placeholders import fill
+from j6doctor.engine.rule_loader import READ_ALIAS, TEXT_FILLED_FIELDS
+from j6doctor.engine.rule_model import Ref, Rule
 from j6doctor.engine.text_lexicon import TextLexicon
+from j6doctor.engine.vocabulary import FieldSpec, Vocabulary
 
 MAX_QUOTE = 160  # characters of a clause kept as the quote
 MAX_MATCHES_PER_TEXT = 1  # a rule concludes once per text (its first clause is the quote)...
@@ -144,7 +146,7 @@ def _admitted(rule: CompiledTextRule, clause: str, hit: re.Match) -> bool:
     if reading is None or not (reading.blocked_by or reading.needs):
         return True
     terms = [(hit.start(g) - first, hit.end(g) - first) for g in spec.groups  # type: ignore[union-attr]
-             if hit.start(g) >= 0]
+             if g in hit.re.groupindex and hit.start(g) >= 0]
     present = {name for name, pattern in context.categories
                if any(not _inside(t.span(), terms) for t in _compiled(pattern).finditer(window))}
     return reading.admits(present)
@@ -155,8 +157,10 @@ def _inside(span: tuple[int, int], terms: list[tuple[int, int]]) -> bool:
 
 
 def _groups(rule: CompiledTextRule, hit: re.Match) -> dict[str, str]:
+    """Each named group's words; a term class's value instead (its default when the group is
+    in another pattern of the rule or took no part)."""
     classes = rule.rule.text.groups  # type: ignore[union-attr]
-    out: dict[str, str] = {}
+    out = {name: rule.lexicon.terms[term].default for name, term in classes.items()}
     for name, words in hit.groupdict().items():
         if name in classes:
             out[name] = rule.lexicon.value_of(hit, name, classes[name])
@@ -165,23 +169,29 @@ def _groups(rule: CompiledTextRule, hit: re.Match) -> dict[str, str]:
     return out
 
 
-def conclusion_fields(match: TextMatch, fields: dict[str, Any], type_fields: set[str]) -> dict[str, Any]:
-    """A conclusion's fields for one match: `${match.NAME}` replaced by the named group,
-    quote / field / start / end filled when the type has them and the rule did not set them."""
+def conclusion_fields(match: TextMatch, fields: dict[str, Any], specs: dict[str, FieldSpec],
+                      vocab: Vocabulary) -> dict[str, Any]:
+    """A conclusion's fields for one match: `${match.NAME}` is the named group (a term class's
+    value, or the words), `${read.FIELD}` / `{ref: read.FIELD}` a field of the fact whose text
+    matched; quote / field / start / end are filled when the type has them and the rule did not
+    set them."""
+    classes = match.rule.text.groups  # type: ignore[union-attr]
+    read_types = vocab.types[match.fact.type].fields
+
+    def lookup(alias: str, name: str):
+        if alias == READ_ALIAS:
+            return match.fact[name], vocab.enums.get(read_types[name].enum or "")
+        term = vocab.text.terms.get(classes.get(name, ""))
+        return match.groups.get(name, ""), vocab.enums.get(term.enum or "") if term else None
+
     out: dict[str, Any] = {}
     for name, value in fields.items():
-        if isinstance(value, str) and "${" in value:
-            value = PLACEHOLDER.sub(lambda m: _group(match, m), value)
-        out[name] = value
+        if isinstance(value, Ref):
+            out[name] = match.fact[value.field]
+        else:
+            out[name] = fill(value, lookup, specs[name].type != "str")
     filled = {"quote": match.quote, "field": match.field, "start": match.start, "end": match.end}
     for name in TEXT_FILLED_FIELDS:
-        if name in type_fields and name not in out:
+        if name in specs and name not in out:
             out[name] = filled[name]
     return out
-
-
-def _group(match: TextMatch, placeholder: re.Match) -> str:
-    if placeholder.group(1) != MATCH_ALIAS:
-        return placeholder.group(0)
-    text = match.groups.get(placeholder.group(2), "")
-    return text.lower() if placeholder.group(3) == "|lower" else text

@@ -34,7 +34,10 @@ def _bundled_data(files: list[tuple[str, bytes]]) -> dict[str, Any]:
     """The bundled vocabulary files as one mapping (each file holds its own top-level keys)."""
     data: dict[str, Any] = {}
     for name, raw in files:
-        part = load_yaml(raw.decode("utf-8")).data or {}
+        try:
+            part = load_yaml(raw.decode("utf-8")).data or {}
+        except YamlInputError as exc:  # a bundled file: a defect to report, named precisely
+            raise VocabularyError(f"{name}{f':{exc.line}' if exc.line else ''}: {exc.message}") from None
         shared = sorted(set(part) & set(data))
         if shared:
             raise VocabularyError(f"{name}: top-level key {shared[0]!r} is already in another vocabulary file")
@@ -125,6 +128,30 @@ def label(enum: str, value: str) -> str:
 
 def attr(enum: str, value: str, key: str, default=None):
     return vocabulary().enums[enum].attr(value, key, default)
+
+
+class _Unsaid(dict):
+    def __missing__(self, key: str) -> str:
+        return "…"
+
+
+def written_value(type_name: str, field: str, value: Any) -> str:
+    """A field value as a case writes it: an enum value's `written` form when it has one."""
+    spec = vocabulary().types[type_name].fields.get(field)
+    if spec is not None and spec.type == "enum" and isinstance(value, str):
+        return str(attr(spec.enum, value, "written", value))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "…" if value is None or value == "" else str(value)
+
+
+def written_form(type_name: str, values: dict[str, str]) -> str | None:
+    """The fact type's `written_as` (how a case gives it) with `values` filled in ("…" for the
+    others); None when the type has no written form."""
+    ftype = vocabulary().types.get(type_name)
+    if ftype is None or not ftype.written_as:
+        return None
+    return ftype.written_as.format_map(_Unsaid(values))
 
 
 def gate_answer_key(item: str) -> tuple[str, ...]:

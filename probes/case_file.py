@@ -133,6 +133,7 @@ def case_schema() -> dict[str, Any]:
             "failure": _enum("failure_kind"),
             "message": string,
             "by": string,
+            "intermittent": {"type": "boolean"},
         },
         # a result is an accuracy status or a failure to compile / load / run
         "if": {"not": {"required": ["failure"]}},
@@ -155,7 +156,8 @@ def case_schema() -> dict[str, Any]:
         "type": "object",
         "additionalProperties": False,
         "required": ["variant", "stage", "status"],
-        "properties": {"variant": string, "stage": artifact, "status": _enum("status"), "note": string},
+        "properties": {"variant": string, "varies": _enum("control_factor"), "stage": artifact,
+                       "status": _enum("status"), "note": string},
     }
     comparison = {
         "type": "object",
@@ -253,6 +255,8 @@ _ENUM_PLACES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("comparisons", "*", "relation"), "relation"),
     (("comparisons", "*", "stage"), "artifact"),
     (("comparisons", "*", "status"), "status"),
+    (("comparisons", "*", "varies"), "control_factor"),
+    (("controls", "*", "varies"), "control_factor"),
     (("controls", "*", "stage"), "artifact"),
     (("controls", "*", "status"), "status"),
     (("deployment", "checklist", "*", "status"), "check_status"),
@@ -823,14 +827,16 @@ def case_facts(case: Case, start: int = 1) -> list[Fact]:
         if entry.get("failure"):
             message = entry.get("message", "").strip()
             add("failure", {"artifact": artifact, "kind": entry["failure"], "message": message,
-                            "pos": pos, "by": _producer(by) if by else "unspecified"},
+                            "pos": pos, "by": _producer(by) if by else "unspecified",
+                            "intermittent": entry.get("intermittent", False)},
                 case.source("results", artifact, "message" if message else "failure"))
         elif entry["status"] != "unknown":
             add("result", {"artifact": artifact, "status": entry["status"],
                            "evidence": entry.get("evidence", "unspecified"),
                            "metric": entry.get("metric", ""), "value": entry.get("value"), "pos": pos,
                            "by": _producer(by) if by else "unspecified", "by_given": by,
-                           "naming": _naming(case, artifact)}, case.source("results", artifact))
+                           "naming": _naming(case, artifact), "intermittent": entry.get("intermittent", False)},
+                case.source("results", artifact))
         for key in ("note", "message"):
             text = (entry.get(key) or "").strip()
             if text and not (key == "message" and entry.get("failure")):
@@ -845,8 +851,9 @@ def case_facts(case: Case, start: int = 1) -> list[Fact]:
     controls += [("controls", i, e) for i, e in enumerate(data.get("controls") or [])]
     for key, index, entry in controls:
         if entry["status"] != "unknown":
-            add("control", {"variant": entry["variant"], "artifact": entry["stage"], "status": entry["status"],
-                            "note": entry.get("note", "")}, case.source(key, index))
+            add("control", {"variant": entry["variant"], "varies": entry.get("varies", "unspecified"),
+                            "artifact": entry["stage"], "status": entry["status"], "note": entry.get("note", "")},
+                case.source(key, index))
     suspects = data.get("suspect")
     for index, text in enumerate([suspects] if isinstance(suspects, str) else suspects or []):
         if text.strip():

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import FULL_INFO, ok
 
-IGNORED_TOPICS = {"colour_fed", "model_march", "ptq_flow", "blame_deployment", "load_error"}
+IGNORED_TOPICS = {"model_march", "ptq_flow", "blame_deployment"}
 NO_ITEM_TOPICS = {"single_frame"}  # stated, but no check item: the verdict is not user_side
 
 # (field, text, expected "kind:topic" facts; "" = none)
