@@ -27,6 +27,7 @@ from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponen
 from j6doctor.engine.vocabulary import alias_key
 from j6doctor.facts import attr, enum_values, gate_answer_key, per_vocabulary, vocabulary
 from j6doctor.probes.input_error import InputError
+from j6doctor.probes.pasted_text import mentions, platforms_named, versions_printed
 from j6doctor.probes.text_file import decode_written_text, read_bytes
 
 if TYPE_CHECKING:  # jsonschema is imported only to explain a case that fails the fast check
@@ -714,37 +715,6 @@ def _producer(text: str) -> str:
     return "other"
 
 
-def _mentions(enum_name: str, text: str) -> list[str]:
-    """The values of an enum that a free text names, in the order they are first named: a
-    spelling (the value or an alias) found inside the text, the longest spellings first so
-    that a longer one hides the shorter ones it contains; spaces, '-', '_' and '.' inside a
-    spelling match any of them or nothing; a spelling that starts or ends with a Latin letter
-    or digit matches only as a whole word there."""
-    enum = vocabulary().enums[enum_name]
-    spellings = sorted(((s, v) for v in enum.values for s in enum.spellings(v)),
-                       key=lambda sv: -len(alias_key(sv[0])))
-    taken = [False] * len(text)
-    found: list[tuple[int, str]] = []
-    for spelling, value in spellings:
-        parts = [re.escape(p) for p in re.split(r"[\s_\-.]+", spelling.strip()) if p]
-        if not parts:
-            continue
-        pattern = r"[\s_\-.]*".join(parts)
-        if spelling.strip()[0].isascii() and spelling.strip()[0].isalnum():
-            pattern = r"(?<![a-z0-9])" + pattern
-        if spelling.strip()[-1].isascii() and spelling.strip()[-1].isalnum():
-            pattern += r"(?![a-z0-9])"
-        for match in re.finditer(pattern, text, re.IGNORECASE):
-            if match.end() > match.start() and not any(taken[match.start():match.end()]):
-                taken[match.start():match.end()] = [True] * (match.end() - match.start())
-                found.append((match.start(), value))
-    ordered: list[str] = []
-    for _, value in sorted(found):
-        if value not in ordered:
-            ordered.append(value)
-    return ordered
-
-
 def _suspect_stage(text: str) -> str:
     """The stage a `suspect:` entry names: a stage id or alias (`compile`, `hbdk`), or free
     text naming one ("怀疑 hbdk 编译器"). Several stages named count as one when they all
@@ -753,7 +723,7 @@ def _suspect_stage(text: str) -> str:
     exact = vocabulary().enums["stage"].resolve(text)
     if exact:
         return exact[0]
-    named = _mentions("stage", text)
+    named = [value for value, _ in mentions("stage", text)]
     for candidate in named:
         if all(s == candidate or attr("stage", s, "parent") == candidate for s in named):
             return candidate
@@ -907,7 +877,30 @@ def case_facts(case: Case, start: int = 1) -> list[Fact]:
     for where, text in case.notes:
         add("intake_note", {"key": ".".join(str(k) for k in where), "text": text},
             Source("case", file=case.display, line=case.doc.line_of(where), key=".".join(str(k) for k in where)))
+    for type_name, fields, key in _pasted_facts(data):
+        add(type_name, fields, case.source(*key))
     return facts
+
+
+def _pasted_facts(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], tuple[str, ...]]]:
+    """The platform and the versions a pasted post names outright (pasted_text.py), where the
+    case does not give them with a key: a key always wins over the same thing in prose. A text
+    naming two platforms gives none (which one runs the model is for the user to say)."""
+    texts = [(("symptom",), data.get("symptom") or ""), (("deployment", "notes"), (data.get("deployment") or {}).get("notes") or "")]
+    if not data.get("platform"):
+        named = {family: (words, key) for key, text in texts for family, words in platforms_named(text)}
+        if len(named) == 1:
+            ((family, (words, key)),) = named.items()
+            yield "platform", {"family": family, "series": attr("platform", family, "series"),
+                               "march": attr("platform", family, "march"), "given": words}, key
+    given = {resolve_package(str(name), _version_text(value)) for name, value in (data.get("versions") or {}).items()}
+    seen: set[str] = set()
+    for key, text in texts:
+        for package, name, version in versions_printed(text):
+            if package not in given and package not in seen:
+                seen.add(package)
+                yield "version", {"package": package, "given": name, "version": version,
+                                  "number": version_number(version)}, key
 
 
 def _close_matches(word: str, possibilities, n: int = 1, cutoff: float = 0.6) -> list[str]:
