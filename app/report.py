@@ -52,7 +52,7 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         "key_findings": _key_findings(verdict),
         "script_stage": script_stage(diagnosis),
         "command_args": diagnosis.command_args,
-        "evidence": [describe(result.fact(e.fact)) + f" — {result.fact(e.fact).source.describe()}"
+        "evidence": [_brief(describe(result.fact(e.fact))) + f" — {result.fact(e.fact).source.describe()}"
                      for e in verdict.evidence],
         "normal": [describe(f) for f in results if f["status"] == "normal"
                    and (f["artifact"], f["status"]) not in unconfirmed],
@@ -70,8 +70,8 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         "platform": [describe(f) for f in by_type.get("platform", [])],
         "versions": [describe(f) for f in by_type.get("version", [])],
         "badcase": [describe(f) for f in by_type.get("badcase", [])],
-        "symptom": [f["text"] for f in by_type.get("symptom", [])],
-        "deployment_notes": [f["text"] for f in by_type.get("deployment_notes", [])],
+        "symptom": [_brief(f["text"]) for f in by_type.get("symptom", [])],
+        "deployment_notes": [_brief(f["text"]) for f in by_type.get("deployment_notes", [])],
         "tried": [f["text"] for f in by_type.get("tried_fix", [])],
         "files": [f"{a.path}（{label('file_kind', a.kind)}，{'按内容识别' if a.by == 'content' else '按文件名识别'}，"
                   f"{a.size} 字节，sha256 {a.sha256[:12]}"
@@ -81,6 +81,16 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         "similar": diagnosis.similar,
         "engine": describe_engine(diagnosis.rulebase.engine),
     }
+
+
+MAX_SHOWN_TEXT = 300  # characters of a free text shown in the report (a pasted post is long)
+
+
+def _brief(text: str) -> str:
+    """A free text on one line, cut to MAX_SHOWN_TEXT characters (the case holds all of it;
+    what was read from it is listed with its spans)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= MAX_SHOWN_TEXT else flat[:MAX_SHOWN_TEXT] + "…（全文见案例）"
 
 
 def _key_findings(verdict: Verdict) -> list[dict[str, Any]]:

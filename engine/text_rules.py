@@ -108,7 +108,8 @@ def find_matches(rule: CompiledTextRule, facts: list[Fact]) -> list[TextMatch]:
                 for hit in _hits(rule, clause, spec.every):
                     if not _admitted(rule, clause, hit):
                         continue
-                    found.append(TextMatch(rule.rule, fact, key, start, end, clause[:MAX_QUOTE], _groups(rule, hit)))
+                    quote = " ".join(clause[:MAX_QUOTE].split())  # a wrapped line is one sentence
+                    found.append(TextMatch(rule.rule, fact, key, start, end, quote, _groups(rule, hit)))
                     count += 1
                     if count >= limit:
                         break

@@ -517,18 +517,30 @@ def _walk(data: Any, place: tuple[str, ...], where: tuple = ()) -> Iterator[tupl
 
 # ---------------------------------------------------------------------------- reading
 
+# A forum post, an issue body or a ticket saved as text is a case whose symptom is the whole text.
+POST_SUFFIXES = (".txt", ".text", ".md", ".markdown")
+
+
 def read_case(path: Path) -> Case:
-    """Read and validate a case file; raise InputError naming file, line and key."""
+    """Read and validate a case file (or a post saved as text); raise InputError naming file,
+    line and key."""
     display = path.name
-    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
-        raise InputError(display, "a case file ends in .yaml, .yml or .json")
+    suffix = path.suffix.lower()
+    if suffix not in (".yaml", ".yml", ".json", *POST_SUFFIXES):
+        raise InputError(display, "a case file ends in .yaml, .yml or .json (a post or issue saved as text: "
+                                  ".txt or .md)")
     # File-system errors name the path as given; content errors the file name, with a line.
     raw = read_bytes(path, str(path), CASE_WHAT, MAX_CASE_BYTES)
     text, _ = decode_written_text(raw, display, CASE_WHAT)
-    doc = _parse(text, path.suffix.lower(), display)
+    doc = _post(text) if suffix in POST_SUFFIXES else _parse(text, suffix, display)
     case = validate_case(doc, display, path)
     case.text = text
     return case
+
+
+def _post(text: str) -> LocatedDocument:
+    """A pasted post as a case: its whole text is the symptom, read by the text rules."""
+    return LocatedDocument({"symptom": text} if text.strip() else {}, {("symptom",): 1})
 
 
 def case_from_bytes(raw: bytes, display: str, base: Path) -> Case:
@@ -537,7 +549,10 @@ def case_from_bytes(raw: bytes, display: str, base: Path) -> Case:
         raise InputError(display, f"larger than {MAX_CASE_BYTES // (1024 * 1024)} MiB; expected {CASE_WHAT}")
     text, _ = decode_written_text(raw, display, CASE_WHAT)
     suffix = ".json" if text.lstrip().startswith("{") else ".yaml"
-    case = validate_case(_parse(text, suffix, display), display, None)
+    doc = _parse(text, suffix, display)
+    if isinstance(doc.data, str):  # not a mapping of keys: a post pasted on standard input
+        doc = _post(text)
+    case = validate_case(doc, display, None)
     case.base = base
     case.text = text
     return case
