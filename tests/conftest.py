@@ -163,7 +163,7 @@ def pytest_addoption(parser):
 SLOW_MODULES = frozenset({
     "test_exhaustive", "test_cli_conventions", "test_case_library", "test_engine_differential", "test_explain_matches_engine", "test_benchmarks",
     "test_determinism", "test_cold_start_paths", "test_triage", "test_engine_wall", "test_input_bounds",
-    "test_real_reports", "test_bundled_cases", "test_output_safety", "test_procedure", "test_progress",
+    "test_real_reports", "test_real_report_dev_set", "test_bundled_cases", "test_output_safety", "test_procedure", "test_progress",
     "test_engine_choice", "test_ask", "test_rulebase_cache", "test_vocabulary_packs", "test_rule_examples",
     "test_free_text_phrasings", "test_columnar_reading", "test_candidates_and_order",
     "test_rule_condition_coverage",
