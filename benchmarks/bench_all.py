@@ -14,6 +14,8 @@
   6. largest input peak RSS of `diagnose --workdir` on a file of each kind just under its size limit
   7. case library  `j6doctor cases rediagnose` of 10,000 stored cases in a pool, against a process
                    that runs the same rule base on the same stored facts one after the other
+  8. real reports  accuracy on the development set of real reports (benchmarks/real_reports/),
+                   in both forms: the support engineer's case file and the reporter's own words
 
     python benchmarks/bench_all.py                      # everything (about 10 minutes)
     python benchmarks/bench_all.py --quick --sections 1,3
@@ -65,7 +67,7 @@ CASES = REPO / "examples" / "cases"
 EXAMPLE_CASE = CASES / "convert_j6m.yaml"
 README = REPO / "README.md"
 README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
-SECTIONS = (1, 2, 3, 4, 5, 6, 7)
+SECTIONS = (1, 2, 3, 4, 5, 6, 7, 8)
 WORKDIR_SIZES = (1_000, 20_000, 100_000, 1_000_000)
 WORKDIR_TARGETS = {20_000: 1.5, 100_000: 2.0, 1_000_000: 2.0}  # rows -> max CPU ratio to the floor
 WORKDIR_MEMORY_TARGET = (1_000_000, 2.0)  # at this many rows, peak RSS at most this × pandas'
@@ -75,6 +77,7 @@ LARGEST_TARGET_BYTES = 1024 ** 3
 LIBRARY_CASES = 10_000
 LIBRARY_CPU_TARGET = 1.5  # rediagnose CPU (workers included) / the engine floor's
 LIBRARY_RSS_TARGET = 2.0  # peak RSS of the largest process / the floor's: the library is never loaded whole
+REAL_REPORT_TARGET = 0.90  # stage right and other checks, per form (issue 24)
 
 
 # ---------------------------------------------------------------------------- output
@@ -994,6 +997,27 @@ def library_store(ctx: Context, count: int) -> tuple[Path, Sample]:
     return store, imported
 
 
+def section_real_reports(ctx: Context) -> list[Table]:
+    """Accuracy, not speed: the development set of real reports in both forms (in this process:
+    the numbers do not depend on the machine)."""
+    import real_report_accuracy as accuracy
+
+    table = Table("8. real reports: accuracy on the development set (benchmarks/real_reports/)",
+                  ["form", "reports", "stage right", "other checks"])
+    for form in accuracy.FORMS:
+        progress(f"real reports: {form}")
+        right, reports, met, checks = accuracy.totals(accuracy.run(form))
+        table.add(form, reports, f"{right}/{reports} = {right / reports:.0%}", f"{met}/{checks} = {met / checks:.0%}")
+        ctx.targets.append(Target(f"real reports, {form}: stage right", f"{right / reports:.0%}",
+                                  f"≥ {REAL_REPORT_TARGET:.0%}", right / reports >= REAL_REPORT_TARGET))
+        ctx.targets.append(Target(f"real reports, {form}: other checks", f"{met / checks:.0%}",
+                                  f"≥ {REAL_REPORT_TARGET:.0%}", met / checks >= REAL_REPORT_TARGET))
+    table.notes.append("case: the case file a support engineer would write; words: the reporter's own words "
+                       "alone as the symptom. `python benchmarks/real_report_accuracy.py -v` lists what each "
+                       "report misses.")
+    return [table]
+
+
 def section_library(ctx: Context) -> list[Table]:
     count = 40 if ctx.args.smoke else 2_000 if ctx.args.quick else LIBRARY_CASES
     store, imported = library_store(ctx, count)
@@ -1156,7 +1180,7 @@ def main(argv: list[str] | None = None) -> int:
         print(state_line(ctx), flush=True)
         warm_up(ctx)
         sections = {1: section_cold_start, 2: section_workdir, 3: section_engine, 4: section_triage,
-                    5: section_memory, 6: section_largest, 7: section_library}
+                    5: section_memory, 6: section_largest, 7: section_library, 8: section_real_reports}
         tables: list[Table] = []
         for number in args.sections:
             try:
