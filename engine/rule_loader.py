@@ -232,7 +232,7 @@ class _FileChecker:
                 try:
                     pattern, captured = self.vocab.text.expand(pattern)
                     re.compile(pattern, re.IGNORECASE)
-                except ValueError as exc:  # re.error is a ValueError too
+                except (ValueError, re.error) as exc:  # an unknown term class; a pattern that does not compile
                     self.error(f"not a valid pattern: {exc}", where, rid, key,
                                "term classes are written {class}, {class as name} or {~class}")
                     continue

@@ -76,6 +76,39 @@ def value_group(group: str, index: int) -> str:
     return f"_t_{group}_{index}"
 
 
+def flexible_spaces(pattern: str) -> str:
+    """A space in a pattern matches any run of whitespace: a post wrapped by hand or by the page
+    breaks "never set the march" across lines. A space before a quantifier (" ?", " *"), or
+    inside a look-behind (which must keep a fixed width), stands for one whitespace character;
+    spaces inside a character class or escaped stay as written."""
+    out: list[str] = []
+    in_class = False
+    groups: list[bool] = []  # for each open group: is it a look-behind
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            out.append(pattern[index:index + 2])
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            groups.append(pattern.startswith(("(?<=", "(?<!"), index))
+        elif char == ")" and groups:
+            groups.pop()
+        elif char == " ":
+            single = any(groups) or (index + 1 < len(pattern) and pattern[index + 1] in "?*+{")
+            out.append(r"\s" if single else r"\s+")
+            index += 1
+            continue
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class TextLexicon:
     context: TextContext = field(default_factory=TextContext)
@@ -103,7 +136,7 @@ class TextLexicon:
             groups[group] = name
             return term.alternation(group)
 
-        return MACRO.sub(replace, pattern), groups
+        return flexible_spaces(MACRO.sub(replace, pattern)), groups
 
     def value_of(self, hit: re.Match, group: str, class_name: str) -> str:
         """The value a captured phrase stands for (the class default when the group took no part)."""
@@ -145,7 +178,7 @@ def _context(raw: Any, origin: str) -> TextContext:
             patterns.append("(?<![a-z])(?:" + "|".join(words) + ")(?![a-z])")
         if not patterns:
             raise VocabularyError(f"{where}.categories.{name}: lists no patterns or words")
-        categories.append((str(name), "|".join(f"(?:{p})" for p in patterns)))
+        categories.append((str(name), flexible_spaces("|".join(f"(?:{p})" for p in patterns))))
     names = {n for n, _ in categories}
     readings: dict[str, ContextReading] = {}
     for name, spec in _mapping(raw.get("contexts"), f"{where}.contexts").items():
