@@ -73,10 +73,23 @@ NEVER_ALONE = {
     ("reading.sensitivity_accumulation", "sensitivity_summary{}"):
         "sensitivity_shape is concluded only from a sensitivity_summary of the same path "
         "(see reading.sensitivity_summary)",
+    **{(f"words.{row}", "flow{flow=qat}"):
+       "a ptq flow always has a short chain (chain.short_ptq), which the row's `not short_chain` already excludes"
+       for row in ("onnx_qat", "exported_qat")},
+    ("words.reported", "means{mention=s.mention}"):
+        "every mention said has a meaning: a word that names one artifact gets it from words.named_*, "
+        "a word that depends on the flow from the words_by_flow table (a row for each flow, or one "
+        "for a short chain and one for qat without it)",
+    ("words.compared", "means{mention=c.a}"): "every mention has a meaning in every run (see words.reported)",
+    ("words.compared", "means{mention=c.b}"): "every mention has a meaning in every run (see words.reported)",
+    ("verdict.decisive", "not decisive{order<d.order}"):
+        "a decisive fact of the smallest order always exists: whenever decisive facts are there, "
+        "the rule fires for that one",
 }
 
-# The share of conditions decided by an example, whole bundle (96.5 % when written).
-MIN_DECIDED_PERCENT = 96
+# Conditions that can never decide alone, as a share of all the conditions of the bundle
+# (4.1 % when written): a rule base whose conditions mostly cannot be tested is a smell.
+MAX_NEVER_ALONE_PERCENT = 5
 
 
 @pytest.fixture(scope="module")
@@ -105,12 +118,12 @@ def test_conditions_listed_as_never_alone_are_still_there_and_undecided(coverage
         assert key in undecided, f"{key}: an example decides it now; remove it from NEVER_ALONE ({why})"
 
 
-def test_decided_share_does_not_fall(coverage):
-    decided = sum(len(c.decided) for c in coverage)
+def test_every_condition_is_decided_or_listed_as_never_alone(coverage):
+    """Every condition of the bundle is decided by an example of its rule, or can never decide
+    alone and says why in NEVER_ALONE; the list stays a small share of the conditions."""
     total = sum(len(c.conditions) for c in coverage)
-    percent = 100.0 * decided / total
     others = sorted(f"  {where}: {rule}: {words}" for (rule, words), where
                     in _undecided(coverage, negated_only=False).items() if (rule, words) not in NEVER_ALONE)
-    assert percent >= MIN_DECIDED_PERCENT, (
-        f"conditions decided by an example: {decided}/{total} ({percent:.1f}%), "
-        f"below {MIN_DECIDED_PERCENT}%; undecided:\n" + "\n".join(others))
+    assert not others, "conditions no example decides (add a fires: false example where only it fails):\n" + \
+        "\n".join(others)
+    assert len(NEVER_ALONE) <= MAX_NEVER_ALONE_PERCENT / 100 * total, (len(NEVER_ALONE), total)
