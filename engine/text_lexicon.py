@@ -10,8 +10,9 @@ facts/text_terms.yaml); this module only checks their shape and builds patterns 
 - *Term classes*: named lists of phrases, each phrase standing for a value (often a value of
   an enum: the phrases that name the artifact `board` in prose). A text rule's pattern writes
   `{artifact}` for "any phrase of the class artifact", captured under that name, `{artifact as
-  a}` to capture it under `a`, and `{~artifact}` for the phrases without capturing them. The
-  match then gives the value the phrase stands for, not the words.
+  a}` to capture it under `a`, `{~artifact}` for the phrases without capturing them, and
+  `{~status=abnormal}` for the phrases of one value. The match then gives the value the
+  phrase stands for, not the words.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from typing import Any
 
 from j6doctor.engine.errors import VocabularyError
 
-# {class}, {class as name}, {~class}: never a regex quantifier ({2}, {0,16} start with a digit).
-MACRO = re.compile(r"\{(~?)([A-Za-z_]\w*)(?:\s+as\s+([A-Za-z_]\w*))?\}")
+# {class}, {class as name}, {~class}, {~class=value}: never a regex quantifier ({2}, {0,16}).
+MACRO = re.compile(r"\{(~?)([A-Za-z_]\w*)(?:=([\w.-]+))?(?:\s+as\s+([A-Za-z_]\w*))?\}")
 _NAMED_GROUP = re.compile(r"\(\?P<")
 
 
@@ -121,11 +122,17 @@ class TextLexicon:
         groups: dict[str, str] = {}
 
         def replace(m: re.Match) -> str:
-            silent, name, alias = m.group(1), m.group(2), m.group(3)
+            silent, name, value, alias = m.group(1), m.group(2), m.group(3), m.group(4)
             term = self.terms.get(name)
             if term is None:
                 known = ", ".join(sorted(self.terms)) or "none"
                 raise ValueError(f"unknown term class {{{name}}} (term classes: {known}; facts/text_terms.yaml)")
+            if value is not None:
+                phrases = dict(term.values).get(value)
+                if not silent or alias or phrases is None:
+                    raise ValueError(f"{m.group(0)}: one value's phrases are written {{~{name}=value}} "
+                                     f"(values of {name}: {', '.join(v for v, _ in term.values)})")
+                return "(?:" + "|".join(f"(?:{p})" for p in phrases) + ")"
             if silent:
                 if alias:
                     raise ValueError(f"{{~{name} as {alias}}}: a class written with ~ captures nothing")
