@@ -14,6 +14,10 @@ expert accepts, labelled from the evidence the reporter had when posting:
   checklist_ids           deployment-checklist items the verdict must list
   report_contains         words the Markdown report must contain
 
+In the words form, a `report_contains` entry that the words do not contain is not scored
+when the case cites artifact files: it can only come from those files (a node name in a
+conversion log), which the words form does not have.
+
 "Stage right" counts reports whose verdict stage is accepted; "other checks" counts every
 other listed expectation met, over all of them. A report is diagnosed with the bundled rules
 and no environment probe; `artifacts:` paths are relative to the report's folder.
@@ -85,6 +89,8 @@ def score(name: str, report: dict[str, Any], form: str, rulebase, folder: Path =
     report_text = render_markdown(diagnosis) if expect.get("report_contains") else ""
     for key in CHECK_KEYS:
         for wanted in expect.get(key) or []:
+            if key == "report_contains" and not _derivable(wanted, report, form):
+                continue
             if key == "missing_excludes":
                 met = wanted not in verdict["missing"]
             elif key == "report_contains":
@@ -93,6 +99,13 @@ def score(name: str, report: dict[str, Any], form: str, rulebase, folder: Path =
                 met = wanted in found[key]
             outcome.checks.append((f"{key}: {wanted}", met))
     return outcome
+
+
+def _derivable(wanted: str, report: dict[str, Any], form: str) -> bool:
+    """Whether the form holds what a report_contains entry asks for (see the module doc)."""
+    if form != "words" or not report["case"].get("artifacts"):
+        return True
+    return wanted.lower() in report["words"].lower()
 
 
 def run(form: str, folder: Path = REPORTS, rulebase=None) -> list[Outcome]:

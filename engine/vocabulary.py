@@ -349,21 +349,22 @@ def extend_data(base: dict[str, Any], extension: Any, origin: str) -> dict[str, 
             merged[value] = attrs
         enums[name] = {**enums[name], "values": merged}
     out["enums"] = enums
-    types = dict(base.get("types") or {})
-    for name, spec in _mapping(extension.get("types"), f"{origin}: types").items():
-        if name in types:
-            raise VocabularyError(f"{origin}: types.{name}: already defined; a pack adds fact types, "
-                                  "it does not change them")
-        types[name] = spec
-    out["types"] = types
-    terms = dict(base.get("text_terms") or {})
-    for name, spec in _mapping(extension.get("text_terms"), f"{origin}: text_terms").items():
-        if name in terms:
-            raise VocabularyError(f"{origin}: text_terms.{name}: already defined; a pack adds term classes, "
-                                  "it does not change them (a bundled rule reads with them)")
-        terms[name] = spec
-    out["text_terms"] = terms
+    out["types"] = _added_entries(base, extension, "types", origin, "fact types")
+    out["text_terms"] = _added_entries(base, extension, "text_terms", origin,
+                                       "term classes", " (a bundled rule reads with them)")
     return out
+
+
+def _added_entries(base: dict[str, Any], extension: dict[str, Any], section: str, origin: str,
+                   what: str, why: str = "") -> dict[str, Any]:
+    """The base's entries of `section` with the pack's new ones; redefining one is an error."""
+    merged = dict(base.get(section) or {})
+    for name, spec in _mapping(extension.get(section), f"{origin}: {section}").items():
+        if name in merged:
+            raise VocabularyError(f"{origin}: {section}.{name}: already defined; a pack adds {what}, "
+                                  f"it does not change them{why}")
+        merged[name] = spec
+    return merged
 
 
 def _mapping(value: Any, where: str) -> dict[str, Any]:

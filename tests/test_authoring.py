@@ -62,7 +62,8 @@ def test_why_not_names_rules_failed_conditions_and_evidence(cli):
                "--format", "json")
     data = json.loads(proc.stdout)["why_not"]
     assert data["stage"] == "convert" and not data["already"]
-    chain = data["rules"][0]["conditions"][0]
+    assert [r["rule"] for r in data["rules"]] == ["verdict.decisive", "verdict.from_chain"]
+    chain = next(r for r in data["rules"] if r["rule"] == "verdict.from_chain")["conditions"][0]
     assert chain["satisfied"] is False
     convert = next(p for p in chain["producers"] if p["rule"] == "map.convert")
     failed = [c["condition"] for c in convert["conditions"] if not c["satisfied"]]
