@@ -81,19 +81,33 @@ def _decode(raw: bytes, encoding: str, cut: bool) -> str | None:
     return None
 
 
-Ask = Callable[[str], str]
+class Ask:
+    """How a question reaches the user: `ask(prompt)` returns the answer line, `say(text)`
+    tells them something without asking."""
+
+    def __init__(self, ask: Callable[[str], str], say: Callable[[str], None]):
+        self._ask = ask
+        self.say = say
+
+    def __call__(self, prompt: str) -> str:
+        return self._ask(prompt)
 
 
 def _ask_valid(ask: Ask, question: str, parse: Callable[[str], Any], hint: str) -> Any:
-    """Ask until the answer parses (None for an empty answer); give up after MAX_TRIES."""
+    """Ask until the answer parses (None for an empty answer). After MAX_TRIES answers that do
+    not parse the question is left unanswered, and the user is told so: nothing is written
+    for it (an answer the user did not give is never stored). Only the latest answer's error
+    line is shown above the question asked again."""
+    prompt = question
     for _ in range(MAX_TRIES):
-        answer = ask(question).strip()
+        answer = ask(prompt).strip()
         if not answer:
             return None
         value = parse(answer)
         if value is not None:
             return value
-        question = f"  无法识别 {answer!r}；{hint}\n{question}"
+        prompt = f"  无法识别 {answer!r}；{hint}\n{question}"
+    ask.say(f"  （{MAX_TRIES} 次回答都无法识别：这一问不填写，保持未回答）")
     return None
 
 
@@ -126,11 +140,12 @@ def ask_missing(data: dict[str, Any], verdict: Verdict, items: list[MissingItem]
     its vocabulary entry says (gate_item: answer, question, key, of, fields, fields_key).
     Raises nothing on end of input: returns what was answered so far."""
     updates: dict[str, Any] = {}
+    asker = ask if isinstance(ask, Ask) else Ask(ask, say)
     try:
         for item in items:
             say(f"\n[{item.label}] {item.why}")
             kind = attr("gate_item", item.id, "answer", "text")  # a value of the closed enum answer_kind
-            _ANSWER_KINDS[kind](_Item(item), data, verdict, ask, updates)
+            _ANSWER_KINDS[kind](_Item(item), data, verdict, asker, updates)
     except EndOfAnswers:
         say("\n（输入结束，保存已回答的内容）")
     except KeyboardInterrupt:
@@ -278,20 +293,29 @@ def _results(item: _Item, data, verdict, ask: Ask, updates) -> None:
         status = _ask_valid(ask, f"{label('artifact', artifact)} 的评测结论 [normal/abnormal]：",
                             _choice(("normal", "abnormal")), "请填 normal 或 abnormal")
         if status:
-            results[artifact] = {"status": status, "evidence": "dataset_eval"}
+            results[artifact] = {"status": status}
     if not wanted:
         chain = ", ".join(v for v in enum_values("artifact") if attr("artifact", v, "chain", -1) >= 0)
         for status, word in (("normal", "正常"), ("abnormal", "异常")):
             names = _ask_valid(ask, f"已验证{word}的产物（逗号分隔：{chain}；留空跳过）：", _artifacts, "产物 id 见提示")
             for artifact in names or []:
                 if artifact not in known:
-                    results[artifact] = {"status": status, "evidence": "dataset_eval"}
+                    results[artifact] = {"status": status}
     if results:
-        kinds = tuple(v for v in enum_values("evidence") if v != "unspecified")
-        evidence = _ask_valid(ask, f"这些结论的证据类型 [{'/'.join(kinds)}]（默认 {kinds[0]}）：",
-                              _choice(kinds), f"请填 {' / '.join(kinds)} 之一")
-        for entry in results.values():
-            entry["evidence"] = evidence or kinds[0]
+        _ask_evidence(ask, results)
+
+
+def _ask_evidence(ask: Ask, results: dict[str, Any]) -> None:
+    """The kind of evidence behind the statuses just given. There is no default: without an
+    answer the results carry no `evidence`, which the report shows as not stated."""
+    kinds = tuple(v for v in enum_values("evidence") if v != "unspecified")
+    evidence = _ask_valid(ask, f"这些结论的证据类型 [{'/'.join(kinds)}]（留空：不说明）：",
+                          _choice(kinds), f"请填 {' / '.join(kinds)} 之一")
+    if evidence is None:
+        ask.say("  （证据类型未填写：报告会注明这些结论的证据没有说明）")
+        return
+    for entry in results.values():
+        entry["evidence"] = evidence
 
 
 def _badcase(item: _Item, data, verdict, ask: Ask, updates) -> None:

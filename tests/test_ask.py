@@ -26,7 +26,7 @@ results:
 
 def test_asks_in_gate_order_and_keeps_the_file(tmp_path):
     (tmp_path / "case.yaml").write_text(ORIGINAL, encoding="utf-8")
-    answers = "normal\n\ny\nqa/badcase.pt\nJ6M\n3.1.2\n3.1.2\n4.4\nNV12 输入，板端 resize 双线性\n"
+    answers = "normal\ndataset_eval\ny\nqa/badcase.pt\nJ6M\n3.1.2\n3.1.2\n4.4\nNV12 输入，板端 resize 双线性\n"
     proc = run_ask(tmp_path, "case.yaml", answers)
     assert proc.returncode == 0, proc.stderr
     out = proc.stderr  # the dialogue; stdout holds the report alone
@@ -64,12 +64,27 @@ def test_invalid_answers_are_asked_again(tmp_path):
     assert read_case(tmp_path / "case.yaml").data["platform"] == "nash-m"
 
 
+def test_an_answer_never_given_is_never_written(tmp_path):
+    """Three answers that are not an evidence kind leave the question unanswered (no default
+    is stored), the user is told so, and only the latest error line stands above the
+    question asked again."""
+    (tmp_path / "case.yaml").write_text(ORIGINAL, encoding="utf-8")
+    proc = run_ask(tmp_path, "case.yaml", "normal\n3.1.2\nyes\nok\n")
+    assert proc.returncode == 0, proc.stderr
+    assert read_case(tmp_path / "case.yaml").data["results"]["quantized_bc"] == {"status": "normal"}
+    assert "3 次回答都无法识别：这一问不填写" in proc.stderr
+    assert "证据类型未填写" in proc.stderr
+    # each error line printed once, above the next try only (not again above the one after)
+    assert proc.stderr.count("无法识别 '3.1.2'") == 1 and proc.stderr.count("无法识别 'yes'") == 1
+    assert proc.stderr.index("无法识别 '3.1.2'") < proc.stderr.index("无法识别 'yes'") < proc.stderr.index("3 次回答")
+
+
 def test_new_case_file_and_json(tmp_path):
     proc = run_ask(tmp_path, "new.yaml", "qat_pt\nqat_bc\n\n")
     assert proc.returncode == 0
-    assert read_case(tmp_path / "new.yaml").data["results"] == {
-        "qat_pt": {"status": "normal", "evidence": "dataset_eval"},
-        "qat_bc": {"status": "abnormal", "evidence": "dataset_eval"}}
+    assert read_case(tmp_path / "new.yaml").data["results"] == {  # no evidence kind given: none written
+        "qat_pt": {"status": "normal"},
+        "qat_bc": {"status": "abnormal"}}
     (tmp_path / "c.json").write_text(json.dumps({"symptom": "掉点", "results": {"board": {"status": "abnormal"}}}),
                                      encoding="utf-8")
     run_ask(tmp_path, "c.json", "abnormal\n")
@@ -144,7 +159,7 @@ def test_untouched_lines_stay_byte_for_byte(tmp_path):
     assert text.startswith("".join(original[:5]))  # the long line and the aligned entries as written
     assert text.endswith("".join(original[5:]))    # the comment and the line after the block too
     added = text[len("".join(original[:5])):-len("".join(original[5:]))]
-    assert added == '  quantized_bc:\n    status: "abnormal"\n    evidence: "dataset_eval"\n'
+    assert added == '  quantized_bc:\n    status: "abnormal"\n'
     assert read_case(tmp_path / "case.yaml").data["results"]["quantized_bc"]["status"] == "abnormal"
 
 
@@ -197,7 +212,7 @@ def test_ctrl_c_keeps_the_answers_given_and_exits_130(tmp_path):
     assert proc.returncode == 130, err.decode(errors="replace")
     assert "已把回答过的内容写入 case.yaml" in err.decode()
     case = read_case(tmp_path / "case.yaml").data
-    assert case["results"]["quantized_bc"] == {"status": "normal", "evidence": "dataset_eval"}
+    assert case["results"]["quantized_bc"] == {"status": "normal"}  # the evidence question was never answered
     assert (tmp_path / "case.yaml").read_text(encoding="utf-8").startswith(ORIGINAL.splitlines(keepends=True)[0])
 
 
