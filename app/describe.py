@@ -34,60 +34,117 @@ def _local(fact: Fact) -> str:
 
 def describe(fact: Fact, ptq: bool = False) -> str:
     """A fact in words; `ptq` names the artifacts as a PTQ user does."""
-    f = fact.fields
-    if fact.type == "result":
-        return describe_result(fact, ptq)
-    if fact.type == "symptom":
-        return f"异常现象：{f['text']}"
-    if fact.type == "platform":
-        given = "" if f["given"] == f["family"] else f"（用户写作 {f['given']}）"
-        return f"平台：{label('platform', f['family'])}{given}{_local(fact)}"
-    if fact.type == "version":
-        name = f["given"] if f["package"] == "other" or not f["given"] else f["package"]
-        aka = f"（写作 {f['given']}）" if f["given"] and f["given"] != name and f["given"] != f["package"] else ""
-        return f"{name} {f['version']}{aka}{_local(fact)}"
-    if fact.type == "failure":
-        text = f"{artifact_label(f['artifact'], ptq)}：{label('failure_kind', f['kind'])}"
-        return text + (f"（{f['message']}）" if f["message"] else "")
-    if fact.type == "comparison":
-        return (f"同一输入上 {artifact_label(f['a'], ptq)} 与 {artifact_label(f['b'], ptq)} "
-                f"输出{label('relation', f['relation'])}")
-    if fact.type == "control":
-        return f"对照「{f['variant']}」在 {artifact_label(f['artifact'], ptq)} 步骤{label('status', f['status'])}"
-    if fact.type == "input_param":
-        return f"{f['name']} = {f['value']}" + (f"（输入 {f['input']}）" if f["input"] else "")
-    if fact.type == "suspect":
-        return f"怀疑：{f['text']}"
-    if fact.type == "layer_cosines":
-        text = f"{f['tool']}（{f['path']}，{f['rows']} 个节点）"
-        if f["worst_node"]:
-            text += f"：最差 {f['worst_node']}（cosine {_number(f['worst_cosine'])}）"
-        return text
-    if fact.type == "cosine_break":
-        fall = "变为 nan / inf" if f["cosine_nonfinite"] else f"降低 {_number(f['cosine_fall'])}"
-        return f"{f['tool']}（{f['path']}）：节点 {f['node']} 离开健康状态，cosine {fall}"
-    if fact.type == "compare_break":
-        fall = "变为 nan / inf" if f["cosine_nonfinite"] else (
-            f"降低 {_number(f['cosine_fall'])}" if f["cosine_fall"] is not None else "无变化")
-        return f"compare_per_layer（{f['path']}）：第 {f['row']} 行 {f['mod_name']} 离开健康状态，Cosine {fall}"
-    if fact.type == "verifier_output":
-        state = "一致" if f["consistent"] else f"不一致（{f['mismatched']}/{f['total']} 个元素不同）"
-        return f"hb_verifier（{f['path']}）：输出 {f['output']} {state}"
-    if fact.type == "artifact_march":
-        return f"{f['path']} 记录的 {f['what']}：{f['march']}"
-    if fact.type == "model_info":
-        return f"{f['tool']}（{f['path']}）" + (f"：march {f['march']}" if f["march"] else "")
-    if fact.type == "badcase":
-        state = "稳定可复现" if f["reproducible"] else "不能稳定复现"
-        return f"badcase：{state}" + (f"（{f['path']}）" if f["path"] else "")
-    if fact.type == "deployment_notes":
-        return f"部署适配说明：{f['text']}"
-    if fact.type == "checklist_item":
-        text = f"部署侧排查清单「{label('check_item', f['item'])}」：{label('check_status', f['status'])}"
-        return text + (f"（{f['note']}）" if f["note"] else "")
-    if fact.type == "tried_fix":
-        return f"已尝试：{f['text']}"
-    if fact.type == "artifact_path":
-        return f"产物路径 {f['path']}" + ("" if f["exists"] else "（不存在）")
-    fields = "，".join(f"{k}={v}" for k, v in f.items())
+    words = _BY_TYPE.get(fact.type)
+    if words is not None:
+        return words(fact, ptq)
+    fields = "，".join(f"{k}={v}" for k, v in fact.fields.items())
     return f"{fact.type}（{fields}）"
+
+
+def _platform(fact: Fact, ptq: bool) -> str:
+    f = fact.fields
+    given = "" if f["given"] == f["family"] else f"（用户写作 {f['given']}）"
+    return f"平台：{label('platform', f['family'])}{given}{_local(fact)}"
+
+
+def _version(fact: Fact, ptq: bool) -> str:
+    f = fact.fields
+    name = f["given"] if f["package"] == "other" or not f["given"] else f["package"]
+    aka = f"（写作 {f['given']}）" if f["given"] and f["given"] != name and f["given"] != f["package"] else ""
+    return f"{name} {f['version']}{aka}{_local(fact)}"
+
+
+def _failure(fact: Fact, ptq: bool) -> str:
+    f = fact.fields
+    text = f"{artifact_label(f['artifact'], ptq)}：{label('failure_kind', f['kind'])}"
+    return text + (f"（{f['message']}）" if f["message"] else "")
+
+
+def _comparison(fact: Fact, ptq: bool) -> str:
+    f = fact.fields
+    return (f"同一输入上 {artifact_label(f['a'], ptq)} 与 {artifact_label(f['b'], ptq)} "
+            f"输出{label('relation', f['relation'])}")
+
+
+def _control(fact: Fact, ptq: bool) -> str:
+    f = fact.fields
+    return f"对照「{f['variant']}」在 {artifact_label(f['artifact'], ptq)} 步骤{label('status', f['status'])}"
+
+
+def _input_param(fact: Fact, ptq: bool) -> str:
+    f = fact.fields
+    return f"{f['name']} = {f['value']}" + (f"（输入 {f['input']}）" if f["input"] else "")
+
+
+def _layer_cosines(fact: Fact, ptq: bool) -> str:
+    f = fact.fields
+    text = f"{f['tool']}（{f['path']}，{f['rows']} 个节点）"
+    if f["worst_node"]:
+        text += f"：最差 {f['worst_node']}（cosine {_number(f['worst_cosine'])}）"
+    return text
+
+
+def _cosine_break(fact: Fact, ptq: bool) -> str:
+    f = fact.fields
+    fall = "变为 nan / inf" if f["cosine_nonfinite"] else f"降低 {_number(f['cosine_fall'])}"
+    return f"{f['tool']}（{f['path']}）：节点 {f['node']} 离开健康状态，cosine {fall}"
+
+
+def _compare_break(fact: Fact, ptq: bool) -> str:
+    f = fact.fields
+    if f["cosine_nonfinite"]:
+        fall = "变为 nan / inf"
+    else:
+        fall = f"降低 {_number(f['cosine_fall'])}" if f["cosine_fall"] is not None else "无变化"
+    return f"compare_per_layer（{f['path']}）：第 {f['row']} 行 {f['mod_name']} 离开健康状态，Cosine {fall}"
+
+
+def _verifier_output(fact: Fact, ptq: bool) -> str:
+    f = fact.fields
+    state = "一致" if f["consistent"] else f"不一致（{f['mismatched']}/{f['total']} 个元素不同）"
+    return f"hb_verifier（{f['path']}）：输出 {f['output']} {state}"
+
+
+def _model_info(fact: Fact, ptq: bool) -> str:
+    f = fact.fields
+    return f"{f['tool']}（{f['path']}）" + (f"：march {f['march']}" if f["march"] else "")
+
+
+def _badcase(fact: Fact, ptq: bool) -> str:
+    f = fact.fields
+    state = "稳定可复现" if f["reproducible"] else "不能稳定复现"
+    return f"badcase：{state}" + (f"（{f['path']}）" if f["path"] else "")
+
+
+def _checklist_item(fact: Fact, ptq: bool) -> str:
+    f = fact.fields
+    text = f"部署侧排查清单「{label('check_item', f['item'])}」：{label('check_status', f['status'])}"
+    return text + (f"（{f['note']}）" if f["note"] else "")
+
+
+def _artifact_path(fact: Fact, ptq: bool) -> str:
+    return f"产物路径 {fact['path']}" + ("" if fact["exists"] else "（不存在）")
+
+
+_BY_TYPE = {
+    "result": describe_result,
+    "symptom": lambda fact, ptq: f"异常现象：{fact['text']}",
+    "platform": _platform,
+    "version": _version,
+    "failure": _failure,
+    "comparison": _comparison,
+    "control": _control,
+    "input_param": _input_param,
+    "suspect": lambda fact, ptq: f"怀疑：{fact['text']}",
+    "layer_cosines": _layer_cosines,
+    "cosine_break": _cosine_break,
+    "compare_break": _compare_break,
+    "verifier_output": _verifier_output,
+    "artifact_march": lambda fact, ptq: f"{fact['path']} 记录的 {fact['what']}：{fact['march']}",
+    "model_info": _model_info,
+    "badcase": _badcase,
+    "deployment_notes": lambda fact, ptq: f"部署适配说明：{fact['text']}",
+    "checklist_item": _checklist_item,
+    "tried_fix": lambda fact, ptq: f"已尝试：{fact['text']}",
+    "artifact_path": _artifact_path,
+}

@@ -275,37 +275,9 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     for type_name, fields, source in options.given_facts:
         facts.add(type_name, fields, source)
     base = case.folder if case is not None else (options.workdirs[0] if options.workdirs else None)
-    paths: list[Path] = []
-    display_of: dict[Path, str] = {}
-    listed: dict[str, Source] = {}  # a path the case lists → its entry (artifacts.0, scripts.1)
-    if case is not None:
-        for key in ("artifacts", "scripts"):
-            for index, raw in enumerate(case.data.get(key) or []):
-                paths.append(case.folder / raw)
-                display_of[case.folder / raw] = raw
-                listed.setdefault(raw, case.source(key, index))
-        for raw in case.data.get("scripts") or []:
-            target = case.folder / raw
-            if target.is_file() and not raw.lower().endswith(".py"):
-                _problem(facts, raw, "scripts lists Python files (.py); this one was not checked")
+    paths, display_of, listed = _listed_paths(case, facts)
     paths.extend(options.workdirs)
-    found: list[FoundFile] = []
-    if paths:
-        from j6doctor.probes.artifacts import find_artifacts, looked_for
-
-        scan = (lambda shown: options.progress(f"扫描 {shown}")) if options.progress else None
-        notes: list[tuple[str, str]] = []
-        found, problems, summaries = find_artifacts(paths, base or Path.cwd(), display_of, scan, notes,
-                                                    hash_now=False)
-        for display, message in problems:
-            _problem(facts, display, message, listed=listed.get(display))
-        for display, message in notes:
-            facts.add("intake_note", {"key": display, "text": f"{display} {message}"}, Source("file", file=display))
-        for summary in summaries:
-            facts.add("scan_summary", {
-                "path": summary.display, "files": summary.files, "recognised": summary.recognised,
-                "unrecognised": "、".join(summary.unrecognised) or "无", "looked_for": "、".join(looked_for()),
-            }, Source("file", file=summary.display))
+    found = _scan(facts, paths, base, display_of, listed, options) if paths else []
     at = len(facts.facts)  # the artifact_file facts, once the files are read and hashed
     if metrics_path is None:
         metrics_path = next((f.path for f in found if f.kind == "metrics"), None)
@@ -319,7 +291,55 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
         from j6doctor.probes.environment import BOARD_FILE
 
         read.append(base / BOARD_FILE)
-    return Evidence(facts.facts, facts.readings, read + [p for p in paths if p.is_file()])
+    return Evidence(facts.facts, facts.readings, read + [p for p in paths if _is_file(p)])
+
+
+def _is_file(path: Path) -> bool:
+    """Path.is_file, with a path the file system refuses (a name too long) as no file: the
+    scan names such a path as a problem of its own."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _listed_paths(case: Case | None, facts: FactList) -> tuple[list[Path], dict[Path, str], dict[str, Source]]:
+    """The paths the case lists under artifacts and scripts, how each is shown, and the case
+    entry of each (artifacts.0, scripts.1); a listed script that is no Python file is a problem."""
+    paths: list[Path] = []
+    display_of: dict[Path, str] = {}
+    listed: dict[str, Source] = {}
+    if case is None:
+        return paths, display_of, listed
+    for key in ("artifacts", "scripts"):
+        for index, raw in enumerate(case.data.get(key) or []):
+            paths.append(case.folder / raw)
+            display_of[case.folder / raw] = raw
+            listed.setdefault(raw, case.source(key, index))
+    for raw in case.data.get("scripts") or []:
+        if _is_file(case.folder / raw) and not raw.lower().endswith(".py"):
+            _problem(facts, raw, "scripts lists Python files (.py); this one was not checked")
+    return paths, display_of, listed
+
+
+def _scan(facts: FactList, paths: list[Path], base: Path | None, display_of: dict[Path, str],
+          listed: dict[str, Source], options: EvidenceOptions) -> list[FoundFile]:
+    """The files found under the paths, with a fact for each problem, note and folder summary."""
+    from j6doctor.probes.artifacts import find_artifacts, looked_for
+
+    scan = (lambda shown: options.progress(f"扫描 {shown}")) if options.progress else None
+    notes: list[tuple[str, str]] = []
+    found, problems, summaries = find_artifacts(paths, base or Path.cwd(), display_of, scan, notes, hash_now=False)
+    for display, message in problems:
+        _problem(facts, display, message, listed=listed.get(display))
+    for display, message in notes:
+        facts.add("intake_note", {"key": display, "text": f"{display} {message}"}, Source("file", file=display))
+    for summary in summaries:
+        facts.add("scan_summary", {
+            "path": summary.display, "files": summary.files, "recognised": summary.recognised,
+            "unrecognised": "、".join(summary.unrecognised) or "无", "looked_for": "、".join(looked_for()),
+        }, Source("file", file=summary.display))
+    return found
 
 
 def _read_files(facts: FactList, found: list[FoundFile], metrics_path: Path | None, tolerance: Tolerance,

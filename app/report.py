@@ -31,18 +31,16 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
     """The report's facts in words, for both pages."""
     verdict = diagnosis.verdict
     result = diagnosis.run
-    inputs = [f for f in result.facts if f.derivation is None]
     by_type: dict[str, list[Fact]] = {}
-    for fact in inputs:
-        by_type.setdefault(fact.type, []).append(fact)
-    results = by_type.get("result", [])
-    unconfirmed = {(f["artifact"], f["status"]): f["why"] for f in result.by_type("unconfirmed")}
-    chain = verdict.chain_stage
+    for fact in result.facts:
+        if fact.derivation is None:  # what the case and the files gave
+            by_type.setdefault(fact.type, []).append(fact)
     ptq = verdict.flow is not None and verdict.flow.flow == "ptq"
 
     def describe(fact: Fact) -> str:
         return describe_fact(fact, ptq)
 
+    chain = verdict.chain_stage
     return {
         "case": diagnosis.title,
         "verdict": verdict,
@@ -54,33 +52,45 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         "command_args": diagnosis.command_args,
         "evidence": [_brief(describe(result.fact(e.fact))) + f" — {result.fact(e.fact).source.describe()}"
                      for e in verdict.evidence],
-        "normal": [describe(f) for f in results if f["status"] == "normal"
-                   and (f["artifact"], f["status"]) not in unconfirmed],
-        "abnormal": [describe(f) for f in results if f["status"] == "abnormal"
-                     and (f["artifact"], f["status"]) not in unconfirmed],
-        "unconfirmed": [describe(f) + (f"：{unconfirmed[(f['artifact'], f['status'])]}"
-                                       if unconfirmed[(f["artifact"], f["status"])] else "")
-                        for f in results if (f["artifact"], f["status"]) in unconfirmed],
-        "failures": [describe(f) for f in by_type.get("failure", [])],
+        **_results(by_type.get("result", []), result, describe),
+        **{key: [describe(f) for f in by_type.get(fact_type, [])] for key, fact_type in _DESCRIBED},
         "comparisons": [describe(f) for f in by_type.get("comparison", []) + by_type.get("control", [])],
-        "input_params": [describe(f) for f in by_type.get("input_param", [])],
-        "suspects": [describe(f) for f in by_type.get("suspect", [])],
         "flow": verdict.flow,
         "after_fix": chain if chain and chain.stage != verdict.stage else None,
-        "platform": [describe(f) for f in by_type.get("platform", [])],
-        "versions": [describe(f) for f in by_type.get("version", [])],
-        "badcase": [describe(f) for f in by_type.get("badcase", [])],
         "symptom": [_brief(f["text"]) for f in by_type.get("symptom", [])],
         "deployment_notes": [_brief(f["text"]) for f in by_type.get("deployment_notes", [])],
         "tried": [f["text"] for f in by_type.get("tried_fix", [])],
-        "files": [f"{a.path}（{label('file_kind', a.kind)}，{'按内容识别' if a.by == 'content' else '按文件名识别'}，"
-                  f"{a.size} 字节，sha256 {a.sha256[:12]}"
-                  f"{'（只算前 ' + str(a.hashed // (1024 * 1024)) + ' MiB）' if a.hashed >= 0 else ''}）"
-                  for a in verdict.artifacts],
+        "files": [_file_line(a) for a in verdict.artifacts],
         "checks": _checks(diagnosis),
         "similar": diagnosis.similar,
         "engine": describe_engine(diagnosis.rulebase.engine),
     }
+
+
+# report key -> the input fact type listed under it, each fact in words
+_DESCRIBED = (("failures", "failure"), ("input_params", "input_param"), ("suspects", "suspect"),
+              ("platform", "platform"), ("versions", "version"), ("badcase", "badcase"))
+
+
+def _results(results: list[Fact], run, describe: Callable[[Fact], str]) -> dict[str, list[str]]:
+    """The case's results in words: normal, abnormal, and those the rules did not count
+    (with why)."""
+    unconfirmed = {(f["artifact"], f["status"]): f["why"] for f in run.by_type("unconfirmed")}
+    out: dict[str, list[str]] = {"normal": [], "abnormal": [], "unconfirmed": []}
+    for fact in results:
+        key = (fact["artifact"], fact["status"])
+        if key in unconfirmed:
+            out["unconfirmed"].append(describe(fact) + (f"：{unconfirmed[key]}" if unconfirmed[key] else ""))
+        elif fact["status"] in ("normal", "abnormal"):
+            out[fact["status"]].append(describe(fact))
+    return out
+
+
+def _file_line(artifact) -> str:
+    how = "按内容识别" if artifact.by == "content" else "按文件名识别"
+    part = f"（只算前 {artifact.hashed // (1024 * 1024)} MiB）" if artifact.hashed >= 0 else ""
+    return (f"{artifact.path}（{label('file_kind', artifact.kind)}，{how}，"
+            f"{artifact.size} 字节，sha256 {artifact.sha256[:12]}{part}）")
 
 
 MAX_SHOWN_TEXT = 300  # characters of a free text shown in the report (a pasted post is long)

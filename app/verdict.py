@@ -49,6 +49,45 @@ def trace_entry(fact: Fact) -> dict[str, Any]:
 
 def build_verdict(result: RunResult, rulebase: RuleBase) -> Verdict:
     stage_order = list(enum_values("stage"))
+    stage, chosen, warnings = _stage(result, stage_order)
+    missing, missing_detail = _missing(result)
+    chain = sorted({f["stage"] for f in result.by_type("chain_stage")}, key=stage_order.index)
+    flows = sorted(result.by_type("flow"), key=lambda f: _num(f.id))  # one value (exclusive), maybe several reasons
+    return Verdict(
+        schema_version=SCHEMA_VERSION,
+        tool=ToolInfo("j6doctor", __version__),
+        stage=stage,
+        stage_label=label("stage", stage),
+        missing=missing,
+        missing_detail=missing_detail,
+        evaluate_next=[EvaluateNext(f["artifact"], label("artifact", f["artifact"]), f["reason"], f.id)
+                       for f in sorted(result.by_type("evaluate_next"), key=lambda f: _num(f.id))],
+        evidence=[EvidenceEntry(f.id, f.type, dict(f.fields), f.source.as_dict() if f.source else {})
+                  for f in supporting_inputs(result, chosen)],
+        conclusion=[Conclusion(f.id, f.derivation.rule, f["reason"]) for f in sorted(chosen, key=lambda f: _num(f.id))],
+        chain_stage=StageRef(chain[0], label("stage", chain[0])) if len(chain) == 1 else None,
+        candidates=_candidates(result),
+        flow=(FlowRef(flows[0]["flow"], label("flow", flows[0]["flow"]), flows[0]["how"], flows[0].id)
+              if len({f["flow"] for f in flows}) == 1 else None),
+        text_facts=_text_facts(result),
+        findings=[Finding(f["topic"], f["text"], f.derivation.rule, f.id)
+                  for f in sorted(result.by_type("finding"), key=lambda f: _num(f.id))],
+        key_findings=_key_findings(result),
+        warnings=warnings,
+        checklist=_checklist(result) if result.by_type("show_checklist") else [],
+        mistakes=_mistakes(result),
+        next_steps=_next_steps(result),
+        retain=_retained(result),
+        artifacts=[ArtifactEntry(f["kind"], f["path"], f["size"], f["sha256"], f["by"], f["hashed"], f.id)
+                   for f in result.by_type("artifact_file")],
+        trace=[trace_entry(f) for f in result.facts],
+        rulebase=RulebaseInfo(rulebase.compiled.fingerprint, len(rulebase.rules), rulebase.engine),
+    )
+
+
+def _stage(result: RunResult, stage_order: list[str]) -> tuple[str, list[Fact], list[str]]:
+    """The verdict stage, the verdict facts that give it, and the run's warnings (with one
+    for no stage or conflicting stages, and for a truncated run)."""
     verdicts = result.by_type("verdict")
     stages = sorted({f["stage"] for f in verdicts}, key=stage_order.index)
     warnings = [f["text"] for f in result.by_type("warning")]
@@ -66,104 +105,63 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> Verdict:
     if result.truncated:
         warnings.append("推理超出预算被截断，结论可能不完整")
     chosen = [f for f in verdicts if f["stage"] == stage] if stage in stages else []
+    return stage, chosen, warnings
 
+
+def _missing(result: RunResult) -> tuple[list[str], list[MissingItem]]:
+    """The info-gate items still missing, in the gate's order, each with its details."""
     gate_order = list(enum_values("gate_item"))
-    missing_facts = sorted(result.by_type("missing"), key=lambda f: (gate_order.index(f["item"]), _num(f.id)))
-    missing: list[str] = []
-    missing_detail: list[dict[str, Any]] = []
-    for fact in missing_facts:
-        if fact["item"] not in missing:
-            missing.append(fact["item"])
-            missing_detail.append({
-                "id": fact["item"], "label": label("gate_item", fact["item"]),
-                "why": attr("gate_item", fact["item"], "why", ""), "details": [], "ask": [], "facts": [],
-            })
-        entry = missing_detail[missing.index(fact["item"])]
-        if fact["detail"] and fact["detail"] not in entry["details"]:
-            entry["details"].append(fact["detail"])
-        if fact["ask"] and fact["ask"] not in entry["ask"]:
-            entry["ask"].append(fact["ask"])
-        entry["facts"].append(fact.id)
+    detail: dict[str, MissingItem] = {}
+    for fact in sorted(result.by_type("missing"), key=lambda f: (gate_order.index(f["item"]), _num(f.id))):
+        item = fact["item"]
+        if item not in detail:
+            detail[item] = MissingItem(id=item, label=label("gate_item", item), why=attr("gate_item", item, "why", ""),
+                                       details=[], ask=[], facts=[])
+        entry = detail[item]
+        if fact["detail"] and fact["detail"] not in entry.details:
+            entry.details.append(fact["detail"])
+        if fact["ask"] and fact["ask"] not in entry.ask:
+            entry.ask.append(fact["ask"])
+        entry.facts.append(fact.id)
+    return list(detail), list(detail.values())
 
-    checklist = _checklist(result) if result.by_type("show_checklist") else []
 
-    mistakes: dict[str, dict[str, Any]] = {}
+def _mistakes(result: RunResult) -> list[Mistake]:
+    out: dict[str, Mistake] = {}
     for fact in sorted(result.by_type("mistake"), key=lambda f: (f["code"], _num(f.id))):
-        entry = mistakes.setdefault(fact["code"], {
-            "id": fact["code"], "title": label("mistake", fact["code"]),
-            "instead": attr("mistake", fact["code"], "instead", ""), "details": [], "facts": [],
-        })
-        if fact["detail"] and fact["detail"] not in entry["details"]:
-            entry["details"].append(fact["detail"])
-        entry["facts"].append(fact.id)
+        code = fact["code"]
+        if code not in out:
+            out[code] = Mistake(id=code, title=label("mistake", code), instead=attr("mistake", code, "instead", ""),
+                                details=[], facts=[])
+        entry = out[code]
+        if fact["detail"] and fact["detail"] not in entry.details:
+            entry.details.append(fact["detail"])
+        entry.facts.append(fact.id)
+    return list(out.values())
 
-    next_steps: list[dict[str, Any]] = []
+
+def _next_steps(result: RunResult) -> list[NextStep]:
+    """In order; a text said by two rules once (the first)."""
+    out: list[NextStep] = []
     for fact in sorted(result.by_type("next_step"), key=lambda f: (f["order"], _num(f.id))):
-        if all(s["text"] != fact["text"] for s in next_steps):
-            next_steps.append({"order": fact["order"], "text": fact["text"],
-                               "rule": fact.derivation.rule, "fact": fact.id})
+        if all(s.text != fact["text"] for s in out):
+            out.append(NextStep(order=fact["order"], text=fact["text"], rule=fact.derivation.rule, fact=fact.id))
+    return out
 
-    retain: list[dict[str, Any]] = []
+
+def _retained(result: RunResult) -> list[Retained]:
+    out: list[Retained] = []
     for fact in sorted(result.by_type("retain"), key=lambda f: (f["order"], _num(f.id))):
-        if all(r["item"] != fact["item"] for r in retain):
-            retain.append({"item": fact["item"], "rule": fact.derivation.rule, "fact": fact.id})
+        if all(r.item != fact["item"] for r in out):
+            out.append(Retained(item=fact["item"], rule=fact.derivation.rule, fact=fact.id))
+    return out
 
-    evaluate_next = [
-        {"artifact": f["artifact"], "label": label("artifact", f["artifact"]), "reason": f["reason"], "fact": f.id}
-        for f in sorted(result.by_type("evaluate_next"), key=lambda f: _num(f.id))
-    ]
 
-    findings = [
-        {"topic": f["topic"], "text": f["text"], "rule": f.derivation.rule, "fact": f.id}
-        for f in sorted(result.by_type("finding"), key=lambda f: _num(f.id))
-    ]
-
+def _key_findings(result: RunResult) -> list[KeyFinding]:
     slot_order = list(enum_values("key_slot"))
-    key_findings = [
-        {"slot": f["slot"], "text": f["text"], "rule": f.derivation.rule, "fact": f.id}
-        for f in sorted(result.by_type("key_finding"),
-                        key=lambda f: (slot_order.index(f["slot"]), f["order"], _num(f.id)))
-    ]
-    artifacts = [
-        {"kind": f["kind"], "path": f["path"], "size": f["size"], "sha256": f["sha256"], "by": f["by"], "hashed": f["hashed"], "fact": f.id}
-        for f in result.by_type("artifact_file")
-    ]
-
-    evidence = [
-        {"fact": f.id, "type": f.type, "fields": dict(f.fields),
-         "source": f.source.as_dict() if f.source else {}}
-        for f in supporting_inputs(result, chosen)
-    ]
-
-    chain = sorted({f["stage"] for f in result.by_type("chain_stage")}, key=stage_order.index)
-    flows = sorted(result.by_type("flow"), key=lambda f: _num(f.id))  # one value (exclusive), maybe several reasons
-
-    return Verdict(
-        schema_version=SCHEMA_VERSION,
-        tool=ToolInfo("j6doctor", __version__),
-        stage=stage,
-        stage_label=label("stage", stage),
-        missing=missing,
-        missing_detail=[MissingItem(**m) for m in missing_detail],
-        evaluate_next=[EvaluateNext(**e) for e in evaluate_next],
-        evidence=[EvidenceEntry(**e) for e in evidence],
-        conclusion=[Conclusion(f.id, f.derivation.rule, f["reason"]) for f in sorted(chosen, key=lambda f: _num(f.id))],
-        chain_stage=StageRef(chain[0], label("stage", chain[0])) if len(chain) == 1 else None,
-        candidates=_candidates(result),
-        flow=(FlowRef(flows[0]["flow"], label("flow", flows[0]["flow"]), flows[0]["how"], flows[0].id)
-              if len({f["flow"] for f in flows}) == 1 else None),
-        text_facts=_text_facts(result),
-        findings=[Finding(**f) for f in findings],
-        key_findings=[KeyFinding(**k) for k in key_findings],
-        warnings=warnings,
-        checklist=checklist,
-        mistakes=[Mistake(**m) for m in mistakes.values()],
-        next_steps=[NextStep(**n) for n in next_steps],
-        retain=[Retained(**r) for r in retain],
-        artifacts=[ArtifactEntry(**a) for a in artifacts],
-        trace=[trace_entry(f) for f in result.facts],
-        rulebase=RulebaseInfo(rulebase.compiled.fingerprint, len(rulebase.rules), rulebase.engine),
-    )
+    return [KeyFinding(f["slot"], f["text"], f.derivation.rule, f.id)
+            for f in sorted(result.by_type("key_finding"),
+                            key=lambda f: (slot_order.index(f["slot"]), f["order"], _num(f.id)))]
 
 
 def _checklist(result: RunResult) -> list[ChecklistEntry]:

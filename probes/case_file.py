@@ -779,122 +779,150 @@ def _input_params(params: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
             yield str(name), text, ""
 
 
+_Entry = tuple[str, dict[str, Any], Source]  # (fact type, fields, source)
+
+
 def case_facts(case: Case, start: int = 1) -> list[Fact]:
-    """Turn a validated case into input facts, numbered f<start>, f<start+1>, ..."""
+    """Turn a validated case into input facts, numbered f<start>, f<start+1>, ... in the
+    order of the sections below (the order is part of every report)."""
     vocab = vocabulary()
     facts: list[Fact] = []
+    for section in _SECTIONS:
+        for type_name, fields, source in section(case):
+            facts.append(Fact(f"f{start + len(facts)}", type_name, vocab.complete(type_name, fields), source))
+    return facts
 
-    def add(type_name: str, fields: dict[str, Any], source: Source) -> None:
-        facts.append(Fact(f"f{start + len(facts)}", type_name, vocab.complete(type_name, fields), source))
 
+def _header_facts(case: Case) -> Iterator[_Entry]:
     data = case.data
     symptom = (data.get("symptom") or "").strip()
     if symptom:
-        add("symptom", {"text": symptom}, case.source("symptom"))
+        yield "symptom", {"text": symptom}, case.source("symptom")
     if data.get("platform"):
         family = normalize_platform(data["platform"]) or "other"
-        add("platform", {"family": family, "series": attr("platform", family, "series"),
-                         "march": attr("platform", family, "march"), "given": data["platform"]},
-            case.source("platform"))
+        yield "platform", {"family": family, "series": attr("platform", family, "series"),
+                           "march": attr("platform", family, "march"), "given": data["platform"]}, case.source("platform")
     if data.get("flow"):
-        add("flow_stated", {"flow": data["flow"]}, case.source("flow"))
+        yield "flow_stated", {"flow": data["flow"]}, case.source("flow")
     for name, value in (data.get("versions") or {}).items():
         version = _version_text(value)
         package = resolve_package(str(name), version) or "other"
-        add("version", {"package": package, "given": str(name), "version": version,
-                        "number": version_number(version)}, case.source("versions", name))
+        yield "version", {"package": package, "given": str(name), "version": version,
+                          "number": version_number(version)}, case.source("versions", name)
+
+
+def _result_facts(case: Case) -> Iterator[_Entry]:
+    """Each artifact's result or failure, in chain order, and the notes written with it."""
     for artifact in enum_values("artifact"):
-        entry = (data.get("results") or {}).get(artifact)
+        entry = (case.data.get("results") or {}).get(artifact)
         if not entry:
             continue
         pos = attr("artifact", artifact, "chain", -1)
         by = entry.get("by", "").strip()
+        producer = _producer(by) if by else "unspecified"
         if entry.get("failure"):
             message = entry.get("message", "").strip()
-            add("failure", {"artifact": artifact, "kind": entry["failure"], "message": message,
-                            "pos": pos, "by": _producer(by) if by else "unspecified",
-                            "intermittent": entry.get("intermittent", False)},
-                case.source("results", artifact, "message" if message else "failure"))
+            yield "failure", {"artifact": artifact, "kind": entry["failure"], "message": message, "pos": pos,
+                              "by": producer, "intermittent": entry.get("intermittent", False)}, \
+                case.source("results", artifact, "message" if message else "failure")
         elif entry["status"] != "unknown":
-            add("result", {"artifact": artifact, "status": entry["status"],
-                           "evidence": entry.get("evidence", "unspecified"),
-                           "metric": entry.get("metric", ""), "value": entry.get("value"), "pos": pos,
-                           "by": _producer(by) if by else "unspecified", "by_given": by,
-                           "naming": _naming(case, artifact), "intermittent": entry.get("intermittent", False)},
-                case.source("results", artifact))
+            yield "result", {"artifact": artifact, "status": entry["status"],
+                             "evidence": entry.get("evidence", "unspecified"),
+                             "metric": entry.get("metric", ""), "value": entry.get("value"), "pos": pos,
+                             "by": producer, "by_given": by, "naming": _naming(case, artifact),
+                             "intermittent": entry.get("intermittent", False)}, case.source("results", artifact)
         for key in ("note", "message"):
             text = (entry.get(key) or "").strip()
             if text and not (key == "message" and entry.get("failure")):
-                add("result_note", {"artifact": artifact, "text": text}, case.source("results", artifact, key))
+                yield "result_note", {"artifact": artifact, "text": text}, case.source("results", artifact, key)
+
+
+def _comparison_facts(case: Case) -> Iterator[_Entry]:
+    """Comparisons, then controls (a comparison entry with a `variant` is a control)."""
+    data = case.data
     for index, entry in enumerate(data.get("comparisons") or []):
-        if "variant" in entry:
-            continue
-        add("comparison", {"a": entry["a"], "b": entry["b"], "relation": entry["relation"],
-                           "note": entry.get("note", ""), "a_pos": attr("artifact", entry["a"], "chain", -1),
-                           "b_pos": attr("artifact", entry["b"], "chain", -1)}, case.source("comparisons", index))
+        if "variant" not in entry:
+            yield "comparison", {"a": entry["a"], "b": entry["b"], "relation": entry["relation"],
+                                 "note": entry.get("note", ""), "a_pos": attr("artifact", entry["a"], "chain", -1),
+                                 "b_pos": attr("artifact", entry["b"], "chain", -1)}, case.source("comparisons", index)
     controls = [("comparisons", i, e) for i, e in enumerate(data.get("comparisons") or []) if "variant" in e]
     controls += [("controls", i, e) for i, e in enumerate(data.get("controls") or [])]
     for key, index, entry in controls:
         if entry["status"] != "unknown":
-            add("control", {"variant": entry["variant"], "varies": entry.get("varies", "unspecified"),
-                            "artifact": entry["stage"], "status": entry["status"], "note": entry.get("note", "")},
-                case.source(key, index))
+            yield "control", {"variant": entry["variant"], "varies": entry.get("varies", "unspecified"),
+                              "artifact": entry["stage"], "status": entry["status"],
+                              "note": entry.get("note", "")}, case.source(key, index)
+
+
+def _setting_facts(case: Case) -> Iterator[_Entry]:
+    """Suspects, conversion settings, the badcase and the deployment notes."""
+    data = case.data
     suspects = data.get("suspect")
     for index, text in enumerate([suspects] if isinstance(suspects, str) else suspects or []):
         if text.strip():
-            add("suspect", {"stage": _suspect_stage(text.strip()), "text": text.strip()},
-                case.source("suspect") if isinstance(suspects, str) else case.source("suspect", index))
+            yield "suspect", {"stage": _suspect_stage(text.strip()), "text": text.strip()}, \
+                case.source("suspect") if isinstance(suspects, str) else case.source("suspect", index)
     for name, value, input_name in _input_params(data.get("input_parameters") or {}):
-        add("input_param", {"name": name, "value": value, "input": input_name},
-            case.source("input_parameters", name))
+        yield "input_param", {"name": name, "value": value, "input": input_name}, case.source("input_parameters", name)
     if "badcase" in data:
-        add("badcase", {"reproducible": data["badcase"]["reproducible"],
-                        "path": data["badcase"].get("path", "")}, case.source("badcase"))
-    deployment = data.get("deployment") or {}
-    if (deployment.get("notes") or "").strip():
-        add("deployment_notes", {"text": deployment["notes"].strip()}, case.source("deployment", "notes"))
+        yield "badcase", {"reproducible": data["badcase"]["reproducible"],
+                          "path": data["badcase"].get("path", "")}, case.source("badcase")
+    notes = ((data.get("deployment") or {}).get("notes") or "").strip()
+    if notes:
+        yield "deployment_notes", {"text": notes}, case.source("deployment", "notes")
+
+
+def _check_facts(case: Case) -> Iterator[_Entry]:
+    """The deployment checklist, the step-0 user checks and the other checks the user ran."""
+    data = case.data
     for item in enum_values("check_item"):
-        check = (deployment.get("checklist") or {}).get(item)
+        check = ((data.get("deployment") or {}).get("checklist") or {}).get(item)
         if check:
-            add("checklist_item", {"item": item, "status": check["status"], "note": check.get("note", "")},
-                case.source("deployment", "checklist", item))
+            yield "checklist_item", {"item": item, "status": check["status"], "note": check.get("note", "")}, \
+                case.source("deployment", "checklist", item)
     for item in enum_values("user_check_item"):
         check = (data.get("user_checks") or {}).get(item)
         if check:
-            add("user_check", {"item": item, "status": check["status"], "note": check.get("note", "")},
-                case.source("user_checks", item))
+            yield "user_check", {"item": item, "status": check["status"], "note": check.get("note", "")}, \
+                case.source("user_checks", item)
     for key in ("bc_flow_check", "fake_quant_off_check"):
         if key in data:
-            add(key, {"outcome": data[key]["outcome"], "note": data[key].get("note", "")}, case.source(key))
+            yield key, {"outcome": data[key]["outcome"], "note": data[key].get("note", "")}, case.source(key)
     if "input_formats_differ" in data:
-        add("input_formats", {"differ": data["input_formats_differ"]}, case.source("input_formats_differ"))
+        yield "input_formats", {"differ": data["input_formats_differ"]}, case.source("input_formats_differ")
     strategy = data.get("consistency_strategy")
     if strategy:
         levels = strategy["levels"]
-        add("strategy_use", {"levels": ", ".join(str(level) for level in levels), "first_level": levels[0],
-                             "max_level": max(levels), "retrained": strategy.get("retrained"),
-                             "before_prepare": strategy.get("set_before_prepare")},
-            case.source("consistency_strategy"))
+        yield "strategy_use", {"levels": ", ".join(str(level) for level in levels), "first_level": levels[0],
+                               "max_level": max(levels), "retrained": strategy.get("retrained"),
+                               "before_prepare": strategy.get("set_before_prepare")}, case.source("consistency_strategy")
+
+
+def _tail_facts(case: Case) -> Iterator[_Entry]:
+    """What was tried, the artifact paths, gate answers, intake notes and what pasted text names."""
+    data = case.data
     for index, text in enumerate(data.get("tried") or []):
         if text.strip():
-            add("tried_fix", {"text": text.strip()}, case.source("tried", index))
+            yield "tried_fix", {"text": text.strip()}, case.source("tried", index)
     for index, raw_path in enumerate(data.get("artifacts") or []):
-        target = case.folder / raw_path
         try:
-            exists = target.exists()
-        except OSError:  # e.g. a folder on the way that cannot be searched
+            exists = (case.folder / raw_path).exists()
+        except OSError:  # e.g. a folder on the way that cannot be searched, a name too long
             exists = False
-        add("artifact_path", {"path": raw_path, "exists": exists}, case.source("artifacts", index))
+        yield "artifact_path", {"path": raw_path, "exists": exists}, case.source("artifacts", index)
     for item in enum_values("gate_item"):  # answers to gate items that have no key of their own
         text = ((data.get("answers") or {}).get(item) or "").strip()  # (the schema allows no other)
         if text:
-            add("gate_answer", {"item": item, "text": text}, case.source("answers", item))
+            yield "gate_answer", {"item": item, "text": text}, case.source("answers", item)
     for where, text in case.notes:
-        add("intake_note", {"key": ".".join(str(k) for k in where), "text": text},
-            Source("case", file=case.display, line=case.doc.line_of(where), key=".".join(str(k) for k in where)))
+        key = ".".join(str(k) for k in where)
+        yield "intake_note", {"key": key, "text": text}, \
+            Source("case", file=case.display, line=case.doc.line_of(where), key=key)
     for type_name, fields, key in _pasted_facts(data):
-        add(type_name, fields, case.source(*key))
-    return facts
+        yield type_name, fields, case.source(*key)
+
+
+_SECTIONS = (_header_facts, _result_facts, _comparison_facts, _setting_facts, _check_facts, _tail_facts)
 
 
 def _pasted_facts(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], tuple[str, ...]]]:
