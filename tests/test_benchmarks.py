@@ -108,23 +108,20 @@ def test_smoke_run_prints_every_section(smoke_run):
     assert all(row[-1] in ("PASS", "FAIL", "n/a") for row in targets[1:])
 
 
-def test_tables_render_as_markdown_and_the_readme_section_is_replaced(tmp_path, monkeypatch):
+def test_tables_render_as_markdown_and_the_docs_page_is_written(tmp_path, monkeypatch):
     bench = _bench_module(monkeypatch)
     table = bench.Table("T", ["name", "value"])
     table.add("a|b", "1.00")
     text = table.render(markdown=True)
     assert "| name | value |" in text and "| a\\|b | 1.00 |" in text
 
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n## Benchmark\n\n{bench.README_BEGIN}\nold\n{bench.README_END}\n\n## Next\nkept\n",
-                      encoding="utf-8")
-    monkeypatch.setattr(bench, "README", readme)
-    bench.update_readme("new table")
-    assert readme.read_text(encoding="utf-8") == (f"# x\n\n## Benchmark\n\n{bench.README_BEGIN}\nnew table\n"
-                                                 f"{bench.README_END}\n\n## Next\nkept\n")
+    page = tmp_path / "benchmarks.md"
+    monkeypatch.setattr(bench, "DOCS_PAGE", page)
+    bench.update_docs("# Benchmarks\n\nnew table")
+    assert page.read_text(encoding="utf-8") == "# Benchmarks\n\nnew table\n"
 
 
-def test_update_readme_needs_a_full_run():
-    done = subprocess.run([sys.executable, str(BENCH), "--update-readme", "--sections", "1"],
+def test_update_docs_needs_a_full_run():
+    done = subprocess.run([sys.executable, str(BENCH), "--update-docs", "--sections", "1"],
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and re.search(r"--update-readme", done.stderr)
+    assert done.returncode == 2 and re.search(r"--update-docs", done.stderr)

@@ -53,7 +53,8 @@ def test_every_rule_example_case_is_valid(rulebase, validator):
 def _case_blocks():
     """```yaml blocks of the docs whose top-level keys are all case keys."""
     keys = set(case_schema()["properties"])
-    for doc in (REPO / "README.md", REPO / "docs" / "CONTRACT.md", REPO / "docs" / "AUTHORING.md"):
+    for doc in (REPO / "README.md", REPO / "docs" / "usage.md", REPO / "docs" / "CONTRACT.md",
+                REPO / "docs" / "AUTHORING.md"):
         for block in re.findall(r"```yaml\n(.*?)```", doc.read_text(encoding="utf-8"), re.S):
             try:
                 data = yaml.safe_load(block)

@@ -175,7 +175,7 @@ def test_rules_lint_k_shows_only_the_matching_rules_messages(tmp_path):
     assert "rule site.alpha" in only.stdout and "site.beta" not in only.stdout
     assert "0 error(s), 1 warning(s)" in only.stdout
     assert run(tmp_path, "rules", "lint", "pack", "-k", "site.a*", "--strict").returncode == 1
-    assert run(tmp_path, "rules", "lint", "-k", "map.convert").returncode == 0  # the README's example
+    assert run(tmp_path, "rules", "lint", "-k", "map.convert").returncode == 0  # the example in docs/usage.md
     none = run(tmp_path, "rules", "lint", "pack", "-k", "no.such.rule")
     assert none.returncode == 2 and "-k no.such.rule: no rule id matches" in none.stderr
 
