@@ -34,6 +34,10 @@ from j6doctor.engine.vocabulary import FieldSpec, Vocabulary
 MAX_QUOTE = 160  # characters of a clause kept as the quote
 MAX_MATCHES_PER_TEXT = 1  # a rule concludes once per text (its first clause is the quote)...
 MAX_ALL_MATCHES_PER_TEXT = 64  # ... or, with `matches: all`, once per statement, up to this many
+# Text rules read the first MAX_TEXT_READ characters of a text: a real post is a few thousand;
+# scanning megabytes of pasted output with every rule would take minutes (the case reader
+# notes the cut, probes/case_file.py).
+MAX_TEXT_READ = 64 * 1024
 
 
 @lru_cache(maxsize=None)
@@ -101,6 +105,7 @@ def find_matches(rule: CompiledTextRule, facts: list[Fact]) -> list[TextMatch]:
             text = fact.fields.get(field_name)
             if not isinstance(text, str) or not text:
                 continue
+            text = text[:MAX_TEXT_READ]
             key = fact.source.key if fact.source is not None and fact.source.key else f"{fact.type}.{field_name}"
             count = 0
             for start, end in clauses(text, rule.lexicon):

@@ -24,6 +24,7 @@ from j6doctor.engine.schema_check import fast_check
 from j6doctor.engine.schema_errors import describe_type as _describe_type
 from j6doctor.engine.schema_errors import key_of, messages
 from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
+from j6doctor.engine.text_rules import MAX_TEXT_READ
 from j6doctor.engine.vocabulary import alias_key
 from j6doctor.facts import attr, enum_values, gate_answer_key, per_vocabulary, vocabulary
 from j6doctor.probes.input_error import InputError
@@ -920,6 +921,11 @@ def _tail_facts(case: Case) -> Iterator[_Entry]:
             Source("case", file=case.display, line=case.doc.line_of(where), key=key)
     for type_name, fields, key in _pasted_facts(data):
         yield type_name, fields, case.source(*key)
+    for key, text in (("symptom",), data.get("symptom")), (("deployment", "notes"), (data.get("deployment") or {}).get("notes")):
+        if isinstance(text, str) and len(text) > MAX_TEXT_READ:
+            yield "intake_note", {"key": ".".join(key), "text": f"{'.'.join(key)} 有 {len(text):,} 个字符：只从前 "
+                                  f"{MAX_TEXT_READ:,} 个字符中识别陈述（结果、对照、失败、配置），其余部分没有读"}, \
+                case.source(*key)
 
 
 _SECTIONS = (_header_facts, _result_facts, _comparison_facts, _setting_facts, _check_facts, _tail_facts)
