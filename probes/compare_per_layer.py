@@ -482,7 +482,7 @@ def read_compare_per_layer(path: Path, display: str | None = None) -> CompareTab
     if not len(table) and skips:
         first = skips.kept[0]
         raise InputError(display, f"no readable row: {first.reason}", first.line)
-    skips.kept.sort(key=lambda item: item.line or 0)
+    skips.in_file_order()
     return table
 
 

@@ -209,7 +209,7 @@ def parse_hb_verifier(text: str, display: str) -> VerifierReport:
             first = skips.kept[0]
             raise InputError(display, f"no readable row of an hb_verifier table: {first.reason}", first.line)
         raise InputError(display, f"no hb_verifier table found; expected {EXPECTED}")
-    skips.kept.sort(key=lambda item: item.line or 0)
+    skips.in_file_order()
     return VerifierReport(display, tuple(layers), tuple(outputs), models, tuple(elided), skips)
 
 

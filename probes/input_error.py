@@ -78,6 +78,10 @@ class Skips:
         for item in skipped:
             self.add(item.line, item.reason)
 
+    def in_file_order(self) -> None:
+        """Sorts what was kept by line; notes on the file as a whole (no line) last."""
+        self.kept.sort(key=lambda item: (item.line is None, item.line or 0))
+
     def __len__(self) -> int:
         return len(self.kept) + self.more
 
