@@ -471,6 +471,11 @@ def read_compare_per_layer(path: Path, display: str | None = None) -> CompareTab
         skips.add(line, f"a line of {length} bytes, over the {MAX_LINE_BYTES} bytes of any row a profiler "
                         "writes (a garbled field or a dumped line?); not read")
     raw = _checked_bytes(raw, display)
+    if long_lines and long_lines[0][0] < _first_content_line(raw):
+        line, length = long_lines[0]   # the table's first line (its header or border): nothing can be read
+        raise InputError(display, f"line {line} is {length} bytes long, over the {MAX_LINE_BYTES} bytes of any "
+                                  "line a profiler writes (garbled or joined lines?); expected "
+                                  "a compare_per_layer_out header", line)
     try:
         table = _read_csv(raw, display, skips) if path.suffix.lower() == ".csv" else _read_psql(raw, display, skips)
     except InputError as error:
@@ -502,6 +507,12 @@ def _checked_bytes(raw: bytes, display: str) -> bytes:
     if b"\r" in raw:
         raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     return raw
+
+
+def _first_content_line(raw: bytes) -> int:
+    """The 1-based line of the first line that is not blank (one past the end when none is)."""
+    stripped = raw.lstrip(_ASCII_SPACE)
+    return raw.count(b"\n", 0, len(raw) - len(stripped)) + 1
 
 
 def _blank(line: bytes) -> bool:
