@@ -83,26 +83,40 @@ def read_badcase_txt(path: Path, display: str | None = None) -> BadcaseReport:
         raise InputError(display, f"expected the heading {HEADING_INDEX!r}, found {text[first].strip()[:60]!r}"
                                   + (f"; {skips.kept[0].reason}" if skips and skips.kept[0].line != first + 1 else ""),
                          first + 1)
-    metrics = _section(skips, tables, "index", lambda t: _metric_names(t, display)) or []
-    value_metrics = _section(skips, tables, "values", lambda t: _metric_names(t, display))
-    if metrics and value_metrics is not None and value_metrics != metrics:
-        skips.add(tables["values"].header_line, "the metric columns of the two per-output tables differ; "
-                                                "the second table is not read")
-        del tables["values"]
+    metrics, value_metrics = _metric_columns(tables, display, skips)
     index_by_output = _section(skips, tables, "index", lambda t: _per_output(t, metrics, skips, _parse_index)) or {}
     value_by_output = _section(skips, tables, "values",
                                lambda t: _per_output(t, value_metrics or [], skips, _parse_value)) or {}
     if index_by_output and value_by_output and list(value_by_output) != list(index_by_output):
         skips.add(tables["values"].header_line, "the two per-output tables list different outputs")
     worst = _section(skips, tables, "worst", lambda t: _worst(t, display, skips)) or {}
+    _note_missing(metrics, worst, tables, heading_lines, skips)
+    skips.in_file_order()
+    return BadcaseReport(display, metrics, index_by_output, value_by_output, worst, heading_lines, skips)
+
+
+def _metric_columns(tables: dict[str, Table], display: str, skips: Skips) -> tuple[list[str], list[str] | None]:
+    """The metrics of the index table and of the values table; a values table whose metrics
+    differ is left out (noted)."""
+    metrics = _section(skips, tables, "index", lambda t: _metric_names(t, display)) or []
+    value_metrics = _section(skips, tables, "values", lambda t: _metric_names(t, display))
+    if metrics and value_metrics is not None and value_metrics != metrics:
+        skips.add(tables["values"].header_line, "the metric columns of the two per-output tables differ; "
+                                                "the second table is not read")
+        del tables["values"]
+        value_metrics = None
+    return metrics, value_metrics
+
+
+def _note_missing(metrics: list[str], worst: dict[str, int], tables: dict[str, Table], heading_lines: dict[str, int],
+                  skips: Skips) -> None:
+    """Notes a worst-output table without some metric, and every section that is absent."""
     missing = [m for m in metrics if not m.startswith(CUSTOM_METRIC) and _find_key(worst, m) is None]
     if "worst" in tables and missing:
         skips.add(tables["worst"].header_line, f"the worst-output table lacks {', '.join(missing)} (cut?)")
     for key, heading in SECTIONS:
         if key not in heading_lines:
             skips.add(None, f"no section {heading!r} (an excerpt, or cut?)")
-    skips.in_file_order()
-    return BadcaseReport(display, metrics, index_by_output, value_by_output, worst, heading_lines, skips)
 
 
 def _tables(text: list[str], display: str, skips: Skips) -> tuple[dict[str, Table], dict[str, int]]:

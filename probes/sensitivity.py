@@ -225,14 +225,7 @@ def _row_columns(table: ColumnTable, metric_col: int, skips: Skips) -> dict[str,
         firsts.append(_first(flops, ""))
     lines = table.lines
     if min(firsts) < len(values):   # rare: only then is each row looked at
-        keep = []
-        for k in range(len(values)):
-            problem = _row_problem(values[k], cells[metric_col][k], op_names[k], flops[k] if flops else "-",
-                                   table.headers[metric_col])
-            if problem:
-                skips.add(lines[k], problem)
-            else:
-                keep.append(k)
+        keep = _readable_rows(values, cells[metric_col], op_names, flops, table.headers[metric_col], lines, skips)
         cells = tuple([column[k] for k in keep] for column in cells)
         values, op_names, lines = [values[k] for k in keep], cells[by_name["op_name"]], [lines[k] for k in keep]
         flops = cells[by_name["flops"]] if flops is not None else None
@@ -242,6 +235,19 @@ def _row_columns(table: ColumnTable, metric_col: int, skips: Skips) -> dict[str,
             "op_type": cells[by_name["op_type"]], "value": values,
             "quant_dtype": [c or None for c in quant_dtype] if quant_dtype is not None else [None] * n,
             "flops": [c or None for c in flops] if flops is not None else [None] * n}
+
+
+def _readable_rows(values: list, metric_cells: list[str], op_names: list[str], flops: list[str] | None,
+                   metric: str, lines: Sequence[int], skips: Skips) -> list[int]:
+    """The indices of the rows that can be read; the others named in `skips`."""
+    keep = []
+    for k in range(len(values)):
+        problem = _row_problem(values[k], metric_cells[k], op_names[k], flops[k] if flops else "-", metric)
+        if problem:
+            skips.add(lines[k], problem)
+        else:
+            keep.append(k)
+    return keep
 
 
 def _row_problem(value: float | None, cell: str, op_name: str, flops: str, metric: str) -> str:

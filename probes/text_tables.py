@@ -155,26 +155,7 @@ def _cut_simple_columns(body: list[str], spans: list[tuple[int, int]]) -> tuple[
     """The cells of the (right-stripped) row lines by column, and the rows left out: those
     whose text crosses a column gap in every plausible width model and whose words do not
     give one cell per column either (cut_words)."""
-    # A line of one width model (ASCII, or no wide characters) is cut here for all rows at
-    # once; the others by _cut_simple.
-    if any(_PAD in line for line in body):
-        own = set(range(len(body)))
-    else:
-        own = {k for k, line in enumerate(body) if not line.isascii() and len(_width_models(line)) > 1}
-    bad = set(own)
-    for (_, gap_start), (gap_end, _) in zip(spans, spans[1:]):
-        gaps = [line[gap_start:gap_end] for line in body]
-        crossing = {g for g in set(gaps) if g.strip(" " + _PAD)}
-        if crossing:
-            bad.update(k for k, g in enumerate(gaps) if g in crossing)
-    cut: dict[int, tuple[str, ...]] = {}
-    dropped: set[int] = set()
-    for k in sorted(bad):
-        cells = _cut_simple(body[k], spans) or cut_words(body[k], len(spans))
-        if cells is None:
-            dropped.add(k)
-        else:
-            cut[k] = cells
+    cut, dropped = _cut_rows(body, sorted(_rows_cut_alone(body, spans)), spans)
     columns = [[line[a:b].strip() for line in body] for a, b in spans[:-1]]
     columns.append([line[spans[-1][0]:].strip() for line in body])
     for k, cells in cut.items():
@@ -183,6 +164,37 @@ def _cut_simple_columns(body: list[str], spans: list[tuple[int, int]]) -> tuple[
     if dropped:
         columns = [[cell for k, cell in enumerate(column) if k not in dropped] for column in columns]
     return tuple(columns), dropped
+
+
+def _rows_cut_alone(body: list[str], spans: list[tuple[int, int]]) -> set[int]:
+    """The rows that cannot be cut with all the others: a line of one width model (ASCII, or
+    no wide characters) whose text keeps to the column gaps is cut for all rows at once;
+    the others by _cut_rows."""
+    if any(_PAD in line for line in body):
+        bad = set(range(len(body)))
+    else:
+        bad = {k for k, line in enumerate(body) if not line.isascii() and len(_width_models(line)) > 1}
+    for (_, gap_start), (gap_end, _) in zip(spans, spans[1:]):
+        gaps = [line[gap_start:gap_end] for line in body]
+        crossing = {g for g in set(gaps) if g.strip(" " + _PAD)}
+        if crossing:
+            bad.update(k for k, g in enumerate(gaps) if g in crossing)
+    return bad
+
+
+def _cut_rows(body: list[str], rows: list[int], spans: list[tuple[int, int]]
+              ) -> tuple[dict[int, tuple[str, ...]], set[int]]:
+    """The cells of the given rows, each cut on its own (its width models, else its words),
+    and the rows that neither way can cut."""
+    cut: dict[int, tuple[str, ...]] = {}
+    dropped: set[int] = set()
+    for k in rows:
+        cells = _cut_simple(body[k], spans) or cut_words(body[k], len(spans))
+        if cells is None:
+            dropped.add(k)
+        else:
+            cut[k] = cells
+    return cut, dropped
 
 
 def _cut_simple(line: str, spans: list[tuple[int, int]]) -> tuple[str, ...] | None:

@@ -569,3 +569,53 @@ def test_txt_multiline_cell_is_merged(tmp_path):
     assert len(table.rows) == 4
     assert table.rows[2].advice == "use int16 or a fixed scale\nand more"
     assert table.rows[3].line == 8
+
+
+# --- a function call at the top level: no mod_name ------------------------------------------
+
+def _interpolate_table(tmp_path: Path) -> Path:
+    """A table whose sudden break is an interpolate called at the top level of the model (a
+    function call outside any module: its mod_name is empty, docs/file_formats.md §0.4)."""
+    rows = [vb_row(f"backbone.layer{k}.relu", 0.9999, 0.02) for k in range(4)]
+    rows.append(vb_row("", 0.62, 0.9, base_op="torch.nn.functional.interpolate",
+                       analy_op="torch.nn.functional.interpolate"))
+    rows.append(vb_row("head.relu", 0.61, 0.95))
+    return write_file(tmp_path, "compare_per_layer_out.csv", csv_text(rows))
+
+
+def test_a_row_without_mod_name_is_named_by_its_op_and_row(tmp_path, rulebase):
+    from j6doctor.diagnose import diagnose_data
+
+    path = _interpolate_table(tmp_path)
+    table = read_compare_per_layer(path)
+    assert table.rows[4].mod_name == "interpolate (row 4)" and table.names[4] == "interpolate (row 4)"
+    summary = summarize(table)
+    assert summary.breaks[0].row.mod_name == "interpolate (row 4)"
+    assert summary.function_call_rows == ["interpolate (row 4)"]
+    d = diagnose_data({"artifacts": [path.name]}, rulebase, base=path.parent)
+    (brk,) = [f for f in d.run.by_type("compare_break")]
+    assert brk["mod_name"] == "interpolate (row 4)" and brk["upstream"] == "backbone.layer3.relu"
+    (facts,) = [f for f in d.facts if f.type == "compare_summary"]
+    assert facts["worst_mod_name"] == "head.relu"
+    # the report's lines name the layer (they read "舍入： 的 baseline" with an empty name)
+    report = json.dumps(d.verdict_json, ensure_ascii=False)
+    assert "舍入：interpolate (row 4) 的 baseline 与 analysis 范围一致但误差大" in report
+    assert "误差起点是 interpolate (row 4)" in report
+
+
+def test_many_odd_rows_give_a_few_warnings_and_a_count(tmp_path, rulebase):
+    from j6doctor.diagnose import diagnose_data
+    from j6doctor.probes.probe_output import MAX_SKIP_NOTES
+
+    lines = csv_text([vb_row(f"m{k}.relu", 0.9999, 0.02) for k in range(40)]).splitlines()
+    for k in range(5, 5 + MAX_SKIP_NOTES + 5):   # fifteen rows cut short
+        lines[k] = lines[k][:40]
+    write_file(tmp_path, "compare_per_layer_out.csv", "\n".join(lines) + "\n")
+    d = diagnose_data({"artifacts": ["compare_per_layer_out.csv"]}, rulebase, base=tmp_path)
+    notes = [w for w in d.verdict_json["warnings"] if "compare_per_layer_out.csv" in w]
+    per_line = [w for w in notes if "已跳过这部分" in w]
+    assert [w.split("：", 1)[0] for w in per_line] == [f"compare_per_layer_out.csv:{k + 1}"
+                                                       for k in range(5, 5 + MAX_SKIP_NOTES)]
+    assert any("另有 5 处无法读取的内容已跳过" in w for w in notes)
+    (summary,) = [f for f in d.facts if f.type == "compare_summary"]
+    assert summary["rows"] == 40 - MAX_SKIP_NOTES - 5
