@@ -715,7 +715,7 @@ def _unusable_paths(data: dict[str, Any], folder: Path | None = None) -> list[tu
             problems.append((where, "a file path cannot contain a NUL character"))
         elif any(len(part.encode("utf-8", "surrogatepass")) > _MAX_NAME_BYTES for part in re.split(r"[\\/]", text)):
             problems.append((where, f"a file or folder name in this path is longer than {_MAX_NAME_BYTES} bytes"))
-        elif len(os.fsencode(os.path.join(folder or "", text))) > _MAX_PATH_BYTES:
+        elif len(os.path.join(folder or "", text).encode("utf-8", "surrogatepass")) > _MAX_PATH_BYTES:
             shown = text if len(text) <= 80 else f"{text[:50]}…{text[-20:]}"
             problems.append((where, f"the path {shown!r} ({len(text)} characters) is longer than "
                                     f"{_MAX_PATH_BYTES} bytes, the most a file path can have"))

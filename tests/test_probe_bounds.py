@@ -75,3 +75,9 @@ def test_a_long_path_within_the_bound_is_only_missing(tmp_path):
     path = "qa/" * 1000 + "train.py"   # 3008 characters, names of 2 bytes: no file, but a possible path
     case = read_case(write_case(tmp_path, f"symptom: drop\nscripts: [{path}]\n"))
     assert case.data["scripts"] == [path]
+
+
+def test_a_long_path_with_a_lone_surrogate_is_named_not_a_crash(tmp_path):
+    case = write_case(tmp_path, '{"symptom": "drop", "artifacts": ["' + "ab/" * 1400 + '\\ud800.txt"]}', "case.json")
+    with pytest.raises(InputError, match=r"artifacts\.0: the path 'ab/ab/"):
+        read_case(case)
