@@ -31,6 +31,12 @@ from j6doctor.probes.text_file import observing_reads
 
 # Scanning stops here: an artifact folder is small; a home directory is not.
 MAX_FILES = 20_000
+# User scripts read per diagnosis: a work folder holds a few training / export scripts, a
+# source checkout a few hundred. Each is parsed into a syntax tree and becomes facts, so a
+# folder of 16,000 scripts took 1 GB and 30 s; those past this count (in path order) are
+# listed as not read, in one note.
+MAX_SCRIPTS = 200
+MAX_SKIPPED_LISTED = 10   # names of scripts not read shown in that note
 MAX_DEPTH = 8
 HEAD_BYTES = 4096  # read from each file to identify it by content
 # Files larger than this are hashed over their first HASH_BYTES only (a sparse 20 GB
@@ -286,62 +292,110 @@ def find_artifacts(paths: list[Path], base: Path, display_of: dict[Path, str] | 
     Returns the files found (in a stable order), the problems met as (path, message) — a
     missing path, an unreadable file, a scan bound that was hit; never fatal — and one
     summary per given path. Things worth a look that are not problems (a symlink followed,
-    a link loop not entered) are appended to `notes`. With hash_now off, each file is hashed
-    when its sha256 is first asked for (see hashing_reads), not here."""
-    found: dict[Path, FoundFile] = {}
-    problems: list[tuple[str, str]] = []
-    summaries: list[ScanSummary] = []
-    notes = [] if notes is None else notes
-    seen = 0
+    a link loop not entered, user scripts past MAX_SCRIPTS not read) are appended to
+    `notes`. With hash_now off, each file is hashed when its sha256 is first asked for
+    (see hashing_reads), not here."""
+    scan = _Scan(base, display_of or {}, on_file, [] if notes is None else notes, hash_now)
     for given in paths:
-        shown = (display_of or {}).get(given) or _relative(given, base)
+        scan.path(given)
+    if scan.scripts.skipped:
+        scan.notes.append(scan.scripts.note(", ".join(s.display for s in scan.summaries)))
+    return sorted(scan.found.values(), key=lambda f: (f.display, f.kind)), scan.problems, scan.summaries
+
+
+class _Scan:
+    """One find_artifacts call: what it found, met and noted so far."""
+
+    def __init__(self, base: Path, display_of: dict[Path, str], on_file, notes: list[tuple[str, str]],
+                 hash_now: bool):
+        self.base, self.display_of, self.on_file, self.notes, self.hash_now = base, display_of, on_file, notes, hash_now
+        self.found: dict[Path, FoundFile] = {}
+        self.problems: list[tuple[str, str]] = []
+        self.summaries: list[ScanSummary] = []
+        self.scripts = _ScriptCount()
+        self.seen = 0
+
+    def path(self, given: Path) -> None:
+        """A given file or folder."""
+        shown = self.display_of.get(given) or _relative(given, self.base)
         try:
             exists = given.exists()
         except OSError as exc:  # a name too long, a folder on the way that cannot be searched
-            problems.append((shown, f"cannot read: {exc.strerror}"))
-            continue
+            self.problems.append((shown, f"cannot read: {exc.strerror}"))
+            return
         if not exists:
             # a listed link: say which of loop / missing target it is
             target = _follow_link(given) if given.is_symlink() else "no such file or folder"
-            problems.append((shown, target if isinstance(target, str) else "cannot read"))
-            continue
+            self.problems.append((shown, target if isinstance(target, str) else "cannot read"))
+            return
         summary = ScanSummary(shown)
-        summaries.append(summary)
-        candidates = [given] if not given.is_dir() else _walk(given, summary, notes, base)
+        self.summaries.append(summary)
+        candidates = [given] if not given.is_dir() else _walk(given, summary, self.notes, self.base)
         for path in candidates:
-            if seen >= MAX_FILES:
+            if self.seen >= MAX_FILES:
                 summary.bound = f"more than {MAX_FILES} files; the rest were not scanned"
                 break
-            seen += 1
-            display = (display_of or {}).get(path) or _relative(path, base)
-            target = _regular(path, display, problems, notes)
-            if target is None:
-                continue
-            summary.files += 1
-            try:
-                kind, by = identify(path.name, _head(target))
-            except OSError as exc:
-                problems.append((display, f"cannot read: {exc.strerror}"))
-                continue
-            if kind is None:
-                if len(summary.unrecognised) < MAX_LISTED:
-                    summary.unrecognised.append(display)
-                continue
-            summary.recognised += 1
-            resolved = target.resolve()
-            if resolved in found:
-                continue
-            if on_file is not None:
-                on_file(display)
-            try:
-                size = target.stat().st_size
-                found[resolved] = FoundFile(kind, target, display, size, sha256_of(target) if hash_now else None,
-                                            by, -1 if size <= HASH_BYTES else HASH_BYTES)
-            except OSError as exc:
-                problems.append((display, f"cannot read: {exc.strerror}"))
+            self.seen += 1
+            self._file(path, summary)
         if summary.bound:
-            problems.append((shown, summary.bound))
-    return sorted(found.values(), key=lambda f: (f.display, f.kind)), problems, summaries
+            self.problems.append((shown, summary.bound))
+
+    def _file(self, path: Path, summary: ScanSummary) -> None:
+        """One file of a scan: identified, and kept when it is an artifact."""
+        display = self.display_of.get(path) or _relative(path, self.base)
+        target = _regular(path, display, self.problems, self.notes)
+        if target is None:
+            return
+        summary.files += 1
+        try:
+            kind, by = identify(path.name, _head(target))
+        except OSError as exc:
+            self.problems.append((display, f"cannot read: {exc.strerror}"))
+            return
+        if kind is None:
+            if len(summary.unrecognised) < MAX_LISTED:
+                summary.unrecognised.append(display)
+            return
+        summary.recognised += 1
+        if kind == "script" and not self.scripts.take(display):
+            return
+        resolved = target.resolve()
+        if resolved in self.found:
+            return
+        if self.on_file is not None:
+            self.on_file(display)
+        try:
+            size = target.stat().st_size
+            self.found[resolved] = FoundFile(kind, target, display, size, sha256_of(target) if self.hash_now else None,
+                                             by, -1 if size <= HASH_BYTES else HASH_BYTES)
+        except OSError as exc:
+            self.problems.append((display, f"cannot read: {exc.strerror}"))
+
+
+class _ScriptCount:
+    """The user scripts of a scan: the first MAX_SCRIPTS are read, the others counted and
+    the first of them named."""
+
+    def __init__(self) -> None:
+        self.taken = 0
+        self.skipped = 0
+        self.names: list[str] = []
+
+    def take(self, display: str) -> bool:
+        """Whether this script is read."""
+        if self.taken < MAX_SCRIPTS:
+            self.taken += 1
+            return True
+        self.skipped += 1
+        if len(self.names) < MAX_SKIPPED_LISTED:
+            self.names.append(display)
+        return False
+
+    def note(self, where: str) -> tuple[str, str]:
+        more = self.skipped - len(self.names)
+        listed = "、".join(self.names) + (f" 等（另有 {more} 个）" if more else "")
+        return (where, f"中的用户脚本（.py）超过 {MAX_SCRIPTS} 个：检查了按扫描顺序的前 {MAX_SCRIPTS} 个，"
+                       f"另外 {self.skipped} 个没有读取：{listed}")
 
 
 def require_folder(path: Path) -> Path:

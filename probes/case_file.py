@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -596,7 +597,7 @@ def validate_case(doc: LocatedDocument, display: str, path: Path | None) -> Case
         if where not in bad:  # YAML's .nan / .inf, JSON's 1e999 (NaN and Infinity are refused above)
             errors.append((case.written(where), f"{'.'.join(str(p) for p in case.written(where))}: {number} is not a "
                                                 "finite number; expected a number"))
-    for where, problem in _unusable_paths(data):
+    for where, problem in _unusable_paths(data, case.folder):
         errors.append((where, f"{'.'.join(str(p) for p in where)}: {problem}"))
     errors += _check_meaning(data, case)
     if errors:
@@ -686,8 +687,10 @@ def _non_finite(value: Any, where: tuple) -> list[tuple[tuple, float]]:
 
 
 # A name longer than this cannot be a file on any file system the tool runs on (NAME_MAX);
-# stat() on it fails with ENAMETOOLONG instead of "no such file".
+# stat() on it fails with ENAMETOOLONG instead of "no such file". Nor can a whole path be
+# longer than PATH_MAX (4096 bytes with its terminating NUL), however short its names.
 _MAX_NAME_BYTES = 255
+_MAX_PATH_BYTES = 4095
 
 
 def case_paths(data: dict[str, Any]) -> list[tuple[tuple, Any]]:
@@ -701,8 +704,9 @@ def case_paths(data: dict[str, Any]) -> list[tuple[tuple, Any]]:
     return paths
 
 
-def _unusable_paths(data: dict[str, Any]) -> list[tuple[tuple, str]]:
-    """Paths the tool opens that no file can have (NUL byte, over-long name)."""
+def _unusable_paths(data: dict[str, Any], folder: Path | None = None) -> list[tuple[tuple, str]]:
+    """Paths the tool opens that no file can have (NUL byte, over-long name or path; `folder`:
+    where relative paths are opened from)."""
     paths = case_paths(data)
     problems = []
     for where, text in paths:
@@ -712,6 +716,10 @@ def _unusable_paths(data: dict[str, Any]) -> list[tuple[tuple, str]]:
             problems.append((where, "a file path cannot contain a NUL character"))
         elif any(len(part.encode("utf-8", "surrogatepass")) > _MAX_NAME_BYTES for part in re.split(r"[\\/]", text)):
             problems.append((where, f"a file or folder name in this path is longer than {_MAX_NAME_BYTES} bytes"))
+        elif len(os.path.join(folder or "", text).encode("utf-8", "surrogatepass")) > _MAX_PATH_BYTES:
+            shown = text if len(text) <= 80 else f"{text[:50]}…{text[-20:]}"
+            problems.append((where, f"the path {shown!r} ({len(text)} characters) is longer than "
+                                    f"{_MAX_PATH_BYTES} bytes, the most a file path can have"))
     return problems
 
 

@@ -11,8 +11,13 @@ Columnar: a table is held as one array per column, its numbers parsed by pandas'
 arrays; a CompareRow object is made only for a row that is asked for (a break, the worst
 row, a row a sensitivity op joins to), or for all of them by `CompareTable.rows`. The fast
 reading checks what it relies on (every row's field count, the psql row layout, plain
-numbers) and leaves anything else to the exact reading, the row-by-row one, which also
-words the error for a bad file.
+numbers) and leaves anything else to the exact reading, the row-by-row one.
+
+Tolerant, since real tables are pasted, excerpted and hand-edited: a csv row with the wrong
+number of fields, a txt row that does not line up, a missing closing border, a number cell
+that is no number and a line longer than MAX_LINE_BYTES are skipped (the cell read as blank)
+and named in `CompareTable.skipped`; the rest is read. A file with no readable header, or
+with a header and no readable row, is refused (InputError).
 """
 
 from __future__ import annotations
@@ -22,13 +27,13 @@ import io
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
 from j6doctor.facts import threshold
-from j6doctor.probes.input_error import InputError
-from j6doctor.probes.text_file import decode_text, read_bytes, split_lines
+from j6doctor.probes.input_error import InputError, Skips, quoted
+from j6doctor.probes.text_file import decode_text, read_bytes_without_long_lines, split_lines
 from j6doctor.probes.text_tables import check_table_width, cut_psql_row, is_psql_start, parse_psql, skip_blank
 
 
@@ -108,6 +113,11 @@ _WHAT = "a UTF-8 text table (compare_per_layer_out.csv/.txt)"
 # Real tables have a row per layer output (tens of thousands at most, a few MB); the limit
 # leaves room for a million rows in either layout (csv about 180 MB, psql txt about 310 MB).
 MAX_TEXT_BYTES = 320 * 1024 * 1024
+# A real row is a few kilobytes at most (a module path, two op-name strings, numbers; a txt
+# line pads each cell to its column's widest). A longer line (a 17 MB field, a 200 MB dumped
+# line) is no row a profiler writes: it is left out while the file is read in blocks, and
+# named, before parsing it could take gigabytes. A field cannot be longer than its line.
+MAX_LINE_BYTES = 64 * 1024
 _HBIR_SUFFIX = re.compile(r"\[[^\[\]]+\]$")
 _IDENTITY = "torch.nn.modules.linear.Identity"  # analysis op of a fused-away bn / relu
 
@@ -286,8 +296,9 @@ class CompareTable:
 
     def __init__(self, display: str, layout: str, columns: list[str], ragged_rows: int = 0,
                  size: int = 0, text: dict | None = None, numbers: dict | None = None,
-                 lines: Sequence[int] = (), csv_shapes: bool = False):
+                 lines: Sequence[int] = (), csv_shapes: bool = False, skipped: Skips | None = None):
         self.display = display
+        self.skipped = skipped if skipped is not None else Skips()  # what the reader went past
         self.layout = layout               # "vB" | "wide23" | "v3.3"
         self.columns = columns             # header names as in the file (no blank index column)
         self.ragged_rows = ragged_rows     # csv rows whose field count differs from the header
@@ -316,8 +327,14 @@ class CompareTable:
 
     @cached_property
     def names(self) -> list[str]:
-        """mod_name of every row."""
-        return self._text["mod_name"].stripped() if self._size else []
+        """The name of every row (row_name: its mod_name, or its op and row number)."""
+        if not self._size:
+            return []
+        names = self._text["mod_name"].stripped()
+        if "" in names:
+            ops = self._text["base_op_type"]
+            names = [name or row_name("", str(ops[i]), i) for i, name in enumerate(names)]
+        return names
 
     def find_name(self, name: str) -> int | None:
         """The first row whose mod_name is `name`."""
@@ -361,7 +378,8 @@ class CompareTable:
     def row(self, i: int) -> CompareRow:
         if not 0 <= i < self._size:
             raise IndexError(i)
-        return CompareRow(i, self.line(i), *(self._cell(f, i) for f in _ROW_FIELDS))
+        row = CompareRow(i, self.line(i), *(self._cell(f, i) for f in _ROW_FIELDS))
+        return row if row.mod_name else replace(row, mod_name=row_name("", row.base_op_type, i))
 
     @cached_property
     def rows(self) -> list[CompareRow]:
@@ -375,6 +393,8 @@ class CompareTable:
                 column = values.tolist()
                 for i in np.flatnonzero(missing).tolist():
                     column[i] = None
+            elif field == "mod_name":
+                column = self.names
             elif field in _TEXT_FIELDS:
                 column = [_text_cell(v) for v in self._text[field]]
             elif self._text.get(field) is None:
@@ -445,10 +465,30 @@ def read_compare_per_layer(path: Path, display: str | None = None) -> CompareTab
     """Read compare_per_layer_out.csv (by suffix) or the psql .txt (anything else)."""
     path = Path(path)
     display = display or path.name
-    raw = _checked_bytes(read_bytes(path, display, _WHAT, MAX_TEXT_BYTES), display)
-    if path.suffix.lower() == ".csv":
-        return _read_csv(raw, display)
-    return _read_psql(raw, display)
+    raw, long_lines = read_bytes_without_long_lines(path, display, _WHAT, MAX_TEXT_BYTES, MAX_LINE_BYTES)
+    skips = Skips()
+    for line, length in long_lines:
+        skips.add(line, f"a line of {length} bytes, over the {MAX_LINE_BYTES} bytes of any row a profiler "
+                        "writes (a garbled field or a dumped line?); not read")
+    raw = _checked_bytes(raw, display)
+    if long_lines and long_lines[0][0] < _first_content_line(raw):
+        line, length = long_lines[0]   # the table's first line (its header or border): nothing can be read
+        raise InputError(display, f"line {line} is {length} bytes long, over the {MAX_LINE_BYTES} bytes of any "
+                                  "line a profiler writes (garbled or joined lines?); expected "
+                                  "a compare_per_layer_out header", line)
+    try:
+        table = _read_csv(raw, display, skips) if path.suffix.lower() == ".csv" else _read_psql(raw, display, skips)
+    except InputError as error:
+        if not long_lines:
+            raise
+        line, length = long_lines[0]
+        raise InputError(display, f"{error.message} (line {line}, {length} bytes long, was not read)",
+                         error.line) from None
+    if not len(table) and skips:
+        first = skips.kept[0]
+        raise InputError(display, f"no readable row: {first.reason}", first.line)
+    skips.in_file_order()
+    return table
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -467,6 +507,12 @@ def _checked_bytes(raw: bytes, display: str) -> bytes:
     if b"\r" in raw:
         raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     return raw
+
+
+def _first_content_line(raw: bytes) -> int:
+    """The 1-based line of the first line that is not blank (one past the end when none is)."""
+    stripped = raw.lstrip(_ASCII_SPACE)
+    return raw.count(b"\n", 0, len(raw) - len(stripped)) + 1
 
 
 def _blank(line: bytes) -> bool:
@@ -593,11 +639,13 @@ def _spoken_nan_rows(raw: bytes, start: int, body, hits: list[int], numbers: dic
 
 # --- csv -------------------------------------------------------------------------------
 
-def _read_csv(raw: bytes, display: str) -> CompareTable:
+def _read_csv(raw: bytes, display: str, skips: Skips, numbering: Sequence[int] | None = None) -> CompareTable:
+    """The csv table; `numbering`: the file line of each data row when `raw` is the file
+    without the rows left out (else the rows are the file's lines from line 2 on)."""
     end = _content_end(raw)
     if not end:
         # The writer creates an empty file when no rows matched (docs/file_formats.md §3).
-        return CompareTable(display, "vB", [])
+        return CompareTable(display, "vB", [], skipped=skips)
     nl = raw.find(b"\n", 0, end)
     header_end = end if nl < 0 else nl
     header = raw[:header_end].decode("utf-8")
@@ -611,11 +659,11 @@ def _read_csv(raw: bytes, display: str) -> CompareTable:
     layout = _layout(columns)
     start = header_end + 1
     if start >= end:
-        return CompareTable(display, layout, columns)
+        return CompareTable(display, layout, columns, skipped=skips)
     body = np.frombuffer(raw, dtype=np.uint8, count=end - start, offset=start)
     newlines, commas, hits = _scan_csv(body)
     rows = newlines + 1
-    lines = range(2, rows + 2)
+    lines = numbering if numbering is not None else range(2, rows + 2)
     first = raw.find(b"\n", start, end)
     first_fields = raw.count(b",", start, end if first < 0 else first) + 1
     # Every row has the header's width when the commas add up and no row has more fields
@@ -624,17 +672,25 @@ def _read_csv(raw: bytes, display: str) -> CompareTable:
     every_column = set(range(width)) <= set(positions.values())
     counts = None
     if not (every_column and first_fields == width and commas == (width - 1) * rows):
-        counts = _field_counts(raw, start, end, body, columns, allowed, display)
-    try:
-        # (pandas refuses more names than fields when it reads only some columns)
-        text, numbers = _csv_fast(raw, start, body, hits, rows, width if counts is None else int(counts.max()),
-                                  positions)
-    except _NotVouched:
-        if counts is None:
-            counts = _field_counts(raw, start, end, body, columns, allowed, display)
-        text, numbers = _csv_exact(raw, start, end, rows, max(allowed), positions, columns, lines, display)
+        counts = _field_counts(body)
+    for attempt in ("fast", "exact"):
+        if counts is not None and not np.isin(counts, sorted(allowed)).all():
+            kept, numbering = _without_unreadable_rows(raw, start, end, counts, allowed, columns, lines, skips)
+            return _read_csv(kept, display, skips, numbering)
+        try:
+            if attempt == "fast":
+                # (pandas refuses more names than fields when it reads only some columns)
+                text, numbers = _csv_fast(raw, start, body, hits, rows,
+                                          width if counts is None else int(counts.max()), positions)
+            else:
+                text, numbers = _csv_exact(raw, start, end, rows, max(allowed), positions, columns, lines,
+                                           display, skips)
+            break
+        except _NotVouched:
+            counts = _field_counts(body) if counts is None else counts
     ragged = 0 if counts is None else int(np.count_nonzero(counts != width))
-    return CompareTable(display, layout, columns, ragged, rows, text, numbers, lines, csv_shapes=True)
+    return CompareTable(display, layout, columns, ragged, rows, text, numbers, lines, csv_shapes=True,
+                        skipped=skips)
 
 
 def _allowed_field_counts(columns: list[str]) -> set[int]:
@@ -650,41 +706,39 @@ def _allowed_field_counts(columns: list[str]) -> set[int]:
     return allowed
 
 
-def _field_count_message(columns: list[str], allowed: set[int], count: int, line: str) -> str:
+def _field_count_message(columns: list[str], allowed: set[int], count: int) -> str:
     width = len(columns)
     expected = f"{width} comma-separated fields as in the header"
     extra = sorted(c for c in allowed if c != width)
     if extra:
         expected += f" (or {extra[0]} with/without the trailing {', '.join(_SAME_IN)})"
-    what = "blank line" if not line.strip() else f"{count} fields"
-    return f"expected {expected}, got {what} (truncated or ragged row)"
+    return f"expected {expected}, got {count} fields (a cut, joined or hand-edited row?)"
 
 
-def _field_counts(raw: bytes, start: int, end: int, body, columns: list[str], allowed: set[int],
-                  display: str):
-    """Comma-separated fields of every data line; InputError for the first line whose count
-    is not allowed."""
-    newlines, before = [], []   # per '\n': its offset, the commas before it
+def _field_counts(body):
+    """The comma-separated fields of every data line (body: the data lines as uint8)."""
+    before = []   # per '\n': the commas before it
     seen = 0
-    for offset, chunk in _chunks(body):
-        part = chunk[:1 << 18]
-        at = np.flatnonzero(part == 10)
+    for _, chunk in _chunks(body):
+        part = chunk[:_CHUNK]
         commas = np.flatnonzero(part == 44)
-        newlines.append(at + offset)
-        before.append(np.searchsorted(commas, at) + seen)
+        before.append(np.searchsorted(commas, np.flatnonzero(part == 10)) + seen)
         seen += len(commas)
     ends = np.concatenate(before + [np.array([seen])])   # commas before each line's end
-    counts = np.diff(ends, prepend=0) + 1
-    bad = np.flatnonzero(~np.isin(counts, sorted(allowed)))
-    if len(bad):
-        i = int(bad[0])
-        breaks = np.concatenate(newlines)
-        first = int(breaks[i - 1]) + 1 if i else 0
-        last = int(breaks[i]) if i < len(breaks) else len(body)
-        line = raw[start + first:start + last].decode("utf-8")
-        raise InputError(display, _field_count_message(columns, allowed, int(counts[i]), line),
-                         line=i + 2)
-    return counts
+    return np.diff(ends, prepend=0) + 1
+
+
+def _without_unreadable_rows(raw: bytes, start: int, end: int, counts, allowed: set[int], columns: list[str],
+                             lines: Sequence[int], skips: Skips) -> tuple[bytes, list[int]]:
+    """The text without the data lines whose field count is not allowed (each named in
+    `skips`, a blank line left out silently), and the file line of each row kept."""
+    data = raw[start:end].split(b"\n")
+    good = np.isin(counts, sorted(allowed))
+    for k in np.flatnonzero(~good).tolist():
+        if not _blank(data[k]):
+            skips.add(int(lines[k]), _field_count_message(columns, allowed, int(counts[k])))
+    kept = np.flatnonzero(good).tolist()
+    return raw[:start] + b"\n".join(data[k] for k in kept), [int(lines[k]) for k in kept]
 
 
 def _with_trailing_same_in(positions: dict[str, int], width: int) -> dict[str, int]:
@@ -748,7 +802,7 @@ def _unmiss(cells: list[str], k: int, positions: dict[str, int], numbers: dict, 
 
 
 def _csv_exact(raw: bytes, start: int, end: int, rows: int, ncols: int, positions: dict[str, int],
-               columns: list[str], lines: Sequence[int], display: str):
+               columns: list[str], lines: Sequence[int], display: str, skips: Skips):
     """Every cell as text, each number column then read the way Python reads a number."""
     try:
         frame = pd.read_csv(
@@ -761,13 +815,13 @@ def _csv_exact(raw: bytes, start: int, end: int, rows: int, ncols: int, position
         raise InputError(display, f"expected {rows} data rows, the csv parser found "
                                   f"{len(frame)}")
     return _exact_columns({k: frame[k].to_numpy(dtype=object) for k in frame.columns},
-                          positions, ncols, columns, lines, display)
+                          positions, ncols, columns, lines, skips)
 
 
 def _exact_columns(cells: dict, positions: dict[str, int], ncols: int, columns: list[str],
-                   lines: Sequence[int], display: str):
-    """(text, numbers) from every cell as text; the first cell that is no number, in the
-    order of _NUMBER_FIELDS and then of the rows, raises."""
+                   lines: Sequence[int], skips: Skips):
+    """(text, numbers) from every cell as text; a cell that is no number is read as blank
+    and named in `skips`."""
     text, numbers = {}, {}
     for field in _TEXT_FIELDS + _OPTIONAL_TEXT_FIELDS:
         if field in positions and positions[field] < ncols:
@@ -776,7 +830,7 @@ def _exact_columns(cells: dict, positions: dict[str, int], ncols: int, columns: 
         if field in positions and positions[field] < ncols:
             pos = positions[field]
             name = columns[pos] if pos < len(columns) else field
-            numbers[field] = _number_column(cells[pos], name, lines, display)
+            numbers[field] = _number_column(cells[pos], name, lines, skips)
     return text, numbers
 
 
@@ -798,7 +852,7 @@ def _head_lines(raw: bytes, end: int) -> tuple[list[str], int]:
     return head, min(pos, end)
 
 
-def _read_psql(raw: bytes, display: str) -> CompareTable:
+def _read_psql(raw: bytes, display: str, skips: Skips) -> CompareTable:
     end = _content_end(raw)
     head, body = _head_lines(raw, end)
     first = skip_blank(head, 0)
@@ -823,15 +877,16 @@ def _read_psql(raw: bytes, display: str) -> CompareTable:
         lines: Sequence[int] = range(first + 4, first + 4 + rows)
     except _NotVouched:
         table = parse_psql(split_lines(raw[:end].decode("utf-8"), drop_trailing_blank=True), first, 1, display,
-                           numbered=has_index, multiline=has_index, alone=True, loose=True)
+                           numbered=has_index, multiline=has_index, alone=True)
+        skips.extend(table.skipped)
         data = [row.cells for row in table.rows]
         lines = [row.line for row in table.rows]
         rows = len(data)
         skip = 1 if has_index else 0
         cells = {pos: np.array([r[skip + pos] for r in data], dtype=object)
                  for pos in range(len(columns))}
-        text, numbers = _exact_columns(cells, positions, len(columns), columns, lines, display)
-    return CompareTable(display, layout, columns, 0, rows, text, numbers, lines)
+        text, numbers = _exact_columns(cells, positions, len(columns), columns, lines, skips)
+    return CompareTable(display, layout, columns, 0, rows, text, numbers, lines, skipped=skips)
 
 
 def _border_line(raw: bytes, border: bytes, start: int, end: int) -> tuple[int, int]:
@@ -962,15 +1017,15 @@ def _expect_header_rule(lines: list[str], at: int, border: str, display: str) ->
 
 # --- cells -> numbers ------------------------------------------------------------------
 
-def _number_column(cells, name: str, line_numbers: Sequence[int], display: str):
+def _number_column(cells, name: str, line_numbers: Sequence[int], skips: Skips):
     """(values, missing) of text cells: blank / None cells are missing, the others read by
-    Python's float(); InputError for the first cell that is no number."""
+    Python's float(); a cell that is no number is missing too, and named in `skips`."""
     cells = np.asarray(cells, dtype=object)
     missing = np.isin(cells, _MISSING) if len(cells) else np.zeros(0, dtype=bool)
     numbers = _exact_floats(np.where(missing, "nan", cells).astype(object))
     # Only the cells the vectorised parse could not read are looked at one by one.
     for i in (np.isnan(numbers) & ~missing).nonzero()[0].tolist():
-        value = _number_cell(str(cells[i]), name, line_numbers[i], display)
+        value = _number_cell(str(cells[i]), name, line_numbers[i], skips)
         if value is None:
             missing[i] = True
         else:
@@ -994,15 +1049,16 @@ def _exact_floats(cells):
         return out
 
 
-def _number_cell(text: str, name: str, line: int, display: str) -> float | None:
+def _number_cell(text: str, name: str, line: int, skips: Skips) -> float | None:
     text = text.strip()
     if text in _MISSING:
         return None
     try:
         return float(text)
     except ValueError:
-        raise InputError(display, f"column {name!r}: expected a number (or nan/inf, or a blank/"
-                                  f"None cell), got {text!r}", line=line) from None
+        skips.add(int(line), f"column {name!r}: expected a number (or nan/inf, or a blank/None cell), got "
+                             f"{quoted(text)}; the cell is read as blank")
+        return None
 
 
 # --- summary ---------------------------------------------------------------------------
@@ -1095,10 +1151,9 @@ def _fused_group(table: CompareTable, row: CompareRow) -> tuple[str, ...]:
     """The cleared-metric rows directly before `row` (its fused prefix), plus `row`."""
     names = [row.mod_name]
     has_metrics = table.has_metrics
-    cells = table.raw_text("mod_name")
     k = row.index - 1
     while k >= 0 and len(names) < FUSED_GROUP_MAX and not has_metrics[k]:
-        names.insert(0, _text_cell(cells[k]))
+        names.insert(0, table.names[k])
         k -= 1
     return tuple(names)
 
@@ -1121,8 +1176,8 @@ def _function_call_rows(table: CompareTable) -> list[str]:
     if not calls:
         return []
     found = table.raw_text("base_op_type").isin(calls)
-    cells = table.raw_text("mod_name")
-    return [_text_cell(cells[i]) for i in np.flatnonzero(found).tolist()]
+    names = table.names
+    return [names[i] for i in np.flatnonzero(found).tolist()]
 
 
 def _finite(value: float | None) -> bool:
@@ -1241,6 +1296,7 @@ def add_facts(found, out) -> None:
     out.compare_tables[folder_of(found)] = table
     summary = summarize(table)
     out.keep("compare", found, (table, summary))
+    out.skipped(found, table.skipped)
     _non_finite_cells(found, out, table)
     out.add("compare_summary", {
         "path": found.display, "rows": summary.rows, "metric_rows": summary.metric_rows,
@@ -1269,6 +1325,13 @@ def add_facts(found, out) -> None:
             "upstream": up.mod_name if up else "", "upstream_cosine": up.cosine if up else None,
             "upstream_atol": up.atol if up else None,
         }, found, line=row.line, key=f"row {row.index}")
+
+
+def row_name(mod_name: str, base_op_type: str, index: int) -> str:
+    """A compare row's name: its mod_name, or, for a function call at the top level of the
+    model (an empty mod_name, docs/file_formats.md §0.4), its op and row number, e.g.
+    `interpolate (row 12)`, so that rules and reports have a name to show."""
+    return mod_name or f"{op_name(base_op_type) or 'op'} (row {index})"
 
 
 def op_name(op_type: str) -> str:

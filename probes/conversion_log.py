@@ -21,8 +21,13 @@ sequence of objects with `name`, `type` and `cosine`; quant_info.py reuses them.
 
 The module knows this one format; what the numbers mean for a diagnosis is the rules' job.
 A pasted terminal copy, whose lines start with `<date> <time>,<ms> INFO ` instead, is read
-the same way (its WARNING level marks warnings). Every failure is an InputError naming the
-file, the line and what was expected.
+the same way (its WARNING level marks warnings).
+
+Logs are pasted, excerpted and hand-edited: a table without its header or rows, a row that
+does not line up (cut at its runs of spaces when that gives one cell per column, else
+skipped), a cell that is no number and a model_deps_info that is no dict literal are
+skipped and named in `ConversionLog.skipped` (line and why); the rest is read. A log
+without either table, when tables are required, raises InputError naming the file.
 """
 
 from __future__ import annotations
@@ -37,9 +42,9 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from j6doctor.facts import threshold
-from j6doctor.probes.input_error import InputError
+from j6doctor.probes.input_error import InputError, Skips
 from j6doctor.probes.text_file import load_text, split_lines
-from j6doctor.probes.text_tables import parse_number
+from j6doctor.probes.text_tables import cut_words, parse_number
 
 __all__ = [
     "COSINE_HEALTHY", "FOLLOWING_NODES", "MAX_BREAKS",
@@ -197,6 +202,7 @@ class ConversionLog:
     outputs: list[LogOutput]
     output_table_line: int | None
     prefixed_lines: int                      # lines carrying the log prefix
+    skipped: Skips = field(default_factory=Skips)   # what could not be read (line and why)
 
     def node(self, name: str) -> LogNode | None:
         return next((n for n in self.nodes if n.name == name), None)
@@ -245,67 +251,92 @@ def _strip_prefix(line: str) -> _Line:
 
 
 def parse_conversion_log(text: str, display: str, require_tables: bool = True) -> ConversionLog:
-    """The log's facts; InputError when a table is broken, or when the log has neither
-    table and `require_tables` (the default) is set.
+    """The log's facts; InputError when the log has neither table and `require_tables` (the
+    default) is set. What cannot be read is skipped and named in `skipped`.
 
     A log appended over several runs keeps the last of everything (table, version, march,
     model_deps_info). The march comes from `End to compile the model with march X.`, else
     from `model_deps_info['march']`, else from a `march : X` line; versions printed as
     messages win over the `*_version` entries of model_deps_info."""
-    raw = split_lines(text.removeprefix("\ufeff"))
-    lines = [_strip_prefix(line) for line in raw]
-    log = ConversionLog(display, {}, None, None, None, [], [], [], None, [], None,
-                        sum(1 for line in lines if line.prefixed))
-    march_deps: LogValue | None = None
-    march_param: LogValue | None = None
-    deps_versions: dict[str, LogValue] = {}
-    params = _ParamCollector()
-    i = 0
-    while i < len(lines):
-        message = lines[i].message
-        if _NODE_HEADING.match(message):
-            block = _parse_block(lines, i, display, "node table", NODE_HEADING, _NODE_COLUMNS, "node")
-            log.nodes = [_node(row, block.titles, display) for row in block.rows]
-            log.node_table_line = i + 1
-            i = block.end
-            continue
-        if _OUTPUT_HEADING.match(message):
-            block = _parse_block(lines, i, display, "output table", OUTPUT_HEADING, _OUTPUT_COLUMNS, "output")
-            log.outputs = [_output(row, block.titles, display) for row in block.rows]
-            log.output_table_line = i + 1
-            i = block.end
-            continue
-        deps = _DEPS.match(message)
-        if deps:
-            info, end = _deps_info(lines, i, message[deps.end():], display)
-            log.model_deps_info, log.model_deps_info_line = info, i + 1
-            march = info.get("march")
-            if isinstance(march, str) and march.strip():
-                march_deps = LogValue(march.strip(), i + 1)
-            deps_versions = _deps_versions(info, i + 1)
-            i = end
-            continue
-        version = _VERSION.match(message)
-        if version:
-            log.versions[version.group("tool").lower()] = LogValue(version.group("version"), i + 1)
-        compiled = _MARCH_COMPILE.search(message)
-        if compiled:
-            log.march = LogValue(compiled.group("march"), i + 1)
-        elif (param := _MARCH_PARAM.match(message)):
-            march_param = LogValue(param.group("march"), i + 1)
-        if lines[i].level in ("WARNING", "WARN") or _WARNING.match(message):
-            log.warnings.append(LogValue(message.rstrip(), i + 1))
-        params.feed(message, i + 1)
-        i += 1
-    if log.march is None:
-        log.march = march_deps or march_param
-    for tool, value in deps_versions.items():
-        log.versions.setdefault(tool, value)
-    log.input_parameters = params.groups
+    log = _LogReader(split_lines(text.removeprefix("\ufeff")), display).read()
     if require_tables and log.node_table_line is None and log.output_table_line is None:
         raise InputError(display, f"no node table ('{NODE_HEADING}') and no output table "
                                   f"('{OUTPUT_HEADING}'); expected {EXPECTED}")
     return log
+
+
+class _LogReader:
+    """One pass over the log's lines (prefix stripped), each message to its reader."""
+
+    def __init__(self, raw: list[str], display: str):
+        self.lines = [_strip_prefix(line) for line in raw]
+        self.display = display
+        self.log = ConversionLog(display, {}, None, None, None, [], [], [], None, [], None,
+                                 sum(1 for line in self.lines if line.prefixed))
+        self.march_deps: LogValue | None = None
+        self.march_param: LogValue | None = None
+        self.deps_versions: dict[str, LogValue] = {}
+        self.params = _ParamCollector()
+
+    def read(self) -> ConversionLog:
+        i = 0
+        while i < len(self.lines):
+            i = self._message(i)
+        log = self.log
+        if log.march is None:
+            log.march = self.march_deps or self.march_param
+        for tool, value in self.deps_versions.items():
+            log.versions.setdefault(tool, value)
+        log.input_parameters = self.params.groups
+        log.skipped.in_file_order()
+        return log
+
+    def _message(self, i: int) -> int:
+        """Reads the message at line index i; the index of the next one."""
+        message = self.lines[i].message
+        if _NODE_HEADING.match(message):
+            block = _parse_block(self.lines, i, "node table", NODE_HEADING, _NODE_COLUMNS, "node", self.log.skipped)
+            self.log.nodes = _table_rows(block, _node, self.log.skipped)
+            self.log.node_table_line = i + 1
+            return block.end
+        if _OUTPUT_HEADING.match(message):
+            block = _parse_block(self.lines, i, "output table", OUTPUT_HEADING, _OUTPUT_COLUMNS, "output",
+                                 self.log.skipped)
+            self.log.outputs = _table_rows(block, _output, self.log.skipped)
+            self.log.output_table_line = i + 1
+            return block.end
+        deps = _DEPS.match(message)
+        if deps:
+            return self._deps(i, message[deps.end():])
+        self._values(i, message)
+        return i + 1
+
+    def _deps(self, i: int, text: str) -> int:
+        try:
+            info, end = _deps_info(self.lines, i, text, self.display)
+        except InputError as error:
+            self.log.skipped.add_error(error)
+            return i + 1
+        self.log.model_deps_info, self.log.model_deps_info_line = info, i + 1
+        march = info.get("march")
+        if isinstance(march, str) and march.strip():
+            self.march_deps = LogValue(march.strip(), i + 1)
+        self.deps_versions = _deps_versions(info, i + 1)
+        return end
+
+    def _values(self, i: int, message: str) -> None:
+        """Versions, the march, warnings and input parameters of one message line."""
+        version = _VERSION.match(message)
+        if version:
+            self.log.versions[version.group("tool").lower()] = LogValue(version.group("version"), i + 1)
+        compiled = _MARCH_COMPILE.search(message)
+        if compiled:
+            self.log.march = LogValue(compiled.group("march"), i + 1)
+        elif (param := _MARCH_PARAM.match(message)):
+            self.march_param = LogValue(param.group("march"), i + 1)
+        if self.lines[i].level in ("WARNING", "WARN") or _WARNING.match(message):
+            self.log.warnings.append(LogValue(message.rstrip(), i + 1))
+        self.params.feed(message, i + 1)
 
 
 # --- tables ------------------------------------------------------------------------------
@@ -320,93 +351,130 @@ class _Block:
     end: int                    # index of the first line after the table
 
 
-def _parse_block(lines: list[_Line], heading: int, display: str, what: str, heading_text: str,
-                 columns: dict[str, str], row_noun: str) -> _Block:
-    """The fixed-width table under the heading at index `heading`.
+class _Unreadable(ValueError):
+    """A row of a table that cannot be read: why (the row is skipped)."""
+
+
+def _table_rows(block: _Block, make, skips: Skips) -> list:
+    """The block's rows as nodes / outputs (`make`); a row whose cells are no values is skipped."""
+    rows = []
+    for row in block.rows:
+        try:
+            rows.append(make(row, block.titles))
+        except _Unreadable as problem:
+            skips.add(row[0], str(problem))
+    return rows
+
+
+def _table_line(line: _Line) -> bool:
+    """A line of a table: no log prefix, not blank, no rule of '=' or '-'."""
+    text = line.message.strip()
+    return not line.prefixed and bool(text) and not _RULE_EQ.match(text) and not _RULE_DASH.match(text)
+
+
+def _parse_block(lines: list[_Line], heading: int, what: str, heading_text: str,
+                 columns: dict[str, str], row_noun: str, skips: Skips) -> _Block:
+    """The fixed-width table under the heading at index `heading`; what cannot be read of it
+    goes to `skips` (a table without its header: nothing of it is read).
 
     Layout: optional `=` line, header, `-` line, rows; all without the log prefix. The table
     ends at a blank line, a line with the prefix, a `=` / `-` line or the end of the file."""
+    i = _header_index(lines, heading)
+    problem = _header_problem(lines, i, what, heading_text)
+    if problem:
+        skips.add(min(i, len(lines) - 1) + 1, problem)
+        return _Block({}, [], heading + 1)
+    words = [(m.start(), m.group()) for m in _HEADER_WORDS.finditer(lines[i].message.rstrip())]
+    names = [w for _, w in words]
+    known = [columns.get(" ".join(name.lower().split())) for name in names]
+    if words[0][0] != 0 or known[0] != "name" or "cosine" not in known:
+        skips.add(i + 1, f"expected a header with the columns {_expected_columns(row_noun)} for the {what}, "
+                         f"found {'  '.join(names)!r} (the first at the start of the line); the table is not read")
+        return _Block({}, [], i + 2)
+    rows, end = _block_rows(lines, i + 2, [s for s, _ in words], names, known, what, skips)
+    if not rows:
+        skips.add(i + 1, f"the {what} has a header but no readable rows; expected one row per {row_noun} "
+                         "(file cut?)")
+    titles = {field_name: name for name, field_name in zip(names, known) if field_name}
+    return _Block(titles, rows, end + _is_rule(lines, end, _RULE_EQ))   # and a closing line of '='
+
+
+def _is_rule(lines: list[_Line], i: int, rule: re.Pattern) -> bool:
+    """lines[i] is a rule line (of '=' or '-') without the log prefix."""
+    return i < len(lines) and not lines[i].prefixed and bool(rule.match(lines[i].message.strip()))
+
+
+def _header_index(lines: list[_Line], heading: int) -> int:
+    """Where the header of the table under the heading should be: after blank lines and an
+    optional line of '='."""
     i = heading + 1
     while i < len(lines) and not lines[i].prefixed and not lines[i].message.strip():
         i += 1
-    if i < len(lines) and not lines[i].prefixed and _RULE_EQ.match(lines[i].message.strip()):
-        i += 1
-    if i >= len(lines) or lines[i].prefixed or not lines[i].message.strip() \
-            or _RULE_DASH.match(lines[i].message.strip()):
-        found = _found(lines, i)
-        raise InputError(display, f"expected the header line of the {what} under "
-                                  f"'{heading_text}' (a line without the log prefix), {found} "
-                                  "(file truncated?)", min(i, len(lines) - 1) + 1)
-    header = lines[i].message.rstrip()
-    header_line = i + 1
-    if i + 1 >= len(lines) or lines[i + 1].prefixed or not _RULE_DASH.match(lines[i + 1].message.strip()):
-        raise InputError(display, f"expected a line of '-' under the header of the {what}, "
-                                  f"{_found(lines, i + 1)} (file truncated?)",
-                         min(i + 1, len(lines) - 1) + 1)
-    words = [(m.start(), m.group()) for m in _HEADER_WORDS.finditer(header)]
-    if words[0][0] != 0:
-        raise InputError(display, f"the header of the {what} does not start at the beginning "
-                                  "of the line; expected column names like 'Node  ON  ...'", header_line)
-    names = [w for _, w in words]
-    known = [columns.get(" ".join(name.lower().split())) for name in names]
-    if known[0] != "name" or "cosine" not in known:
-        raise InputError(display, f"expected a header with the columns "
-                                  f"{_expected_columns(row_noun)} for the {what}, "
-                                  f"found {'  '.join(names)!r}", header_line)
-    starts = [s for s, _ in words]
+    return i + _is_rule(lines, i, _RULE_EQ)
+
+
+def _header_problem(lines: list[_Line], i: int, what: str, heading_text: str) -> str:
+    """Why lines[i] is not the header of a table with its dash line under it ("" when it is)."""
+    if i >= len(lines) or not _table_line(lines[i]):
+        return (f"expected the header line of the {what} under '{heading_text}' (a line without the log "
+                f"prefix), {_found(lines, i)} (file truncated?)")
+    if not _is_rule(lines, i + 1, _RULE_DASH):
+        return f"expected a line of '-' under the header of the {what}, {_found(lines, i + 1)} (file truncated?)"
+    return ""
+
+
+def _block_rows(lines: list[_Line], i: int, starts: list[int], names: list[str], known: list[str | None],
+                what: str, skips: Skips) -> tuple[list[_Row], int]:
+    """The rows from index i on, and the index after them; a row that does not line up is
+    cut at its runs of spaces when that gives one cell per column, else skipped."""
     rows = []
-    i += 2
-    while i < len(lines) and not lines[i].prefixed and lines[i].message.strip() \
-            and not _RULE_EQ.match(lines[i].message.strip()) and not _RULE_DASH.match(lines[i].message.strip()):
-        cells = _cut(lines[i].message, starts, names, display, what, i + 1, i == len(lines) - 1)
+    while i < len(lines) and _table_line(lines[i]):
+        try:
+            cells = _cut(lines[i].message, starts, names, what, i == len(lines) - 1)
+        except _Unreadable as problem:
+            words = cut_words(lines[i].message, len(starts))
+            if words is None or any("  " in cell for cell in words):
+                skips.add(i + 1, str(problem))
+                i += 1
+                continue
+            cells = list(words)
         # (a column named twice keeps its last cell)
         fields = {known[k]: cells[k] for k in range(len(cells)) if known[k] is not None}
         extra = tuple((names[k], cells[k]) for k in range(len(cells)) if known[k] is None)
         rows.append((i + 1, fields, extra))
         i += 1
-    if not rows:
-        raise InputError(display, f"the {what} has a header but no rows; expected one row per "
-                                  f"{row_noun} (file truncated?)", header_line)
-    if i < len(lines) and not lines[i].prefixed and _RULE_EQ.match(lines[i].message.strip()):
-        i += 1   # a closing line of '='
-    titles = {field_name: name for name, field_name in zip(names, known) if field_name}
-    return _Block(titles, rows, i)
+    return rows, i
 
 
-def _cut(line: str, starts: list[int], names: list[str], display: str, what: str,
-         line_no: int, last_line: bool) -> list[str]:
+def _cut(line: str, starts: list[int], names: list[str], what: str, last_line: bool) -> list[str]:
     """Cells of one fixed-width row: column k runs from starts[k] to starts[k + 1]; every
     cell is left-aligned under its header, non-empty ('--' for missing) and has no run of
-    two spaces inside it."""
+    two spaces inside it. _Unreadable says why a row is not such a row."""
     text = line.rstrip()
     cells: list[str] = []
     for k, start in enumerate(starts):
         end = starts[k + 1] if k + 1 < len(starts) else len(text)
         if start >= len(text):
             hint = " (file truncated?)" if last_line else " (truncated or garbled row?)"
-            raise InputError(display, f"row of the {what} ends before the column {names[k]!r}; "
-                                      f"expected a value or '--' under every header{hint}", line_no)
+            raise _Unreadable(f"row of the {what} ends before the column {names[k]!r}; "
+                              f"expected a value or '--' under every header{hint}")
         if k > 0 and text[start - 1] != " ":
-            raise _misaligned(display, what, line_no,
-                              f"the text of column {names[k - 1]!r} runs into column {names[k]!r}")
+            raise _misaligned(what, f"the text of column {names[k - 1]!r} runs into column {names[k]!r}")
         cell = text[start:end]
         if not cell.strip():
-            raise InputError(display, f"empty cell in column {names[k]!r} of the {what}; "
-                                      "expected a value or '--'", line_no)
+            raise _Unreadable(f"empty cell in column {names[k]!r} of the {what}; expected a value or '--'")
         if cell[0] == " ":
-            raise _misaligned(display, what, line_no,
-                              f"the cell of column {names[k]!r} does not start under its header")
+            raise _misaligned(what, f"the cell of column {names[k]!r} does not start under its header")
         if "  " in cell.strip():
-            raise _misaligned(display, what, line_no,
-                              f"column {names[k]!r} holds more than one value")
+            raise _misaligned(what, f"column {names[k]!r} holds more than one value")
         cells.append(cell.strip())
     return cells
 
 
-def _misaligned(display: str, what: str, line: int, detail: str) -> InputError:
-    return InputError(display, f"row does not line up with the columns of the {what}: {detail}; "
-                               "expected fixed-width cells starting under each header word "
-                               "(garbled or truncated row?)", line)
+def _misaligned(what: str, detail: str) -> _Unreadable:
+    return _Unreadable(f"row does not line up with the columns of the {what}: {detail}; "
+                       "expected fixed-width cells starting under each header word "
+                       "(garbled or truncated row?)")
 
 
 def _found(lines: list[_Line], i: int) -> str:
@@ -428,29 +496,26 @@ def _text(cell: str | None) -> str | None:
     return None if cell is None or cell == _MISSING else cell
 
 
-def _number(cell: str | None, column: str, what: str, line: int, display: str) -> float | None:
+def _number(cell: str | None, column: str, what: str) -> float | None:
     if cell is None or cell == _MISSING:
         return None
     value = parse_number(cell)
     if value is None:
-        raise InputError(display, f"expected a number or '--' in column {column!r} of the {what}, "
-                                  f"found {cell[:60]!r}", line)
+        raise _Unreadable(f"expected a number or '--' in column {column!r} of the {what}, found {cell[:60]!r}")
     return value
 
 
-def _node(row: _Row, titles: dict[str, str], display: str) -> LogNode:
+def _node(row: _Row, titles: dict[str, str]) -> LogNode:
     line, cells, extra = row
-    numbers = {f: _number(cells.get(f), titles.get(f, f), "node table", line, display)
-               for f in _NODE_NUMBERS}
+    numbers = {f: _number(cells.get(f), titles.get(f, f), "node table") for f in _NODE_NUMBERS}
     return LogNode(line, cells["name"], _text(cells.get("on")), _text(cells.get("subgraph")),
                    _text(cells.get("type")), numbers["cosine"], numbers["threshold"],
                    _text(cells.get("data_type")), extra)
 
 
-def _output(row: _Row, titles: dict[str, str], display: str) -> LogOutput:
+def _output(row: _Row, titles: dict[str, str]) -> LogOutput:
     line, cells, extra = row
-    numbers = {f: _number(cells.get(f), titles.get(f, f), "output table", line, display)
-               for f in _OUTPUT_NUMBERS}
+    numbers = {f: _number(cells.get(f), titles.get(f, f), "output table") for f in _OUTPUT_NUMBERS}
     return LogOutput(line, cells["name"], numbers["cosine"], numbers["l1"], numbers["l2"],
                      numbers["chebyshev"], extra)
 
@@ -705,6 +770,7 @@ def add_facts(found, out) -> None:
     from j6doctor.probes.probe_output import warning_text
 
     log = read_conversion_log(found.path, found.display, require_tables=False)
+    out.skipped(found, log.skipped)
     facts = out.facts
     for tool, value in sorted(log.versions.items()):
         facts.add_version(tool, value.text, out.source(found, line=value.line, key=tool),

@@ -25,15 +25,19 @@ view/reshape on sizes and FloatFunctional calls never fire):
   tensor method (`torch.cat`, `torch.add`, `<built-in function add>` on a tensor node,
   `x.add(y)` not routed through a FloatFunctional get_attr): it may bypass quantization.
   Ops on size-derived numbers and Horizon `scope_end` markers are excluded.
+
+A row that is no node (a row that does not line up, an unknown opcode, args cut off) and a
+graph cut before its `output` node are skipped and named in `FxGraph.skipped`; the other
+nodes are read. A file without the table is refused (InputError).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from j6doctor.probes.input_error import InputError
+from j6doctor.probes.input_error import InputError, Skips
 from j6doctor.probes.module_signal import Signal
 from j6doctor.probes.text_file import load_text, split_lines
 from j6doctor.probes.text_tables import is_simple_start, parse_simple, skip_blank
@@ -79,6 +83,7 @@ class FxGraph:
     nodes: list[FxNode]
     opcodes: dict[str, int]
     signals: list[Signal]
+    skipped: Skips = field(default_factory=Skips)   # what could not be read (line and why)
 
 
 def read_fx_graph(path: Path, display: str | None = None) -> FxGraph:
@@ -90,14 +95,15 @@ def read_fx_graph(path: Path, display: str | None = None) -> FxGraph:
     if not is_simple_start(lines, i):
         raise InputError(display, f"not an {WHAT}: expected a 'Graph:' line and a table with "
                                   "columns " + ", ".join(HEADERS), i + 1 if i < len(lines) else None)
-    nodes = read_fx_table(lines[i:], i + 1, display)
-    return FxGraph(display, nodes, opcode_counts(nodes), graph_signals(nodes))
+    skips = Skips()
+    nodes = read_fx_table(lines[i:], i + 1, display, skips)
+    return FxGraph(display, nodes, opcode_counts(nodes), graph_signals(nodes), skips)
 
 
-def read_fx_table(lines: list[str], first_line: int, display: str) -> list[FxNode]:
+def read_fx_table(lines: list[str], first_line: int, display: str, skips: Skips) -> list[FxNode]:
     """Nodes of a print_tabular table whose header is lines[0] (file line `first_line`);
-    the table ends at the first blank line. A graph must end with its `output` node, so a
-    table cut at a line boundary is still reported as truncated."""
+    the table ends at the first blank line. A row that is no node goes to `skips`; a graph
+    must end with its `output` node, so a table cut at a line boundary is noted there too."""
     if not is_simple_start(lines, 0):
         raise InputError(display, "expected an FX graph table: header "
                                   + "  ".join(HEADERS) + " and a dash rule", first_line)
@@ -105,12 +111,19 @@ def read_fx_table(lines: list[str], first_line: int, display: str) -> list[FxNod
     if tuple(h.lower() for h in table.headers) != HEADERS:
         raise InputError(display, "expected FX graph table columns " + ", ".join(HEADERS)
                                   + f", got {', '.join(table.headers)}", first_line)
-    nodes = [_node(row.line, row.cells, display) for row in table.rows]
+    skips.extend(table.skipped)
+    nodes = []
+    for row in table.rows:
+        try:
+            nodes.append(_node(row.line, row.cells, display))
+        except InputError as error:
+            skips.add_error(error)
     if not nodes:
-        raise InputError(display, "FX graph table has no nodes", first_line)
+        first = skips.kept[0] if skips else None
+        raise InputError(display, "FX graph table has no nodes" + (f": {first.reason}" if first else ""),
+                         first.line if first else first_line)
     if nodes[-1].opcode != "output":
-        raise InputError(display, "FX graph table does not end with its 'output' node "
-                                  "(truncated?)", nodes[-1].line)
+        skips.add(nodes[-1].line, "FX graph table does not end with its 'output' node (an excerpt, or cut?)")
     return nodes
 
 
@@ -277,4 +290,6 @@ def _float_signals(node: FxNode, refs: list[str], sized: dict[str, str],
 # --- facts (probes/probe_output.py) -------------------------------------------------------
 
 def add_facts(found, out) -> None:
-    out.signals(found, "fx_graph", read_fx_graph(found.path, found.display).signals)
+    graph = read_fx_graph(found.path, found.display)
+    out.skipped(found, graph.skipped)
+    out.signals(found, "fx_graph", graph.signals)

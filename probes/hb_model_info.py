@@ -33,7 +33,13 @@ A line may carry the logging prefix of the tool's log file (`2026-03-01 14:02:11
 it is removed before anything else. Lines the log file holds at DEBUG level (with their
 continuation lines) and WARNING / ERROR lines are the tool's messages, not the description:
 they are skipped, as are the few messages the tool prints between the sections without a
-prefix. Any other line that fits none of these shapes is refused as garbled, with its line.
+prefix.
+
+Real dumps are pasted, excerpted and hand-edited, so a line or part that fits none of these
+shapes (a garbled line, a cut list, a table row that does not line up, a section without
+its lines) is skipped and named with its line in `ModelInfo.skipped`, and the rest is read;
+a table row wider than its dash rule (a name longer than its header) is cut at its words.
+Only a file with no description in it at all is refused (InputError).
 
 This module also defines the result shape that hrt_model_info (R7, the board side) fills
 in too, so that later code can compare either with the user's platform and deployment:
@@ -48,9 +54,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from j6doctor.probes.input_error import InputError
+from j6doctor.probes.input_error import InputError, Skips
 from j6doctor.probes.text_file import load_text, split_lines
-from j6doctor.probes.text_tables import Table, parse_number, parse_simple, skip_blank
+from j6doctor.probes.text_tables import Table, cut_words, parse_number, parse_simple, skip_blank
 
 # A few hundred lines in practice; the limit guards memory against a wrong file (parsing
 # costs about 50 times the file size).
@@ -289,6 +295,7 @@ class ModelInfo:
     input_types: list[Value] = field(default_factory=list)
     output_types: list[Value] = field(default_factory=list)
     models: list[Value] = field(default_factory=list)
+    skipped: Skips = field(default_factory=Skips)   # what the reader went past (line and why)
 
     def input(self, name: str) -> ModelInput | None:
         return next((t for t in self.inputs if t.name == name), None)
@@ -430,6 +437,8 @@ class _HbParser:
         self.models: list[_Model] = []
         self.table: Table | None = None
         self.started = False                 # the tool's start lines were seen
+        self.skips = Skips()
+        self.end = len(lines)                # where reading stops (a second description after the table)
 
     @property
     def model(self) -> _Model:
@@ -437,7 +446,7 @@ class _HbParser:
 
     def run(self) -> ModelInfo:
         i = 0
-        while i < len(self.lines):
+        while i < self.end:
             body = self.lines[i].strip()
             if not body:
                 i += 1
@@ -449,30 +458,34 @@ class _HbParser:
             name = _MODEL_NAME.match(body)
             if name:
                 self._model_name(i, name["name"])
-            elif _MESSAGE.match(body):
-                pass    # the packed-model and compile-time warnings, the no-removable-node note
-            elif _STARS.match(body):
-                pass    # a rule of stars (the log file's separator)
+            elif _MESSAGE.match(body) or _STARS.match(body):
+                pass    # the packed-model and compile-time warnings, the no-removable-node note,
+                        # a rule of stars (the log file's separator)
             elif self.section is None:
                 self.started |= bool(_START.match(body))
             # Before the first banner: the tool's start messages. After the table: its end.
-            elif self.section is not None and self.section.lower() != IO_TITLE:
+            elif self.section.lower() != IO_TITLE:
                 self._section_line(i, body)
             i += 1
         self._close_spec()
         return self._result()
 
+    def _skip(self, line: int | None, reason: str) -> None:
+        self.skips.add(line, reason)
+
     # -------------------------------------------------------- structure
 
     def _new_model(self, i: int) -> None:
-        if self.table is not None:
-            raise InputError(self.display, "a model description after the 'Model input/output "
-                                           "info' table (two outputs in one file?)", i + 1)
         self._close_spec()
         self.models.append(_Model(start=i + 1))
         self.section = None
 
     def _model_name(self, i: int, text: str) -> None:
+        if self.table is not None:
+            self._skip(i + 1, "a model description after the 'Model input/output info' table (two outputs "
+                              f"in one file?): lines {i + 1}-{len(self.lines)} not read")
+            self.end = i
+            return
         name = _NAME_INFO_SUFFIX.sub("", text).strip()
         if not self.models or self.model.has_sections or self.model.name is not None:
             self._new_model(i)
@@ -506,39 +519,44 @@ class _HbParser:
             return
         kv = _KEY_VALUE.match(body)
         if not kv:
-            raise InputError(self.display, f"expected 'key : value' in the '{self.section}' "
-                                           f"section, found {shown(body)} (garbled line?)",
-                             i + 1)
+            self._skip(i + 1, f"expected 'key : value' in the '{self.section}' section, found {shown(body)} "
+                              "(garbled line?)")
+            return
         key, value = canonical_key(kv["key"]), Value(kv["value"], i + 1)
         section = self.section.lower() if self.section else ""
         if section == DELETED_TITLE:
             self._deleted_node(key, value)
             return
         if section == IO_TYPES_TITLE and key in (INPUT_TYPES_KEY, OUTPUT_TYPES_KEY):
-            types = self._types(kv["key"], value)
-            if key == INPUT_TYPES_KEY and self.model.input_types is None:
-                self.model.input_types = types
-            elif key == OUTPUT_TYPES_KEY and self.model.output_types is None:
-                self.model.output_types = types
+            self._type_line(key, kv["key"], value)
         target = self.spec.fields if self.spec else self.model.fields
         target.setdefault(key, value)
+
+    def _type_line(self, key: str, written: str, value: Value) -> None:
+        types = self._types(written, value)
+        if types is None:
+            types = []  # the line was there: its list is skipped, not missing
+        if key == INPUT_TYPES_KEY and self.model.input_types is None:
+            self.model.input_types = types
+        elif key == OUTPUT_TYPES_KEY and self.model.output_types is None:
+            self.model.output_types = types
 
     def _deleted_node(self, key: str, value: Value) -> None:
         if key != DELETED_NODES_KEY or not value.text:
             line = self.lines[value.line - 1].strip()
-            raise InputError(self.display, "expected 'deleted nodes: <node name>' in the 'deleted "
-                                           f"nodes' section, found {shown(line)} (garbled line?)",
-                             value.line)
+            self._skip(value.line, "expected 'deleted nodes: <node name>' in the 'deleted nodes' section, found "
+                                   f"{shown(line)} (garbled line?)")
+            return
         self.model.deleted.append(value)
 
-    def _types(self, key: str, value: Value) -> list[Value]:
+    def _types(self, key: str, value: Value) -> list[Value] | None:
         """`[<InputDataType.NV12: 7>, <DataType.TENSOR_FLOAT: 1>]` (or `[NV12, F32]`) → the type
-        names, each with the line; InputError for anything else (a cut or garbled list)."""
+        names, each with the line; None, the line skipped, for anything else (a cut or garbled list)."""
         body = value.text.strip()
         if not (body.startswith("[") and body.endswith("]")):
-            raise InputError(self.display, f"expected a list like [<InputDataType.NV12: 7>] after "
-                                           f"'{key.strip()} :', found {shown(body)} (truncated "
-                                           "line?)", value.line)
+            self._skip(value.line, f"expected a list like [<InputDataType.NV12: 7>] after '{key.strip()} :', "
+                                   f"found {shown(body)} (truncated line?)")
+            return None
         inner = body[1:-1].strip()
         if not inner:
             return []
@@ -549,9 +567,9 @@ class _HbParser:
             entries, rest = inner.split(","), ""
         names = [entry.split(":")[0].strip().strip("'\"").rsplit(".", 1)[-1] for entry in entries]
         if rest.replace(",", "").strip() or not all(_TYPE_NAME.match(name) for name in names):
-            raise InputError(self.display, f"expected a list like [<InputDataType.NV12: 7>] after "
-                                           f"'{key.strip()} :', found {shown(body)} (garbled "
-                                           "line?)", value.line)
+            self._skip(value.line, f"expected a list like [<InputDataType.NV12: 7>] after '{key.strip()} :', "
+                                   f"found {shown(body)} (garbled line?)")
+            return None
         return [Value(name, value.line) for name in names]
 
     def _subsection(self, i: int, name: str) -> None:
@@ -560,21 +578,25 @@ class _HbParser:
             self._close_spec()
             return
         if end:
-            raise InputError(self.display, f"end of the input info subsection {end['name']!r} "
-                                           "without its start", i + 1)
+            self._skip(i + 1, f"end of the input info subsection {end['name']!r} without its start")
+            return
         self._close_spec()
         if not name:
-            raise InputError(self.display, "expected an input name after 'input info :'", i + 1)
-        if any(spec.name == name for spec in self.model.specs):
-            raise InputError(self.display, f"input {name!r} is described twice", i + 1)
+            self._skip(i + 1, "expected an input name after 'input info :'; the lines under it are not read")
+            self.spec = InputSpec(None, i + 1)  # takes its lines; not one of the model's inputs
+            return
         self.spec = InputSpec(name, i + 1)
+        if any(spec.name == name for spec in self.model.specs):
+            self._skip(i + 1, f"input {name!r} is described twice; the second description is not read")
+            return
         self.model.specs.append(self.spec)
 
     def _close_spec(self) -> None:
         spec, self.spec = self.spec, None
-        if spec is not None and not spec.fields:
-            raise InputError(self.display, f"the 'input info : {spec.name}' subsection has no "
-                                           "'key : value' lines (file truncated?)", spec.line)
+        if spec is not None and not spec.fields and spec in self.model.specs:
+            self.model.specs.remove(spec)
+            self._skip(spec.line, f"the 'input info : {spec.name}' subsection has no 'key : value' lines "
+                                  "(file cut?)")
 
     # -------------------------------------------------------- tables
 
@@ -590,34 +612,40 @@ class _HbParser:
             end += 1
         return self.lines[:end]
 
+    def _simple_table(self, i: int, banner: str, what: str) -> Table | None:
+        """The table under the banner at line index i, its skipped rows noted; None, noted,
+        when the file ends there or no table with a dash rule follows."""
+        start = skip_blank(self.lines, i + 1)
+        if start >= len(self.lines):
+            self._skip(i + 1, f"the file ends after the '{banner}' banner; expected {what} (cut?)")
+            return None
+        try:
+            table = parse_simple(self._table_lines(start), start, 1, self.display, what)
+        except InputError as error:
+            self.skips.add_error(error)
+            return None
+        self.skips.extend(table.skipped)
+        return table
+
     def _read_table(self, i: int) -> int:
         if self.table is not None:
-            raise InputError(self.display, "a second 'Model input/output info' table", i + 1)
-        start = skip_blank(self.lines, i + 1)
-        if start >= len(self.lines):
-            raise InputError(self.display, "the file ends after the 'Model input/output info' "
-                                           "banner; expected the table NAME TYPE SHAPE DATA_TYPE "
-                                           "(truncated?)", i + 1)
-        self.table = parse_simple(self._table_lines(start), start, 1, self.display,
-                                  "the table NAME TYPE SHAPE DATA_TYPE")
-        return self.table.end
+            self._skip(i + 1, "a second 'Model input/output info' table, not read")
+            return i + 1
+        table = self._simple_table(i, "Model input/output info", "the table NAME TYPE SHAPE DATA_TYPE")
+        if table is None:
+            return i + 1
+        self.table = table
+        return table.end
 
     def _read_removable(self, i: int) -> int:
-        """The nodes a .bc model could have removed (a table Node Name / Node Type): read so
-        that a garbled or cut table is refused; they are no fact about the compiled model."""
-        start = skip_blank(self.lines, i + 1)
-        if start >= len(self.lines):
-            raise InputError(self.display, "the file ends after the 'Removable node info' banner; "
-                                           "expected the table Node Name / Node Type (truncated?)",
-                             i + 1)
-        table = parse_simple(self._table_lines(start), start, 1, self.display,
-                             "the table Node Name / Node Type")
+        """The nodes a .bc model could have removed (a table Node Name / Node Type): no fact
+        about the compiled model, read past."""
+        table = self._simple_table(i, "Removable node info", "the table Node Name / Node Type")
+        if table is None:
+            return i + 1
         if any(table.column(name) is None for name in REMOVABLE_COLUMNS):
-            raise InputError(self.display, "expected the columns Node Name, Node Type, found "
-                                           f"{'  '.join(table.headers)!r}", table.header_line)
-        if not table.rows:
-            raise InputError(self.display, "the table Node Name / Node Type has no rows (file "
-                                           "truncated?)", table.header_line)
+            self._skip(table.header_line, f"expected the columns Node Name, Node Type, found "
+                                          f"{'  '.join(table.headers)!r}")
         return table.end
 
     # -------------------------------------------------------- result
@@ -629,34 +657,43 @@ class _HbParser:
                                            "was cut)", len(self.lines))
         if not self.models:
             raise InputError(self.display, f"nothing recognisable; expected {WHAT}")
-        for index, model in enumerate(self.models):
-            if not model.has_sections:
-                raise InputError(self.display, f"the model name line {model.name.text!r} is "
-                                               "followed by no description; expected the "
-                                               "'############# model deps info #############' "
-                                               "section (truncated?)", model.start)
-            if not (model.fields or model.specs or (index == 0 and self.table is not None)):
-                raise InputError(self.display, "the description has no 'key : value' line under "
-                                               "its banners (file truncated?)", model.start)
+        self._check_models()
         self._require_whole_types()
         model = self.models[0]
-        if self.table is not None:
-            inputs, outputs = self._tensors(self.table)
+        inputs, outputs = self._tensors(self.table) if self.table is not None else ([], [])
+        if inputs or outputs:
             attach_specs(inputs, model.specs)
         else:
-            inputs, outputs = self._spec_inputs(model), []
+            inputs = self._spec_inputs(model)
+        if not (model.fields or inputs or outputs):
+            raise InputError(self.display, "the description has no 'key : value' line under its banners "
+                                           "and no readable input/output table (file cut?)", model.start)
         return ModelInfo(display=self.display, tool=TOOL, inputs=inputs, outputs=outputs,
                          input_specs=model.specs, fields=model.fields, model_name=model.name,
                          removed_nodes=self._removed_nodes(model), line=model.start,
                          input_types=model.input_types or [], output_types=model.output_types or [],
                          models=[m.name for m in self.models if m.name is not None],
-                         **model_values(model.fields))
+                         skipped=self.skips, **model_values(model.fields))
+
+    def _check_models(self) -> None:
+        """A model name line without a description after it: refused when it is the model the
+        result describes (the first), noted for a later model of a packed file."""
+        first = self.models[0]
+        if not first.has_sections:
+            raise InputError(self.display, f"the model name line {first.name.text!r} is followed by no "
+                                           "description; expected the '############# model deps info "
+                                           "#############' section (truncated?)", first.start)
+        for model in self.models[1:]:
+            if not model.has_sections or not (model.fields or model.specs):
+                name = model.name.text if model.name else "?"
+                self._skip(model.start, f"the description of model {name!r} has no 'key : value' line "
+                                        "(file cut?)")
 
     def _require_whole_types(self) -> None:
         """A description may end after any whole section: some versions print neither the
         table nor the type lists, a packed .hbm prints no table, and what was read is true
         either way. The tool prints the type lists whole, though: the input/output types
-        line is always followed by both lists, so one missing means a file cut there."""
+        line is always followed by both lists, so one missing means a file cut there (noted)."""
         packed = len(self.models) > 1
         for model in self.models:
             if model.types_line is None:
@@ -666,9 +703,7 @@ class _HbParser:
                 if types is None:
                     what = key.replace("_", " ")
                     where = f" of model {model.name.text!r}" if packed and model.name else ""
-                    raise InputError(self.display, f"the input/output types{where} have no "
-                                                   f"'{what}' line (file truncated?)",
-                                     model.types_line)
+                    self._skip(model.types_line, f"the input/output types{where} have no '{what}' line (file cut?)")
 
     @staticmethod
     def _removed_nodes(model: _Model) -> list[Value]:
@@ -700,43 +735,58 @@ class _HbParser:
         return inputs
 
     def _tensors(self, table: Table) -> tuple[list[ModelInput], list[ModelOutput]]:
+        """The table's rows as tensors; a row whose cells are no tensor (cut, garbled) is
+        cut again at its words (a row pushed right by a long name can happen to fit the
+        columns), else skipped."""
         columns = [table.column(name) for name in TABLE_COLUMNS]
         if any(column is None for column in columns):
-            raise InputError(self.display, "expected the columns NAME TYPE SHAPE DATA_TYPE, "
-                                           f"found {'  '.join(table.headers)!r}",
-                             table.header_line)
-        c_name, c_type, c_shape, c_dtype = columns
+            self._skip(table.header_line, "expected the columns NAME TYPE SHAPE DATA_TYPE, found "
+                                          f"{'  '.join(table.headers)!r}; the table is not read")
+            return [], []
         inputs: list[ModelInput] = []
         outputs: list[ModelOutput] = []
         for row in table.rows:
-            cells, line = row.cells, row.line
-            kind = cells[c_type].lower()
-            if kind not in ("input", "output"):
-                raise InputError(self.display, "expected 'input' or 'output' in the TYPE column, "
-                                               f"found {shown(cells[c_type])} (garbled row?)", line)
-            if not cells[c_name]:
-                raise InputError(self.display, "expected a tensor name in the NAME column", line)
-            dims = parse_dims(cells[c_shape])
-            if dims is None:
-                raise InputError(self.display, "expected a shape like [1, 224, 224, 3] in the "
-                                               f"SHAPE column, found {shown(cells[c_shape])} "
-                                               "(garbled or truncated row?)", line)
-            if not cells[c_dtype]:
-                raise InputError(self.display, "expected a data type in the DATA_TYPE column "
-                                               "(file truncated?)", line)
-            fields = {canonical_key(h): Value(c, line) for h, c in zip(table.headers, cells) if h}
-            common = dict(name=cells[c_name], line=line, shape=Value(cells[c_shape], line),
-                          dims=dims, data_type=Value(cells[c_dtype], line), fields=fields)
-            if kind == "input":
-                inputs.append(ModelInput(index=len(inputs), **common))
-            else:
-                outputs.append(ModelOutput(index=len(outputs), **common))
-        last = table.rows[-1].line if table.rows else table.header_line
-        if not inputs or not outputs:
+            cells = row.cells
+            problem = self._tensor_problem(cells, columns)
+            if problem:
+                words = cut_words(self.lines[row.line - 1], len(table.headers))
+                if words is None or self._tensor_problem(words, columns):
+                    self._skip(row.line, problem)
+                    continue
+                cells = words
+            tensor = self._tensor(table.headers, cells, columns, row.line, len(inputs), len(outputs))
+            (inputs if isinstance(tensor, ModelInput) else outputs).append(tensor)
+        if table.rows and (not inputs or not outputs):
             missing = "input" if not inputs else "output"
-            raise InputError(self.display, "the table NAME TYPE SHAPE DATA_TYPE lists no "
-                                           f"{missing} (file truncated?)", last)
+            last = table.rows[-1].line
+            self._skip(last, f"the table NAME TYPE SHAPE DATA_TYPE lists no {missing} (file cut?)")
         return inputs, outputs
+
+    @staticmethod
+    def _tensor_problem(cells: tuple[str, ...], columns: list[int | None]) -> str:
+        """What keeps a row from being a tensor ("" for nothing)."""
+        c_name, c_type, c_shape, c_dtype = columns
+        if cells[c_type].lower() not in ("input", "output"):
+            return f"expected 'input' or 'output' in the TYPE column, found {shown(cells[c_type])} (garbled row?)"
+        if not cells[c_name]:
+            return "expected a tensor name in the NAME column"
+        if parse_dims(cells[c_shape]) is None:
+            return (f"expected a shape like [1, 224, 224, 3] in the SHAPE column, found {shown(cells[c_shape])} "
+                    "(garbled or truncated row?)")
+        if not cells[c_dtype]:
+            return "expected a data type in the DATA_TYPE column (file truncated?)"
+        return ""
+
+    @staticmethod
+    def _tensor(headers: tuple[str, ...], cells: tuple[str, ...], columns: list[int | None], line: int,
+                inputs: int, outputs: int) -> ModelInput | ModelOutput:
+        c_name, c_type, c_shape, c_dtype = columns
+        fields = {canonical_key(h): Value(c, line) for h, c in zip(headers, cells) if h}
+        common = dict(name=cells[c_name], line=line, shape=Value(cells[c_shape], line),
+                      dims=parse_dims(cells[c_shape]), data_type=Value(cells[c_dtype], line), fields=fields)
+        if cells[c_type].lower() == "input":
+            return ModelInput(index=inputs, **common)
+        return ModelOutput(index=outputs, **common)
 
 
 # --- facts (probes/probe_output.py) -------------------------------------------------------
@@ -747,7 +797,9 @@ MODEL_INPUT_KEYS = ("input_type_rt", "input_type_train", "input_layout_rt", "inp
 
 
 def add_facts(found, out) -> None:
-    add_model_facts(found, out, read_hb_model_info(found.path, found.display))
+    info = read_hb_model_info(found.path, found.display)
+    out.skipped(found, info.skipped)
+    add_model_facts(found, out, info)
 
 
 def add_model_facts(found, out, info: ModelInfo) -> None:

@@ -12,8 +12,12 @@ ignored) or only a pasted table, possibly indented. Rows of `...` mark rows elid
 whoever copied the table and are skipped. The compared models are taken from an
 `hb_verifier -m a.bc,b.hbm ...` command line when the file has one.
 
-Knows the format and nothing about rules. Bad input raises InputError naming the file,
-the line and what was expected.
+Knows the format and nothing about rules. Tolerant, since real outputs are pasted and
+excerpted: a row whose cells are no cosine / consistency values, a row that does not line
+up, a table without its closing border or without the columns it needs, a header row
+without its border are skipped and named in `VerifierReport.skipped`; the rest is read. A
+file without one readable row of our tables raises InputError naming the file, the line
+and what was expected.
 """
 
 from __future__ import annotations
@@ -21,11 +25,11 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from j6doctor.facts import threshold
-from j6doctor.probes.input_error import InputError
+from j6doctor.probes.input_error import InputError, Skips
 from j6doctor.probes.text_file import load_text, split_lines
 from j6doctor.probes.text_tables import Row, Table, parse_grid, parse_number
 
@@ -111,6 +115,7 @@ class VerifierReport:
     outputs: tuple[ConsistencyRow, ...]
     models: tuple[ComparedModel, ...]   # from the first command line naming models; may be ()
     elided_lines: tuple[int, ...]       # lines of `...` rows that were skipped
+    skipped: Skips = field(default_factory=Skips, compare=False)   # what could not be read (line, why)
 
     def breaks(self, healthy: float = COSINE_HEALTHY) -> list[tuple[CosineRow, float]]:
         """The rows, after at least one healthy row (cosine >= `healthy`) of the same table,
@@ -176,31 +181,36 @@ def parse_hb_verifier(text: str, display: str) -> VerifierReport:
     elided: list[int] = []
     models: tuple[ComparedModel, ...] = ()
     counts = {_COSINE: 0, _CONSISTENCY: 0}
+    skips = Skips()
     i = 0
     while i < len(lines):
         kind = _table_at(lines, i)
         if kind is None:
-            _reject_header_without_border(lines[i], i + 1, display)
+            _header_without_border(lines[i], i + 1, skips)
             if not models:
                 models = _models_on_command_line(lines[i], i + 1)
             i += 1
             continue
         table, skipped, end = _parse_table(lines, i, display)
+        skips.extend(table.skipped)
         rows = [row for row in table.rows if row.line not in skipped and not _is_elided(row.cells)]
         elided += sorted(skipped | {row.line for row in table.rows if _is_elided(row.cells)})
         if not rows:
-            raise InputError(display, f"the {_TITLE[kind]} has no rows"
-                                      f"{' but elided ones' if table.rows else ''} "
-                                      "(truncated or cut when copied?)", table.header_line)
-        if kind == _COSINE:
-            layers += _cosine_rows(table, rows, counts[kind], display)
+            skips.add(table.header_line, f"the {_TITLE[kind]} has no rows{' but elided ones' if table.rows else ''} "
+                                         "(truncated or cut when copied?)")
+        elif kind == _COSINE:
+            layers += _cosine_rows(table, rows, counts[kind], skips)
         else:
-            outputs += _consistency_rows(table, rows, counts[kind], display)
+            outputs += _consistency_rows(table, rows, counts[kind], skips)
         counts[kind] += 1
         i = end
     if not layers and not outputs:
+        if skips:
+            first = skips.kept[0]
+            raise InputError(display, f"no readable row of an hb_verifier table: {first.reason}", first.line)
         raise InputError(display, f"no hb_verifier table found; expected {EXPECTED}")
-    return VerifierReport(display, tuple(layers), tuple(outputs), models, tuple(elided))
+    skips.in_file_order()
+    return VerifierReport(display, tuple(layers), tuple(outputs), models, tuple(elided), skips)
 
 
 def _header_kind(line: str) -> str | None:
@@ -224,11 +234,11 @@ def _table_at(lines: list[str], i: int) -> str | None:
     return _header_kind(lines[i + 1])
 
 
-def _reject_header_without_border(line: str, number: int, display: str) -> None:
+def _header_without_border(line: str, number: int, skips: Skips) -> None:
     kind = _header_kind(line)
     if kind is not None:
-        raise InputError(display, f"header row of the {_TITLE[kind]} without the +---+ "
-                                  "border line above it (table cut off when copied?)", number)
+        skips.add(number, f"header row of the {_TITLE[kind]} without the +---+ border line above it "
+                          "(table cut off when copied?); its table is not read")
 
 
 def _parse_table(lines: list[str], start: int, display: str) -> tuple[Table, set[int], int]:
@@ -257,52 +267,70 @@ def _is_elided(cells: tuple[str, ...]) -> bool:
     return bool(marks) and all(_ELLIPSIS.match(cell) for cell in marks)
 
 
-def _required(table: Table, names: tuple[str, ...], kind: str, display: str) -> list[int]:
+def _required(table: Table, names: tuple[str, ...], kind: str, skips: Skips) -> list[int] | None:
+    """The columns' positions, or None (the table noted as not read) when one is missing."""
     found = [table.column(name) for name in names]
     missing = [name for name, index in zip(names, found) if index is None]
     if missing:
-        raise InputError(display, f"the {_TITLE[kind]} lacks the column(s) "
-                                  f"{', '.join(missing)}; found {' | '.join(table.headers)!r}",
-                         table.header_line)
-    return found
+        skips.add(table.header_line, f"the {_TITLE[kind]} lacks the column(s) {', '.join(missing)}; found "
+                                     f"{' | '.join(table.headers)!r}; the table is not read")
+        return None
+    return found  # type: ignore[return-value]
 
 
-def _cosine_rows(table: Table, rows: list[Row], ordinal: int, display: str) -> list[CosineRow]:
-    (node,) = _required(table, ("NodeName",), _COSINE, display)
-    cosine = table.column("ConsineSimilarity")
-    if cosine is None:
-        (cosine,) = _required(table, ("CosineSimilarity",), _COSINE, display)
+def _cosine_rows(table: Table, rows: list[Row], ordinal: int, skips: Skips) -> list[CosineRow]:
+    names = ("NodeName", "ConsineSimilarity" if table.column("ConsineSimilarity") is not None else "CosineSimilarity")
+    columns = _required(table, names, _COSINE, skips)
+    if columns is None:
+        return []
+    node, cosine = columns
     tensor = table.column("TensorName")
-    return [CosineRow(row.cells[node], row.cells[tensor] if tensor is not None else "",
-                      _cosine(row.cells[cosine], row.line, display), row.line, ordinal)
-            for row in rows]
+    result = []
+    for row in rows:
+        try:
+            value = _cosine(row.cells[cosine], row.line, table.headers[cosine])
+        except InputError as error:
+            skips.add_error(error)
+            continue
+        result.append(CosineRow(row.cells[node], row.cells[tensor] if tensor is not None else "", value,
+                                row.line, ordinal))
+    return result
 
 
-def _cosine(cell: str, line: int, display: str) -> float | None:
+# A row's cell that is no value of its column: the row is skipped (raised inside the reading
+# of one row, caught by the table's loop and named in its skips).
+_ROW = "row"
+
+
+def _cosine(cell: str, line: int, column: str) -> float | None:
     if cell in _MISSING:
         return None
     value = parse_number(cell)
     if value is None:
-        raise InputError(display, f"expected a cosine similarity (a number, nan or inf) in "
-                                  f"ConsineSimilarity, found {cell!r}", line)
+        raise InputError(_ROW, f"expected a cosine similarity (a number, nan or inf) in {column}, "
+                               f"found {cell!r}", line)
     if math.isfinite(value) and abs(value) > 1 + _COSINE_SLACK:
-        raise InputError(display, f"expected a cosine similarity between -1 and 1 in "
-                                  f"ConsineSimilarity, found {cell!r} (columns shifted?)", line)
+        raise InputError(_ROW, f"expected a cosine similarity between -1 and 1 in {column}, "
+                               f"found {cell!r} (columns shifted?)", line)
     return value
 
 
-def _consistency_rows(table: Table, rows: list[Row], ordinal: int,
-                      display: str) -> list[ConsistencyRow]:
-    name, flag, mismatched, abs_diff, rel_diff = _required(
-        table, _CONSISTENCY_COLUMNS, _CONSISTENCY, display)
+def _consistency_rows(table: Table, rows: list[Row], ordinal: int, skips: Skips) -> list[ConsistencyRow]:
+    columns = _required(table, _CONSISTENCY_COLUMNS, _CONSISTENCY, skips)
+    if columns is None:
+        return []
+    name, flag, mismatched, abs_diff, rel_diff = columns
     result = []
     for row in rows:
-        count, total = _mismatched(row.cells[mismatched], row.line, display)
-        result.append(ConsistencyRow(
-            row.cells[name], _flag(row.cells[flag], row.line, display), count, total,
-            _diff(row.cells[abs_diff], "Max Abs Diff", row.line, display),
-            _diff(row.cells[rel_diff], "Max Rel Diff", row.line, display),
-            row.line, ordinal))
+        try:
+            count, total = _mismatched(row.cells[mismatched], row.line, _ROW)
+            result.append(ConsistencyRow(
+                row.cells[name], _flag(row.cells[flag], row.line, _ROW), count, total,
+                _diff(row.cells[abs_diff], "Max Abs Diff", row.line, _ROW),
+                _diff(row.cells[rel_diff], "Max Rel Diff", row.line, _ROW),
+                row.line, ordinal))
+        except InputError as error:
+            skips.add_error(error)
     return result
 
 
@@ -373,6 +401,7 @@ def add_facts(found, out) -> None:
     from j6doctor.probes.probe_output import finite
 
     report = read_hb_verifier(found.path, found.display)
+    out.skipped(found, report.skipped)
     kinds = {m.kind for m in report.models}
     pair = "bc_hbm" if "bc" in kinds and kinds & {"hbm", "bin"} else ""
     models = ",".join(m.path for m in report.models)

@@ -13,6 +13,11 @@ The result has the shape defined in hb_model_info (R6), so that both can be comp
 the user's platform and deployment. The desc is parsed with json. Per-input desc values of
 a multi-input model may be joined with ';' (as in the converter's config); they are split
 over the inputs named by INPUT_NAMES. The module knows the format, not any rule.
+
+Pasted and cut outputs are read as far as they go: a garbled line, a value that does not
+parse, a block out of order or cut short, a second desc or model are skipped and named in
+`ModelInfo.skipped` (line and why). Only a file with nothing of model_info in it is
+refused (InputError).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any
 from j6doctor.probes.hb_model_info import (REMOVED_NODES_KEY, InputSpec, ModelInfo, ModelInput, ModelOutput,
                             Value, attach_specs, canonical_key, model_values, parse_dims, shown,
                             split_names)
-from j6doctor.probes.input_error import InputError
+from j6doctor.probes.input_error import InputError, Skips
 from j6doctor.probes.text_file import load_text, split_lines
 
 # A few hundred lines in practice; the limit guards memory against a wrong file (parsing
@@ -64,6 +69,7 @@ class _Block:
     line: int                # of the `input[i]:` line
     last: int                # last line read into it
     fields: dict[str, Value] = field(default_factory=dict)
+    read: bool = True        # False: a block repeated, taken past but not read
 
     @property
     def label(self) -> str:
@@ -90,9 +96,13 @@ class _HrtParser:
         self.desc: dict[str, Any] | None = None
         self.desc_line = 0
         self.warning: Value | None = None
+        self.skips = Skips()
+        self.end = len(lines)    # where reading stops (a second model)
 
     def run(self) -> ModelInfo:
         for number, raw in enumerate(self.lines, 1):
+            if number > self.end:
+                break
             body = raw.strip()
             if self.warning is None and _OLD_RUNTIME.match(body):
                 self.warning = Value(body, number)
@@ -112,9 +122,9 @@ class _HrtParser:
             return False
         kv = _KEY_VALUE.match(body)
         if not kv:
-            raise InputError(self.display, "expected 'key: value' in the "
-                                           f"{self.block.label} block, found {shown(body)} "
-                                           "(garbled line?)", number)
+            self.skips.add(number, f"expected 'key: value' in the {self.block.label} block, found {shown(body)} "
+                                   "(garbled line?)")
+            return True
         self.block.fields.setdefault(canonical_key(kv["key"]), Value(kv["value"], number))
         self.block.last = number
         return True
@@ -123,16 +133,18 @@ class _HrtParser:
         if match := _BLOCK_START.match(body):
             kind, index = match["kind"].lower(), int(match["index"])
             expected = len(self.blocks[kind])
-            if index != expected:
-                raise InputError(self.display, f"expected {kind}[{expected}], found "
-                                               f"{kind}[{index}] (blocks missing or repeated)",
-                                 number)
-            self.block = _Block(kind, index, number, number)
+            self.block = _Block(kind, index, number, number, read=index >= expected)
+            if index < expected:
+                self.skips.add(number, f"{kind}[{index}] again after {kind}[{expected - 1}]; this block is not read")
+            elif index > expected:
+                self.skips.add(number, f"expected {kind}[{expected}], found {kind}[{index}] (blocks missing, "
+                                       "an excerpt?)")
         elif match := _MODEL_NAME.match(body):
             if "model_name" in self.found:
-                raise InputError(self.display, f"a second model ({match['name']!r}) in the same "
-                                               "output; expected model_info of one model (split "
-                                               "the file per model)", number)
+                self.skips.add(number, f"a second model ({match['name']!r}) in the same output; its lines "
+                                       f"{number}-{len(self.lines)} are not read (split the file per model)")
+                self.end = number - 1
+                return
             self.found["model_name"] = Value(match["name"], number)
         elif match := _MODEL_DESC.match(body):
             self._read_desc(match, number)
@@ -146,8 +158,8 @@ class _HrtParser:
 
     def _read_desc(self, match: re.Match[str], number: int) -> None:
         if self.desc is not None:
-            raise InputError(self.display, "a second [model desc] line; expected model_info of "
-                                           "one model", number)
+            self.skips.add(number, "a second [model desc] line, not read; expected model_info of one model")
+            return
         text = match["json"]
         self.desc, self.desc_line = {}, number
         if not text:            # a model converted without a description
@@ -156,39 +168,44 @@ class _HrtParser:
             desc = json.loads(text)
         except json.JSONDecodeError as exc:
             column = raw_column(self.lines[number - 1], text) + exc.pos
-            raise InputError(self.display, f"invalid JSON after [model desc]: {exc.msg} (column "
-                                           f"{column}); expected a JSON object on one line "
-                                           "(truncated or garbled?)", number) from None
+            self.skips.add(number, f"invalid JSON after [model desc]: {exc.msg} (column {column}); expected a "
+                                   "JSON object on one line (truncated or garbled?); the desc is not read")
+            return
+        except (ValueError, RecursionError) as exc:   # e.g. an integer of more than 4300 digits
+            self.skips.add(number, f"unreadable JSON after [model desc] ({type(exc).__name__}); not read")
+            return
         if not isinstance(desc, dict):
-            raise InputError(self.display, "expected a JSON object {...} after [model desc]:, "
-                                           f"found {type(desc).__name__}", number)
+            self.skips.add(number, f"expected a JSON object {{...}} after [model desc]:, found "
+                                   f"{type(desc).__name__}; not read")
+            return
         self.desc = desc
 
     def _finish_block(self) -> None:
         """Checks the values of the closed block in file order, then that none is missing."""
         block, self.block = self.block, None
-        if block is None:
+        if block is None or not block.read:
             return
-        tensor = self._tensor(block)
+        name = block.fields.get("name")
+        if name is None or not name.text:
+            self.skips.add(name.line if name else block.line,
+                           f"expected a tensor name after 'name:' in the {block.label} block; the block is not read")
+            return
         missing = [key.replace("_", " ") for key in REQUIRED_KEYS if key not in block.fields]
         if missing:
-            raise InputError(self.display, f"the {block.label} block (ending at line {block.last}) "
-                                           f"lacks {', '.join(repr(m + ':') for m in missing)} "
-                                           "(file truncated?)", block.line)
-        self.blocks[block.kind].append(tensor)
+            self.skips.add(block.line, f"the {block.label} block (ending at line {block.last}) lacks "
+                                       f"{', '.join(repr(m + ':') for m in missing)} (file cut?)")
+        self.blocks[block.kind].append(self._tensor(block))
 
     # -------------------------------------------------------- result
 
     def _result(self) -> ModelInfo:
-        if not any(self.blocks.values()):
-            if self.desc is None and not self.found:
-                raise InputError(self.display, f"nothing recognisable; expected {WHAT}")
-            raise InputError(self.display, "no input[0] block: the file ends before the tensors "
-                                           "(truncated?)", len(self.lines))
+        if not any(self.blocks.values()) and not self.desc and not self.found:
+            first = self.skips.kept[0] if self.skips else None
+            raise InputError(self.display, f"nothing recognisable; expected {WHAT}"
+                                           + (f" ({first.reason})" if first else ""), first.line if first else None)
         for kind in ("input", "output"):
             if not self.blocks[kind]:
-                raise InputError(self.display, f"no {kind}[0] block (file truncated?)",
-                                 len(self.lines))
+                self.skips.add(self.end, f"no readable {kind}[0] block (the file ends before it?)")
         inputs = [ModelInput(**kwargs) for kwargs in self.blocks["input"]]
         outputs = [ModelOutput(**kwargs) for kwargs in self.blocks["output"]]
         desc = {canonical_key(key): value for key, value in (self.desc or {}).items()}
@@ -201,38 +218,34 @@ class _HrtParser:
             ucp_version=self.found.get("ucp_version"), dnn_version=self.found.get("dnn_version"),
             hbrt_version=self.found.get("hbrt_version"), removed_nodes=self._removed_nodes(desc),
             hbrt_older_than_model=self.warning is not None, hbrt_warning=self.warning,
-            **model_values(fields),
+            skipped=self.skips, **model_values(fields),
         )
 
     def _tensor(self, block: _Block) -> dict[str, Any]:
-        """ModelInput / ModelOutput arguments; InputError for a present value that does not parse."""
+        """ModelInput / ModelOutput arguments; a present value that does not parse is left out
+        (noted)."""
         f = block.fields
-        name = f.get("name")
-        if name is not None and not name.text:
-            raise InputError(self.display, f"expected a tensor name after 'name:' in the "
-                                           f"{block.label} block", name.line)
         shape = f.get("valid_shape")
-        dims = parse_dims(shape.text) if shape else None
-        if shape and dims is None:
-            raise InputError(self.display, "expected a shape like (1,224,224,3) after 'valid "
-                                           f"shape:', found {shown(shape.text)} (truncated or "
-                                           "garbled?)", shape.line)
+        dims = self._parsed(shape, parse_dims, "a shape like (1,224,224,3) after 'valid shape:'")
         stride = f.get("stride")
-        strides = parse_dims(stride.text) if stride else None
-        if stride and strides is None:
-            raise InputError(self.display, "expected a stride like (-1,-1,1,1) after 'stride:', "
-                                           f"found {shown(stride.text)} (truncated or garbled?)",
-                             stride.line)
+        strides = self._parsed(stride, parse_dims, "a stride like (-1,-1,1,1) after 'stride:'")
         size = f.get("aligned_byte_size")
-        aligned = _int(size.text) if size else None
-        if size and aligned is None:
-            raise InputError(self.display, "expected an integer after 'aligned byte size:', "
-                                           f"found {shown(size.text)}", size.line)
-        return dict(name=name.text if name else "", index=block.index, line=block.line,
+        aligned = self._parsed(size, _int, "an integer after 'aligned byte size:'")
+        return dict(name=f["name"].text, index=block.index, line=block.line,
                     shape=shape, dims=dims, data_type=f.get("tensor_type"),
                     layout=f.get("tensor_layout"), stride=stride, strides=strides,
                     aligned_byte_size=size, aligned_bytes=aligned,
                     quanti_type=f.get("quanti_type"), fields=dict(f))
+
+    def _parsed(self, value: Value | None, parse, expected: str):
+        """parse(value.text), or None for an absent value and, noted, for one that does not parse."""
+        if value is None:
+            return None
+        parsed = parse(value.text)
+        if parsed is None:
+            self.skips.add(value.line, f"expected {expected}, found {shown(value.text)} (cut or garbled?); "
+                                       "the value is not read")
+        return parsed
 
     def _specs(self, desc: dict[str, Any]) -> list[InputSpec]:
         """Per-input desc values → one InputSpec per model input: named by INPUT_NAMES, else one
@@ -296,4 +309,6 @@ def _int(text: str) -> int | None:
 def add_facts(found, out) -> None:
     from j6doctor.probes.hb_model_info import add_model_facts
 
-    add_model_facts(found, out, read_hrt_model_info(found.path, found.display))
+    info = read_hrt_model_info(found.path, found.display)
+    out.skipped(found, info.skipped)
+    add_model_facts(found, out, info)

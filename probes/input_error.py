@@ -1,6 +1,10 @@
-"""The error every probe raises for bad input: it names the file, the line and what was expected."""
+"""The error every probe raises for bad input: it names the file, the line and what was expected;
+and what a reader skipped of a file it could otherwise read (Skips)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 
 # A message quotes the input it refuses; a megabyte-long cell or line must not become a
@@ -36,3 +40,50 @@ class InputError(Exception):
 
 def _one(file: str, line: int | None, message: str) -> str:
     return f"{file}:{line}: {message}" if line else f"{file}: {message}"
+
+
+# A file can hold a million garbled lines; the first ones say what is wrong, the rest are counted.
+MAX_SKIPS_KEPT = 100
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A part of a file that a reader went past: its 1-based line (None: no one line) and why.
+    Real files are pasted, excerpted and hand-edited: a reader reads what it can and says
+    what it skipped, rather than refusing the whole file for one odd line."""
+
+    line: int | None
+    reason: str
+
+
+@dataclass
+class Skips:
+    """The parts of one file a reader skipped, in file order: the first MAX_SKIPS_KEPT kept,
+    the others counted."""
+
+    kept: list[Skipped] = field(default_factory=list)
+    more: int = 0
+
+    def add(self, line: int | None, reason: str) -> None:
+        if len(self.kept) < MAX_SKIPS_KEPT:
+            self.kept.append(Skipped(line, bounded(reason)))
+        else:
+            self.more += 1
+
+    def add_error(self, error: InputError) -> None:
+        """An InputError a reader would have refused the file for, taken as a skipped part."""
+        self.add(error.line, error.message)
+
+    def extend(self, skipped: Iterable[Skipped]) -> None:
+        for item in skipped:
+            self.add(item.line, item.reason)
+
+    def in_file_order(self) -> None:
+        """Sorts what was kept by line; notes on the file as a whole (no line) last."""
+        self.kept.sort(key=lambda item: (item.line is None, item.line or 0))
+
+    def __len__(self) -> int:
+        return len(self.kept) + self.more
+
+    def __bool__(self) -> bool:
+        return bool(self.kept) or self.more > 0

@@ -2,17 +2,18 @@
 finding fragment.
 
 The file is written only when something was found, so a missing file means "no
-findings" and yields an empty list. Kinds come from the stable match tokens of §4;
-text that matches none of them is kept as kind "other".
+findings" and yields none. Kinds come from the stable match tokens of §4; text that
+matches none of them is kept as kind "other". Rows that do not line up and a missing
+closing border (an excerpt) are skipped and named in `AdvisorReport.skipped`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from j6doctor.probes.input_error import InputError
+from j6doctor.probes.input_error import InputError, Skips
 from j6doctor.probes.text_file import load_text, split_lines
 from j6doctor.probes.text_tables import Row, is_psql_start, parse_psql, skip_blank
 
@@ -46,10 +47,16 @@ class AdvisorFinding:
     advice: str
 
 
-def read_layer_advisor(path: Path, display: str | None = None) -> list[AdvisorFinding]:
+@dataclass
+class AdvisorReport:
+    findings: list[AdvisorFinding]
+    skipped: Skips = field(default_factory=Skips)   # what could not be read (line and why)
+
+
+def read_layer_advisor(path: Path, display: str | None = None) -> AdvisorReport:
     display = display or path.name
     if not path.exists():
-        return []   # the profiler writes this file only when it has findings
+        return AdvisorReport([])   # the profiler writes this file only when it has findings
     lines = split_lines(load_text(path, display, WHAT, MAX_TEXT_BYTES))
     start = skip_blank(lines, 0)
     if not is_psql_start(lines, start):
@@ -63,7 +70,12 @@ def read_layer_advisor(path: Path, display: str | None = None) -> list[AdvisorFi
     findings: list[AdvisorFinding] = []
     for line, mod_name, op_type, info, advice in _merged_rows(table.rows, cols):
         findings += _findings(line, mod_name, op_type, info, advice)
-    return findings
+    skipped = Skips()
+    skipped.extend(table.skipped)
+    if not findings and skipped:
+        first = skipped.kept[0]
+        raise InputError(display, f"no readable row: {first.reason}", first.line)
+    return AdvisorReport(findings, skipped)
 
 
 def _merged_rows(rows: list[Row], cols: list[int | None]) -> list[tuple[int, str, str, str, str]]:
@@ -123,5 +135,6 @@ def _findings(line: int, mod_name: str, op_type: str, info: str,
 def add_facts(found, out) -> None:
     from j6doctor.probes.module_signal import Signal
 
-    out.signals(found, "layer_advisor", [Signal(f.kind, f.mod_name, f.text, f.line)
-                                         for f in read_layer_advisor(found.path, found.display)])
+    report = read_layer_advisor(found.path, found.display)
+    out.skipped(found, report.skipped)
+    out.signals(found, "layer_advisor", [Signal(f.kind, f.mod_name, f.text, f.line) for f in report.findings])

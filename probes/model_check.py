@@ -7,6 +7,11 @@ fx_graph.txt) and profiler vB ("not used" / "used multi times" sub-sections and 
 and profiler versions and the march the model was prepared for, and add a "Gemm input
 dtypes statistics" table. Sections are found by their literal heading lines; any other
 block is skipped, so an unknown extra section does not stop the parse.
+
+Real checks are pasted and excerpted: a section whose table cannot be read, a row that does
+not line up or holds no count, a missing required section or a heading cut at the end are
+skipped and named in `ModelCheck.skipped` (line and why), and the rest is read. A file
+without any known section heading is refused (InputError).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from j6doctor.probes.fx_graph import FxGraph, graph_signals, opcode_counts, read_fx_table
-from j6doctor.probes.input_error import InputError
+from j6doctor.probes.input_error import InputError, Skips
 from j6doctor.probes.module_signal import Signal
 from j6doctor.probes.text_file import load_text, split_lines
 from j6doctor.probes.text_tables import Table, is_psql_start, is_simple_start, parse_psql, parse_simple, skip_blank
@@ -90,6 +95,7 @@ class ModelCheck:
     # The R1 header: name ("horizon_plugin_pytorch", "horizon_plugin_profiler", "march") →
     # (value, line). Empty for older checks without it.
     header: dict[str, tuple[str, int]] = field(default_factory=dict)
+    skipped: Skips = field(default_factory=Skips)   # what could not be read (line and why)
 
 
 @dataclass
@@ -129,9 +135,14 @@ def read_model_check(path: Path, display: str | None = None) -> ModelCheck:
     where = _RowLines()
     check.header = _read_header(lines, sections[0].line - 1)
     for sec in sections:
-        _read_section(lines, sec, display, check, where)
-    _require_sections(sections, display)
-    _reject_cut_heading(lines, display)
+        try:
+            _read_section(lines, sec, display, check, where)
+        except InputError as error:
+            heading = next(h for h, k in HEADINGS.items() if k == sec.key)
+            check.skipped.add(error.line, f"{error.message}; the section '{heading}' is not read")
+    _require_sections(sections, check.skipped)
+    _note_cut_heading(lines, check.skipped)
+    check.skipped.in_file_order()
     check.unused_modules = [m for m, n in check.called_times.items() if n == 0]
     check.shared_modules = {m: n for m, n in check.called_times.items() if n > 1}
     check.high_precision_outputs = _high_precision_outputs(check.layer_qconfig)
@@ -142,6 +153,7 @@ def read_model_check(path: Path, display: str | None = None) -> ModelCheck:
 
 def _read_section(lines: list[str], sec: _Section, display: str, check: ModelCheck,
                   where: _RowLines) -> None:
+    skips = check.skipped
     if sec.key == "all_fused":
         check.all_fused = True
     elif sec.key == "unfused":
@@ -149,23 +161,24 @@ def _read_section(lines: list[str], sec: _Section, display: str, check: ModelChe
     elif sec.key in ("not_used", "multi_used", "called_times"):
         _read_called(lines, sec, display, check, where.called)
     elif sec.key == "input_dtype":
-        check.dtype_columns = _read_dtype_stats(lines, sec, display)
-        where.input_dtype = _dtype_counts(lines, sec, display)
+        check.dtype_columns = _read_dtype_stats(lines, sec, display, skips)
+        where.input_dtype = _dtype_counts(lines, sec, display, Skips())   # its rows are noted just above
     elif sec.key == "output_dtype":
-        _read_dtype_stats(lines, sec, display)   # validated only; counts are not needed
+        _read_dtype_stats(lines, sec, display, skips)   # validated only; counts are not needed
     elif sec.key == "gemm_dtype":
-        where.gemm = _read_gemm_stats(lines, sec, display)
+        where.gemm = _dtype_counts(lines, sec, display, skips)
     elif sec.key == "layer_qconfig":
-        _read_rows(lines, sec, display, _LAYER_COLUMNS, check.layer_qconfig, where.layer)
+        _read_rows(lines, sec, display, _LAYER_COLUMNS, check.layer_qconfig, where.layer, skips)
     elif sec.key == "weight_qconfig":
-        _read_rows(lines, sec, display, _WEIGHT_COLUMNS, check.weight_qconfig, where.weight)
+        _read_rows(lines, sec, display, _WEIGHT_COLUMNS, check.weight_qconfig, where.weight, skips)
     elif sec.key == "messages":
         rows: list[dict[str, str]] = []
-        _read_rows(lines, sec, display, _MESSAGE_COLUMNS, rows, where.message)
+        _read_rows(lines, sec, display, _MESSAGE_COLUMNS, rows, where.message, skips)
         check.messages += [(r["module"], r["msg"]) for r in rows]
     elif sec.key == "graph":
         check.embedded_graph = _read_graph(lines, sec, display)
         check.has_embedded_graph = True
+        skips.extend(check.embedded_graph.skipped.kept)
     # "run_once" carries no table: nothing to read.
 
 
@@ -195,7 +208,7 @@ def _find_sections(lines: list[str]) -> list[_Section]:
     return sections
 
 
-def _require_sections(sections: list[_Section], display: str) -> None:
+def _require_sections(sections: list[_Section], skips: Skips) -> None:
     keys = {s.key for s in sections}
     missing = []
     if not keys & {"all_fused", "unfused"}:
@@ -203,21 +216,18 @@ def _require_sections(sections: list[_Section], display: str) -> None:
                        "'Fusable modules are listed below:'")
     if "layer_qconfig" not in keys:
         missing.append("'Each layer out qconfig:'")
-    if not missing:
-        return
-    raise InputError(display, f"incomplete {WHAT} (truncated?): missing section "
-                              + " and ".join(missing))
+    if missing:
+        skips.add(None, f"incomplete {WHAT} (an excerpt, or cut?): missing section " + " and ".join(missing))
 
 
-def _reject_cut_heading(lines: list[str], display: str) -> None:
+def _note_cut_heading(lines: list[str], skips: Skips) -> None:
     """A file that ends in the first part of a heading was cut while being written."""
     last = len(lines) - 1
     while last >= 0 and not lines[last].strip():
         last -= 1
     tail = lines[last].strip() if last >= 0 else ""
     if tail and tail not in HEADINGS and any(h.startswith(tail) for h in HEADINGS):
-        raise InputError(display, f"file ends in an incomplete section heading {tail!r} "
-                                  "(truncated?)", last + 1)
+        skips.add(last + 1, f"file ends in an incomplete section heading {tail!r} (cut?)")
 
 
 def _layout(sections: list[_Section]) -> str:
@@ -225,8 +235,9 @@ def _layout(sections: list[_Section]) -> str:
     return "vB" if keys & _VB_ONLY and "called_times" not in keys else "newer"
 
 
-def _first_table(lines: list[str], sec: _Section, display: str, style: str) -> Table:
-    """The table right under a heading (blank lines allowed in between)."""
+def _first_table(lines: list[str], sec: _Section, display: str, style: str, skips: Skips) -> Table:
+    """The table right under a heading (blank lines allowed in between); its skipped rows
+    go to `skips`."""
     i = skip_blank(lines, sec.start, sec.end)
     starts = is_psql_start(lines, i) if style == "psql" else is_simple_start(lines, i)
     if i >= sec.end or not starts:
@@ -234,7 +245,9 @@ def _first_table(lines: list[str], sec: _Section, display: str, style: str) -> T
         raise InputError(display, f"expected a {style} table under '{heading}'",
                          i + 1 if i < len(lines) else sec.line)
     parse = parse_psql if style == "psql" else parse_simple
-    return parse(lines[:sec.end], i, 1, display)
+    table = parse(lines[:sec.end], i, 1, display)
+    skips.extend(table.skipped)
+    return table
 
 
 def _columns(table: Table, wanted: dict[str, str], display: str, line: int) -> dict[str, int]:
@@ -258,6 +271,7 @@ def _read_unfused(lines: list[str], sec: _Section, display: str, check: ModelChe
                                   "'Fusable modules are listed below:'", min(i, len(lines) - 1) + 1)
     while i < sec.end and is_simple_start(lines, i):
         table = parse_simple(lines[:sec.end], i, 1, display)
+        check.skipped.extend(table.skipped)
         col = _columns(table, {"name": "name"}, display, i + 1)["name"]
         group = [r.cells[col] for r in table.rows if r.cells[col]]
         if group:
@@ -270,52 +284,53 @@ def _read_unfused(lines: list[str], sec: _Section, display: str, check: ModelChe
 
 def _read_called(lines: list[str], sec: _Section, display: str, check: ModelCheck,
                  called_lines: dict[str, int]) -> None:
-    table = _first_table(lines, sec, display, "simple")
+    table = _first_table(lines, sec, display, "simple", check.skipped)
     cols = _columns(table, {"name": "name", "called times": "times"}, display, sec.line + 1)
     if "times" not in cols:
         raise InputError(display, "expected columns 'name' and 'called times'", sec.line + 1)
     for row in table.rows:
         name, times = row.cells[cols["name"]], row.cells[cols["times"]]
         if not re.fullmatch(r"\d+", times):
-            raise InputError(display, f"expected an integer 'called times' for {name!r}, "
-                                      f"got {times!r} (truncated row?)", row.line)
+            check.skipped.add(row.line, f"expected an integer 'called times' for {name!r}, got {times!r} "
+                                        "(cut row?)")
+            continue
         check.called_times[name] = int(times)
         called_lines[name] = row.line
 
 
-def _read_dtype_stats(lines: list[str], sec: _Section, display: str) -> list[str]:
-    table = _stats_table(lines, sec, display)
+def _read_dtype_stats(lines: list[str], sec: _Section, display: str, skips: Skips) -> list[str]:
+    table = _stats_table(lines, sec, display, skips)
     return list(table.headers[1:])
 
 
-def _stats_table(lines: list[str], sec: _Section, display: str) -> Table:
-    """A statistics grid: `module type` (or `Module Type`) then integer counts per column."""
-    table = _first_table(lines, sec, display, "psql")
+def _stats_table(lines: list[str], sec: _Section, display: str, skips: Skips) -> Table:
+    """A statistics grid: `module type` (or `Module Type`) then integer counts per column;
+    a row with a cell that is no count is left out (and noted)."""
+    table = _first_table(lines, sec, display, "psql", skips)
     if table.column("module type") != 0:
         raise InputError(display, "expected a dtype statistics table starting with a "
                                   "'module type' column", sec.line + 2)
+    rows = []
     for row in table.rows:
         bad = [c for c in row.cells[1:] if not re.fullmatch(r"\d+", c)]
         if bad:
-            raise InputError(display, f"expected integer counts per dtype, got {bad[0]!r}", row.line)
-    return table
+            skips.add(row.line, f"expected integer counts per dtype, got {bad[0]!r}")
+        else:
+            rows.append(row)
+    return Table(table.headers, rows, table.end, table.header_line, table.skipped)
 
 
-def _dtype_counts(lines: list[str], sec: _Section, display: str) -> list[tuple[str, str, int, int]]:
+def _dtype_counts(lines: list[str], sec: _Section, display: str, skips: Skips) -> list[tuple[str, str, int, int]]:
     """(module type, column, count, line) of every non-zero cell but the `total` row."""
-    table = _stats_table(lines, sec, display)
+    table = _stats_table(lines, sec, display, skips)
     return [(row.cells[0], header, int(cell), row.line)
             for row in table.rows if row.cells[0].strip().lower() != "total"
             for header, cell in zip(table.headers[1:], row.cells[1:]) if int(cell) > 0]
 
 
-def _read_gemm_stats(lines: list[str], sec: _Section, display: str) -> list[tuple[str, str, int, int]]:
-    return _dtype_counts(lines, sec, display)
-
-
 def _read_rows(lines: list[str], sec: _Section, display: str, wanted: dict[str, str],
-               out: list[dict[str, str]], out_lines: list[int]) -> None:
-    table = _first_table(lines, sec, display, "psql")
+               out: list[dict[str, str]], out_lines: list[int], skips: Skips) -> None:
+    table = _first_table(lines, sec, display, "psql", skips)
     cols = _columns(table, wanted, display, sec.line + 2)
     for row in table.rows:
         out.append({key: row.cells[cols[key]] if key in cols else "" for key in wanted.values()})
@@ -326,8 +341,9 @@ def _read_graph(lines: list[str], sec: _Section, display: str) -> FxGraph:
     i = skip_blank(lines, sec.start, sec.end)
     if i >= sec.end:
         raise InputError(display, "expected the FX graph table under 'Graph:'", sec.line)
-    nodes = read_fx_table(lines[i:sec.end], i + 1, display)
-    return FxGraph(display, nodes, opcode_counts(nodes), graph_signals(nodes))
+    skips = Skips()
+    nodes = read_fx_table(lines[i:sec.end], i + 1, display, skips)
+    return FxGraph(display, nodes, opcode_counts(nodes), graph_signals(nodes), skips)
 
 
 # ---------------------------------------------------------------- derived facts
@@ -521,6 +537,7 @@ def add_facts_of_all(found: list, out) -> None:
     out.add("model_check_info", {"path": current.display, "current": True, "current_path": current.display}, current)
     if error is not None:
         raise error
+    out.skipped(current, check.skipped)
     for name in ("horizon_plugin_pytorch", "horizon_plugin_profiler"):
         if name in check.header:
             version, line = check.header[name]

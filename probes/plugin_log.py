@@ -18,17 +18,20 @@ its 1-based file line:
   qconfig template choices;
 * every WARNING / ERROR / CRITICAL message verbatim.
 
-The probe knows the log format and nothing about rules. Bad input raises InputError
-naming the file, the line and what was expected.
+The probe knows the log format and nothing about rules. Logs are pasted and excerpted: a
+line that starts like a message but is cut or garbled, and text before the first message,
+are skipped with the lines that continue them and named in `PluginLog.skipped` (lines and
+why). A file without a message of the plugin raises InputError naming the file, the line
+and what was expected.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from j6doctor.probes.input_error import InputError, quoted
+from j6doctor.probes.input_error import InputError, Skips, quoted
 from j6doctor.probes.text_file import load_text, split_lines
 from j6doctor.probes.text_tables import is_psql_start, is_simple_start, parse_psql, parse_simple
 
@@ -186,6 +189,7 @@ class PluginLog:
     result_files: tuple[ResultFile, ...]
     templates: tuple[TemplateChoice, ...]
     warnings: tuple[LogMessage, ...]             # WARNING, ERROR and CRITICAL messages
+    skipped: Skips = field(default_factory=Skips, compare=False)   # lines that could not be read, and why
 
     @property
     def python(self) -> PythonSighting | None:
@@ -225,7 +229,11 @@ def read_plugin_log(path: Path, display: str | None = None) -> PluginLog:
 
 
 def parse_plugin_log(text: str, display: str) -> PluginLog:
-    messages = _messages(text, display)
+    skips = Skips()
+    messages = _messages(text, display, skips)
+    if not messages:
+        first = skips.kept[0]   # a non-blank line exists: it was skipped
+        raise InputError(display, first.reason, first.line)
     if not any(m.package == PACKAGE for m in messages):
         raise InputError(display, f"no message logged from {PACKAGE}: the source paths are not "
                                   f"[<...>/{PACKAGE}/<module>.py:<N>]; expected {WHAT}",
@@ -241,12 +249,15 @@ def parse_plugin_log(text: str, display: str) -> PluginLog:
         result_files=results,
         templates=_templates(messages),
         warnings=tuple(m for m in messages if m.level in PROBLEM_LEVELS),
+        skipped=skips,
     )
 
 
 # ---------------------------------------------------------------- lines → messages
 
-def _messages(text: str, display: str) -> tuple[LogMessage, ...]:
+def _messages(text: str, display: str, skips: Skips) -> tuple[LogMessage, ...]:
+    """The messages, each with its continuation lines; a garbled message line or text before
+    the first message is skipped together with the lines continuing it (noted in `skips`)."""
     nul = text.find("\x00")
     if nul >= 0:
         raise InputError(display, f"binary data (NUL byte); expected {WHAT}", text.count("\n", 0, nul) + 1)
@@ -257,26 +268,35 @@ def _messages(text: str, display: str) -> tuple[LogMessage, ...]:
     start: int | None = None          # index of the current message's prefixed line
     match: re.Match | None = None
     body: list[str] = []
+    unread: tuple[int, str] | None = None   # (index, why) of the first line of a part not read
     for i, raw in enumerate(lines):
         line = raw.rstrip()
         found = _MESSAGE.match(line)
-        if found:
+        problem = None
+        if not found and _STARTS_LIKE_MESSAGE.match(line):
+            problem = f"message line cut off or garbled: {_what_is_wrong(line)}; expected {EXAMPLE}"
+        elif not found and match is None and unread is None and line:
+            problem = f"expected a message line {EXAMPLE}, found {quoted(line)}"
+        if found or problem:
             if match is not None:
                 messages.append(_message(start, match, body))
-            start, match, body = i, found, []
-        elif _STARTS_LIKE_MESSAGE.match(line):
-            raise InputError(display, f"message line cut off or garbled: {_what_is_wrong(line)}; "
-                                      f"expected {EXAMPLE}", i + 1)
-        elif match is None:
-            if line:
-                raise InputError(display, f"expected a message line {EXAMPLE}, "
-                                          f"found {quoted(line)}", i + 1)
-        else:
+            _note_unread(skips, unread, i)
+            start, match, body = (i, found, []) if found else (None, None, [])
+            unread = (i, problem) if problem else None
+        elif match is not None:
             body.append(line)
-    # A non-blank line exists and the first one either started a message or raised.
-    assert match is not None and start is not None
-    messages.append(_message(start, match, body))
+    if match is not None:
+        messages.append(_message(start, match, body))
+    _note_unread(skips, unread, len(lines))
     return tuple(messages)
+
+
+def _note_unread(skips: Skips, unread: tuple[int, str] | None, end: int) -> None:
+    """A skipped part: its first line, why, and the lines it spans up to `end` (an index)."""
+    if unread is not None:
+        first, why = unread
+        span = f"; lines {first + 1}-{end} not read" if end > first + 1 else ""
+        skips.add(first + 1, why + span)
 
 
 def _message(start: int, match: re.Match, body: list[str]) -> LogMessage:
@@ -487,6 +507,7 @@ def add_facts(found, out) -> None:
     from j6doctor.probes.probe_output import warning_text
 
     log = read_plugin_log(found.path, found.display)
+    out.skipped(found, log.skipped)
     facts = out.facts
     for fact in log.versions:
         facts.add_version(fact.name, fact.version, out.source(found, line=fact.line, key=fact.name),

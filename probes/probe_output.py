@@ -18,10 +18,14 @@ if TYPE_CHECKING:
     from j6doctor.engine.facts import Source
     from j6doctor.probes.artifacts import FoundFile
     from j6doctor.probes.compare_per_layer import CompareTable
+    from j6doctor.probes.input_error import Skips
 
 # A warning is quoted in the report; a log line can be megabytes long (a dumped tensor, a
 # runaway message). The source line points to the full text.
 MAX_WARNING_CHARS = 2000
+# What a reader skipped of a file is said line by line for the first ones, then counted: a
+# pasted log with hundreds of garbled lines must not bury the report in warnings.
+MAX_SKIP_NOTES = 10
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,19 @@ class ProbeOutput:
     def add(self, type_name: str, fields: dict[str, Any], found: FoundFile, line: int | None = None,
             key: str | None = None) -> None:
         self.facts.add(type_name, fields, self.source(found, line, key))
+
+    def skipped(self, found: FoundFile, skips: Skips) -> None:
+        """What a reader went past in a file it read (probes/input_error.Skips), as warnings
+        on that file (intake_note facts): each skipped part with its line and why, the rest
+        counted. The file's other contents are used as read."""
+        for item in skips.kept[:MAX_SKIP_NOTES]:
+            where = f"{found.display}:{item.line}" if item.line else found.display
+            self.add("intake_note", {"key": where, "text": warning_text(
+                f"{where}：{item.reason}——已跳过这部分，文件其余内容照常读取")}, found, line=item.line)
+        rest = len(skips) - min(len(skips.kept), MAX_SKIP_NOTES)
+        if rest > 0:
+            self.add("intake_note", {"key": found.display, "text": f"{found.display}：另有 {rest} 处无法读取的内容"
+                                     "已跳过，文件其余内容照常读取"}, found)
 
     def keep(self, kind: str, found: FoundFile, data: Any) -> None:
         self.readings.append(Reading(kind, found.display, data))

@@ -6,8 +6,11 @@ A JSON object keyed by node name, in graph order; each value has `type`, `inputs
 `"1.000045"` occur). It is read like the node table of the conversion log, with the same
 cosine helpers (imported from conversion_log.py).
 
-Each node gets the line of its key in the file. Every failure is an InputError naming
-the file, the line and what was expected.
+Each node gets the line of its key in the file. A node whose value is not such an object
+(no type, a threshold or cosine that is no number) or that is listed twice is skipped and
+named in `QuantInfo.skipped`; the other nodes are read. A file that is no JSON object of
+nodes, or without a readable node, raises InputError naming the file, the line and what
+was expected.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import bisect
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,7 @@ from j6doctor.probes.conversion_log import (
     summarize_cosines,
     worst_cosine,
 )
-from j6doctor.probes.input_error import InputError
+from j6doctor.probes.input_error import InputError, Skips
 from j6doctor.probes.text_file import load_text
 from j6doctor.probes.text_tables import parse_number
 
@@ -62,6 +65,7 @@ class QuantNode:
 class QuantInfo:
     display: str
     nodes: list[QuantNode]                    # in file order
+    skipped: Skips = field(default_factory=Skips)   # nodes that could not be read (line and why)
 
     def node(self, name: str) -> QuantNode | None:
         return next((n for n in self.nodes if n.name == name), None)
@@ -105,15 +109,23 @@ def parse_quant_info(text: str, display: str) -> QuantInfo:
         raise InputError(display, f"the JSON object has no nodes; expected {EXPECTED}",
                          _line_of(text, _WS.match(text).end()))
     newlines = [m.start() for m in re.finditer("\n", text)]
-    nodes = [_node(name, value, span, text, newlines, display)
-             for name, value, span in _entries(text, newlines, display)]
-    return QuantInfo(display, nodes)
+    skips = Skips()
+    nodes = []
+    for name, value, span in _entries(text, newlines, skips):
+        try:
+            nodes.append(_node(name, value, span, text, newlines, display))
+        except InputError as error:
+            skips.add_error(error)
+    if not nodes:
+        first = skips.kept[0]
+        raise InputError(display, f"no readable node: {first.reason}", first.line)
+    return QuantInfo(display, nodes, skips)
 
 
-def _entries(text: str, newlines: list[int], display: str) -> list[tuple[str, Any, tuple[int, int, int]]]:
+def _entries(text: str, newlines: list[int], skips: Skips) -> list[tuple[str, Any, tuple[int, int, int]]]:
     """(name, value, (key offset, value start, value end)) for each top-level key, in file
     order. `text` is known to be one valid JSON object, so the walk cannot fail; a key that
-    occurs twice is an error (json.loads would silently keep the last)."""
+    occurs again is skipped and noted (json.loads would silently keep the last)."""
     decoder = json.JSONDecoder()
     pos = _WS.match(text).end() + 1          # after '{'
     entries: list[tuple[str, Any, tuple[int, int, int]]] = []
@@ -126,10 +138,10 @@ def _entries(text: str, newlines: list[int], display: str) -> list[tuple[str, An
         pos = _WS.match(text, pos).end()
         value, end = decoder.raw_decode(text, pos)
         if key in seen:
-            raise InputError(display, f"node {key!r} is listed twice; expected each node once",
-                             _line_at(newlines, key_at))
-        seen.add(key)
-        entries.append((key, value, (key_at, pos, end)))
+            skips.add(_line_at(newlines, key_at), f"node {key!r} is listed again; the first one is read")
+        else:
+            seen.add(key)
+            entries.append((key, value, (key_at, pos, end)))
         pos = _WS.match(text, end).end()
         if text[pos] == ",":
             pos = _WS.match(text, pos + 1).end()
@@ -248,4 +260,5 @@ def _line_at(newlines: list[int], offset: int) -> int:
 
 def add_facts(found, out) -> None:
     info = read_quant_info(found.path, found.display)
+    out.skipped(found, info.skipped)
     add_cosine_facts(found, out, "quant_info", info.nodes, [], info.summary())

@@ -8,6 +8,11 @@ File reading and the tabulate table layouts come from text_tables, shared with t
 other text probes. The table is held by column (a simple table is cut column by column,
 the metric column read as floats), the summary computed over the columns; a SensitivityRow
 is made for the rows a summary names, or for all of them by `SensitivityTable.rows`.
+
+A row without an op name or a number, a row that does not line up, a missing closing border
+and text after the table are skipped and named in `SensitivityTable.skipped` (line and
+why); the other rows are read. A file without a table, or without a readable row, is
+refused (InputError).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from j6doctor.probes.input_error import InputError
+from j6doctor.probes.input_error import InputError, Skips
 from j6doctor.probes.text_file import load_text, split_lines
 from j6doctor.probes.text_tables import (ColumnTable, is_psql_start, parse_number, parse_psql, parse_simple_columns,
                           skip_blank)
@@ -109,8 +114,10 @@ class SensitivityTable:
     (rank = position). `row(k)` makes one SensitivityRow, `rows` all of them (on first use)."""
 
     def __init__(self, display: str, name: SensitivityName, metric: str, order: str,
-                 rows: list[SensitivityRow] | None = None, *, columns: dict | None = None):
+                 rows: list[SensitivityRow] | None = None, *, columns: dict | None = None,
+                 skipped: Skips | None = None):
         self.display = display
+        self.skipped = skipped if skipped is not None else Skips()   # what could not be read
         self.name = name
         self.metric = metric     # metric column header
         self.order = order       # "descending" | "ascending" | "unsorted"
@@ -156,17 +163,22 @@ def read_sensitivity_txt(path: Path, display: str | None = None) -> SensitivityT
     lines = split_lines(load_text(path, display, expected, MAX_TEXT_BYTES))
     # A renamed file still parses; its output name is then unknown (reported as "").
     name = parse_sensitivity_name(path.name) or SensitivityName("", None, None, None)
-    table = _locate_table(lines, display, expected)
+    skips = Skips()
+    table = _locate_table(lines, display, expected, skips)
     metric_col = _metric_column(table.headers, name, display, table.header_line)
-    columns = _row_columns(table, metric_col, display)
+    columns = _row_columns(table, metric_col, skips)
     if not columns["value"]:
-        raise InputError(display, f"the table has no data rows (file truncated?); expected {expected}",
-                         table.header_line)
+        first = skips.kept[0] if skips else None
+        raise InputError(display, f"the table has no readable data rows{f': {first.reason}' if first else ''} "
+                                  f"(file truncated?); expected {expected}",
+                         first.line if first else table.header_line)
+    skips.in_file_order()
     metric = table.headers[metric_col]
-    return SensitivityTable(display, name, metric, _detect_order(columns["value"], metric), columns=columns)
+    return SensitivityTable(display, name, metric, _detect_order(columns["value"], metric), columns=columns,
+                            skipped=skips)
 
 
-def _locate_table(lines: list[str], display: str, expected: str) -> ColumnTable:
+def _locate_table(lines: list[str], display: str, expected: str, skips: Skips) -> ColumnTable:
     first = skip_blank(lines, 0)  # load_text has rejected an all-blank file
     psql = is_psql_start(lines, first)
     if not psql and "op_name" not in lines[first]:
@@ -174,9 +186,10 @@ def _locate_table(lines: list[str], display: str, expected: str) -> ColumnTable:
                                   f"found {lines[first].strip()[:60]!r}", first + 1)
     table = (ColumnTable.of(parse_psql(lines, first, 1, display)) if psql
              else parse_simple_columns(lines, first, 1, display, expected))
+    skips.extend(table.skipped)
     extra = skip_blank(lines, table.end)
     if extra < len(lines):
-        raise InputError(display, f"unexpected text after the table; expected only {expected}", extra + 1)
+        skips.add(extra + 1, f"text after the table, lines {extra + 1}-{len(lines)}, not read")
     return table
 
 
@@ -196,9 +209,9 @@ def _metric_column(headers: tuple[str, ...], name: SensitivityName, display: str
     raise InputError(display, f"no metric column in the header; expected {EXPECTED_HEADER}", line)
 
 
-def _row_columns(table: ColumnTable, metric_col: int, display: str) -> dict[str, list]:
-    """The row fields by column, the metric read as numbers; InputError for the first row
-    without a number, an op_name or (when the column exists) its flops."""
+def _row_columns(table: ColumnTable, metric_col: int, skips: Skips) -> dict[str, list]:
+    """The row fields by column, the metric read as numbers; a row without a number, an
+    op_name or (when the column exists) its flops is left out and named in `skips`."""
     by_name = {h.lower(): k for k, h in enumerate(table.headers)}  # a repeated name: the last one
     cells = table.columns
     try:
@@ -210,24 +223,43 @@ def _row_columns(table: ColumnTable, metric_col: int, display: str) -> dict[str,
     firsts = [_first(values, None), _first(op_names, "")]
     if flops is not None:
         firsts.append(_first(flops, ""))
-    bad = min(firsts)
-    if bad < len(values):
-        line = table.lines[bad]
-        if values[bad] is None:
-            cell = cells[metric_col][bad]
-            found = repr(cell) if cell else "nothing"
-            raise InputError(display, f"expected a number in column {table.headers[metric_col]!r}, "
-                                      f"found {found} (file truncated?)", line)
-        if not op_names[bad]:
-            raise InputError(display, "row without op_name", line)
-        # The writer prints 0(0%) for ops without flops, so a blank cell means a cut row.
-        raise InputError(display, "row ends before the flops column (file truncated?)", line)
+    lines = table.lines
+    if min(firsts) < len(values):   # rare: only then is each row looked at
+        keep = _readable_rows(values, cells[metric_col], op_names, flops, table.headers[metric_col], lines, skips)
+        cells = tuple([column[k] for k in keep] for column in cells)
+        values, op_names, lines = [values[k] for k in keep], cells[by_name["op_name"]], [lines[k] for k in keep]
+        flops = cells[by_name["flops"]] if flops is not None else None
     quant_dtype = cells[by_name["quant_dtype"]] if "quant_dtype" in by_name else None
     n = len(values)
-    return {"line": table.lines, "op_name": op_names, "sensitive_type": cells[by_name["sensitive_type"]],
+    return {"line": lines, "op_name": op_names, "sensitive_type": cells[by_name["sensitive_type"]],
             "op_type": cells[by_name["op_type"]], "value": values,
             "quant_dtype": [c or None for c in quant_dtype] if quant_dtype is not None else [None] * n,
             "flops": [c or None for c in flops] if flops is not None else [None] * n}
+
+
+def _readable_rows(values: list, metric_cells: list[str], op_names: list[str], flops: list[str] | None,
+                   metric: str, lines: Sequence[int], skips: Skips) -> list[int]:
+    """The indices of the rows that can be read; the others named in `skips`."""
+    keep = []
+    for k in range(len(values)):
+        problem = _row_problem(values[k], metric_cells[k], op_names[k], flops[k] if flops else "-", metric)
+        if problem:
+            skips.add(lines[k], problem)
+        else:
+            keep.append(k)
+    return keep
+
+
+def _row_problem(value: float | None, cell: str, op_name: str, flops: str, metric: str) -> str:
+    """Why a row cannot be read ("" when it can)."""
+    if value is None:
+        return f"expected a number in column {metric!r}, found {repr(cell) if cell else 'nothing'} (row cut?)"
+    if not op_name:
+        return "row without op_name"
+    if not flops:
+        # The writer prints 0(0%) for ops without flops, so a blank cell means a cut row.
+        return "row ends before the flops column (row cut?)"
+    return ""
 
 
 def _first(cells: Sequence, bad: str | None) -> int:
@@ -348,6 +380,7 @@ def add_facts(found, out, table: SensitivityTable | None = None) -> None:
     table = table or read_sensitivity_txt(found.path, found.display)
     if not len(table):
         raise InputError(found.display, "the sensitivity table has no rows")
+    out.skipped(found, table.skipped)
     summary = summarize_sensitivity(table)
     out.keep("sensitivity", found, (table, summary))
     compare = out.compare_table_for(found)

@@ -584,40 +584,56 @@ class _Analyzer:
 
     def _check_calls(self) -> None:
         for call in self.calls:
-            path = self._path(call)
-            last = _last(path)
-            attribute = isinstance(call.func, ast.Attribute)
-            # `horizon_plugin_pytorch.quantization.hbdk4.convert(...)` / `h4.convert(...)`:
-            # only attribute calls (a bare imported name was reported at its import).
-            if last == "convert" and attribute and _under(path, PLUGIN_HBDK4):
-                self._add("convert_wrong_module", call.lineno,
-                          f"{_raw_text(call.func)}(...) resolves to {path}; convert must come from {HBDK4_COMPILER}")
-            # Any other plugin convert is reported only when called like hbdk4's
-            # convert(qat_bc, march): a march keyword or value, or a .bc model argument.
-            elif (last == "convert" and _under(path, PLUGIN) and not _under(path, PLUGIN_HBDK4)
-                  and self._hbdk4_convert_like(call)):
-                self._add("convert_wrong_module", call.lineno,
-                          f"{_raw_text(call.func)}(...) is {path} but is called like hbdk4's "
-                          f"convert(qat_bc, march); it must come from {HBDK4_COMPILER}")
-            # `hbdk4.compiler.export(...)` and the like, through a module alias.
-            if (last in EXPORT_FUNCS and attribute and not _under(path, PLUGIN_HBDK4)
-                    and any(_under(path, family) for family in HORIZON_FAMILIES)):
-                self._add("export_wrong_module", call.lineno,
-                          f"{_raw_text(call.func)}(...) resolves to {path}; {last} must come from {PLUGIN_HBDK4}")
-            # uses
-            callee = self._callee(call)
-            if callee == "set_consistency_level":
-                self.uses.add("consistency_strategy")
-                level = _int(_level_arg(call))
-                if level is not None:
-                    self.uses.add(f"consistency_level:{level}")
-            receiver = _raw_text(call.func.value) if attribute else None
-            on_qa = (receiver in self.qa_names) or (attribute and self._is_qa(call.func.value))
-            if on_qa and callee == "run":
-                keywords = {k.arg for k in call.keywords}
-                self.uses.add("split_run" if keywords & SPLIT_RUN_KEYWORDS else "single_run")
-            elif on_qa and callee in ("sensitivity", "compare_per_layer"):
-                self.uses.add(callee)
+            self._check_convert_module(call)
+            self._check_export_module(call)
+            self._note_call_uses(call)
+        self._note_name_uses()
+
+    def _check_convert_module(self, call: ast.Call) -> None:
+        path = self._path(call)
+        if _last(path) != "convert":
+            return
+        # `horizon_plugin_pytorch.quantization.hbdk4.convert(...)` / `h4.convert(...)`:
+        # only attribute calls (a bare imported name was reported at its import).
+        if isinstance(call.func, ast.Attribute) and _under(path, PLUGIN_HBDK4):
+            self._add("convert_wrong_module", call.lineno,
+                      f"{_raw_text(call.func)}(...) resolves to {path}; convert must come from {HBDK4_COMPILER}")
+        # Any other plugin convert is reported only when called like hbdk4's
+        # convert(qat_bc, march): a march keyword or value, or a .bc model argument.
+        elif _under(path, PLUGIN) and not _under(path, PLUGIN_HBDK4) and self._hbdk4_convert_like(call):
+            self._add("convert_wrong_module", call.lineno,
+                      f"{_raw_text(call.func)}(...) is {path} but is called like hbdk4's "
+                      f"convert(qat_bc, march); it must come from {HBDK4_COMPILER}")
+
+    def _check_export_module(self, call: ast.Call) -> None:
+        """`hbdk4.compiler.export(...)` and the like, through a module alias."""
+        path = self._path(call)
+        last = _last(path)
+        if (last in EXPORT_FUNCS and isinstance(call.func, ast.Attribute) and not _under(path, PLUGIN_HBDK4)
+                and any(_under(path, family) for family in HORIZON_FAMILIES)):
+            self._add("export_wrong_module", call.lineno,
+                      f"{_raw_text(call.func)}(...) resolves to {path}; {last} must come from {PLUGIN_HBDK4}")
+
+    def _note_call_uses(self, call: ast.Call) -> None:
+        """What the script does, from one call: the consistency strategy and its level, and
+        how it runs QuantAnalysis."""
+        callee = self._callee(call)
+        if callee == "set_consistency_level":
+            self.uses.add("consistency_strategy")
+            level = _int(_level_arg(call))
+            if level is not None:
+                self.uses.add(f"consistency_level:{level}")
+        attribute = isinstance(call.func, ast.Attribute)
+        receiver = _raw_text(call.func.value) if attribute else None
+        on_qa = (receiver in self.qa_names) or (attribute and self._is_qa(call.func.value))
+        if on_qa and callee == "run":
+            keywords = {k.arg for k in call.keywords}
+            self.uses.add("split_run" if keywords & SPLIT_RUN_KEYWORDS else "single_run")
+        elif on_qa and callee in ("sensitivity", "compare_per_layer"):
+            self.uses.add(callee)
+
+    def _note_name_uses(self) -> None:
+        """What the script does, from the names it uses: FakeQuantState._FLOAT, QatBcEditor."""
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Attribute) and node.attr == "_FLOAT" \
                     and _last(_raw_text(node.value)) == "FakeQuantState":

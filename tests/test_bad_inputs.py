@@ -140,16 +140,21 @@ class Reader:
 
 
 def _compare(path: Path):
-    return summarize(read_compare_per_layer(path))
+    table = read_compare_per_layer(path)
+    summarize(table)
+    return table
 
 
 def _sensitivity(path: Path):
     table = read_sensitivity_txt(path)
-    return summarize_sensitivity(table)
+    summarize_sensitivity(table)
+    return table
 
 
 def _metrics(path: Path):
-    return judge(read_metrics(path), Tolerance())
+    rows = read_metrics(path)
+    judge(rows, Tolerance())
+    return rows
 
 
 def _pt(path: Path):
@@ -257,12 +262,22 @@ def place(folder: Path, reader: Reader, payload: bytes | None, as_folder: bool =
     return path
 
 
+class SkippedPart(Exception):
+    """A file read with a part skipped (the reader's `skipped`): the input is named as
+    surely as by an error, at the first part skipped (its line and why)."""
+
+    def __init__(self, file: str, line: int | None, reason: str):
+        super().__init__(f"{file}:{line}: {reason}" if line else f"{file}: {reason}")
+        self.file, self.line, self.message = file, line, reason
+
+
 def outcome(reader: Reader, path: Path, what: str) -> BaseException | None:
-    """Run the reader; return its own error (checked to name the file), None when the input
-    was accepted. Anything else -- another exception, a hang -- fails the test."""
+    """Run the reader; return its own error (checked to name the file), or a SkippedPart when
+    it read the file but skipped a part of it (real files are read tolerantly), None when
+    the input was accepted whole. Anything else -- another exception, a hang -- fails the test."""
     try:
         with deadline(CALL_SECONDS, f"{reader.name} on {what}"):
-            reader.run(path)
+            result = reader.run(path)
     except Hang as exc:
         raise AssertionError(str(exc)) from None
     except reader.error as exc:
@@ -271,6 +286,12 @@ def outcome(reader: Reader, path: Path, what: str) -> BaseException | None:
     except Exception as exc:  # noqa: BLE001 -- the point of the test
         raise AssertionError(f"{reader.name} on {what}: {type(exc).__name__}: {exc!s:.300} "
                              f"(expected {reader.error.__name__} or a result)") from exc
+    skipped = getattr(result, "skipped", None)
+    if skipped:
+        assert skipped.kept, f"{what}: skipped parts counted but none kept"
+        first = skipped.kept[0]
+        assert first.reason.strip() and (first.line is None or first.line >= 1), f"{what}: {first}"
+        return SkippedPart(path.name, first.line, first.reason)
     return None
 
 

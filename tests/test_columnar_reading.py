@@ -310,28 +310,34 @@ def test_ragged_hbir_rows_in_either_direction(tmp_path):
     assert table.rows[0].same_in_intbc_qdiff is None
 
 
-def field_count_error(tmp_path, lines: list[str]) -> InputError:
-    with pytest.raises(InputError) as caught:
-        read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out.csv", "\n".join(lines)))
-    return caught.value
+def read_skipping(tmp_path, lines: list[str]) -> tuple[CompareTable, list[tuple[int, str]]]:
+    table = read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out.csv", "\n".join(lines)))
+    return table, [(item.line, item.reason) for item in table.skipped.kept]
 
 
 def test_every_row_field_count_is_checked(tmp_path):
     lines = csv_text(big_rows(100, 51)).split("\n")
+    whole = read_compare_per_layer(write_file(tmp_path, "whole.csv", "\n".join(lines)))
+    names = [r.mod_name for r in whole.rows]
     # a row with too many fields after the first one; the first row itself; a blank line; and
-    # two wrong rows whose commas add up to the header's width
+    # two wrong rows whose commas add up to the header's width: each skipped and named, the
+    # others read as they are, on their own lines
     too_many = lines[:40] + [lines[40] + ", 7"] + lines[41:]
-    assert field_count_error(tmp_path, too_many).line == 41
+    table, skipped = read_skipping(tmp_path, too_many)
+    assert [line for line, _ in skipped] == [41] and "got 17 fields" in skipped[0][1]
+    assert [r.mod_name for r in table.rows] == names[:39] + names[40:] and table.rows[39].line == 42
     first = [lines[0], lines[1] + ", 7, 8, 9"] + lines[2:]
-    assert field_count_error(tmp_path, first).line == 2
+    table, skipped = read_skipping(tmp_path, first)
+    assert [line for line, _ in skipped] == [2] and [r.mod_name for r in table.rows] == names[1:]
     blank = lines[:30] + [""] + lines[30:]
-    error = field_count_error(tmp_path, blank)
-    assert error.line == 31 and "blank line" in error.message
+    table, skipped = read_skipping(tmp_path, blank)   # a blank line carries nothing: passed over
+    assert skipped == [] and [r.mod_name for r in table.rows] == names and table.rows[29].line == 32
     pair = list(lines)
     pair[10] = pair[10] + ", 5"
     pair[12] = ", ".join(pair[12].split(", ")[:-1])
-    error = field_count_error(tmp_path, pair)
-    assert error.line == 11 and "got 17 fields" in error.message
+    table, skipped = read_skipping(tmp_path, pair)
+    assert [line for line, _ in skipped] == [11, 13] and "got 17 fields" in skipped[0][1]
+    assert [r.mod_name for r in table.rows] == names[:9] + names[10:11] + names[12:]
 
 
 @pytest.mark.parametrize("suffix,line", [(".csv", 5), (".txt", 7)])
@@ -339,10 +345,11 @@ def test_text_in_a_number_column_names_the_column_and_line(tmp_path, suffix, lin
     rows = [vb_row(f"l{k}", 0.9999, 0.02) for k in range(8)]
     rows[3]["Atol"] = "12 3"
     text = csv_text(rows) if suffix == ".csv" else psql(rows)
-    with pytest.raises(InputError) as caught:
-        read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out" + suffix, text))
-    assert caught.value.line == line and "column 'Atol': expected a number" in caught.value.message
-    assert "'12 3'" in caught.value.message
+    table = read_compare_per_layer(write_file(tmp_path, "compare_per_layer_out" + suffix, text))
+    (item,) = table.skipped.kept
+    assert item.line == line and "column 'Atol': expected a number" in item.reason
+    assert "'12 3'" in item.reason and "read as blank" in item.reason
+    assert table.rows[3].atol is None and table.rows[3].cosine == 0.9999 and len(table) == 8
 
 
 def test_psql_rows_a_fixed_grid_cannot_read(tmp_path):
@@ -363,11 +370,11 @@ def test_psql_rows_a_fixed_grid_cannot_read(tmp_path):
     merged = read_compare_per_layer(write_file(tmp_path, "b.txt", "\n".join(
         lines[:5] + ["|" + "|".join(cells) + "|"] + lines[5:])))
     assert merged.rows[1].mod_name == reference[1][1] + "\n.tail" and merged.rows[2].line == 7
-    # a row that is no table row
-    with pytest.raises(InputError) as caught:
-        read_compare_per_layer(write_file(tmp_path, "c.txt", "\n".join(lines[:30] + ["| 27 | x |"] + lines[31:])))
-    assert caught.value.line == 31 and "aligned with the border" in caught.value.message
-    assert "row does not line up with the 17 table columns" in caught.value.message
+    # a row that is no table row: skipped and named, the others read
+    table = read_compare_per_layer(write_file(tmp_path, "c.txt", "\n".join(lines[:30] + ["| 27 | x |"] + lines[31:])))
+    (item,) = table.skipped.kept
+    assert item.line == 31 and "row '| 27 | x |' does not line up with the 17 table columns" in item.reason
+    assert len(table) == len(reference) - 1 and table.rows[27].line == 32
 
 
 def display_padded(rows: list[list[str]], numeric: list[bool]) -> list[str]:
@@ -484,11 +491,13 @@ def test_sensitivity_row_errors_name_the_first_bad_row(tmp_path):
     no_flops = lines[:20] + [lines[20].replace("1(1%)", "     ")] + lines[21:]
     not_number = lines[:25] + [lines[25].replace("0.27", "abc ")] + lines[26:]
     both = lines[:12] + [lines[12].replace("1(1%)", "     ")] + lines[13:16] + [lines[16].replace("0.36", "x   ")] + lines[17:]
-    for content, line, fragment in ((no_flops, 21, "flops"), (not_number, 26, "expected a number"),
-                                     (both, 13, "flops")):
-        with pytest.raises(InputError) as caught:
-            read_sensitivity_txt(write_file(tmp_path, "output_0_L1_sensitive_ops.txt", "\n".join(content)))
-        assert caught.value.line == line and fragment in caught.value.message
+    for content, skipped in ((no_flops, [(21, "flops")]), (not_number, [(26, "expected a number")]),
+                             (both, [(13, "flops"), (17, "expected a number")])):
+        table = read_sensitivity_txt(write_file(tmp_path, "output_0_L1_sensitive_ops.txt", "\n".join(content)))
+        assert [(item.line, fragment in item.reason) for item, (_, fragment) in zip(table.skipped.kept, skipped)] \
+            == [(line, True) for line, _ in skipped]
+        assert len(table) == 30 - len(skipped)
+        assert {r.line for r in table.rows}.isdisjoint(line for line, _ in skipped)
 
 
 # --- read once, hashed once; charts only when drawn -------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 from j6doctor.diagnose import diagnose
 from j6doctor.evidence import EvidenceOptions
 from j6doctor.probes import InputError
-from j6doctor.probes.compare_per_layer import read_compare_per_layer
+from j6doctor.probes.compare_per_layer import MAX_LINE_BYTES, read_compare_per_layer
 from j6doctor.probes.metrics_file import read_metrics
 from j6doctor.probes.plugin_log import read_plugin_log
 from j6doctor.probes.sensitivity import read_sensitivity_txt
@@ -111,10 +111,15 @@ def test_a_compare_csv_of_a_million_columns_is_refused_before_its_cells_are_cut(
     path.write_text(_wide_csv_header(1_000_000), encoding="utf-8")
     with pytest.raises(InputError) as info:
         read_compare_per_layer(path)
-    assert str(info.value).startswith(f"compare_per_layer_out.csv:1: the header has 1000000 columns "
-                                      f"(limit {MAX_TABLE_COLUMNS})")
+    # the 8.9 MB header line is over the line bound: refused while streaming, before it is split
+    assert str(info.value).startswith("compare_per_layer_out.csv:1: line 1 is 8888947 bytes long, over the "
+                                      f"{MAX_LINE_BYTES} bytes of any line a profiler writes")
     warnings = _warnings(tmp_path)
-    assert any("compare_per_layer_out.csv" in w and "1000000 columns" in w for w in warnings), warnings
+    assert any("compare_per_layer_out.csv" in w and "8888947 bytes long" in w for w in warnings), warnings
+    # a header of a million short columns within the line bound is refused by its width
+    path.write_text(", ".join(["c"] * 1_000_000)[:MAX_LINE_BYTES] + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=rf"the header has \d+ columns \(limit {MAX_TABLE_COLUMNS}\)"):
+        read_compare_per_layer(path)
 
 
 def test_the_widest_accepted_csv_header_still_reads(tmp_path):
@@ -205,3 +210,55 @@ def test_a_megabyte_long_warning_line_is_read_in_one_pass_and_quoted_in_part(tmp
     assert f"原文共 {len(long_text) + len('WARNING ')} 字符" in quoted[0]
     assert len(quoted[0]) < 2100
     assert len(render_markdown(diagnosis)) < 40_000
+
+
+# --- a field or a line over the bound of a compare table row ---------------------------------
+
+def _csv_with_a_long_line(path: Path, line: bytes) -> Path:
+    """A compare csv of a few good rows and, as its third row, `line`."""
+    from synthetic import csv_text, vb_row
+
+    header, first, second, third = csv_text([vb_row(f"m{k}.conv", 0.9999, 0.02) for k in range(3)]).splitlines()
+    with path.open("wb") as handle:
+        handle.write(f"{header}\n{first}\n{second}\n".encode())
+        handle.write(line + b"\n")
+        handle.write(f"{third}\n".encode())
+    return path
+
+
+def _peak_while(read) -> tuple[object, int]:
+    """read()'s result and the peak memory it allocated (pandas imported beforehand: its import
+    alone allocates more than the bound checked)."""
+    import tracemalloc
+
+    import pandas  # noqa: F401
+
+    tracemalloc.start()
+    try:
+        result = read()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_17_mb_field_is_left_out_while_streaming_and_named(tmp_path):
+    """One 17 MB mod_name took gigabytes and the file was dropped without a word: the line
+    is left out as it is read (memory stays far below its size) and named, the rows read."""
+    from synthetic import csv_text, vb_row
+
+    row = csv_text([vb_row("x" * (17 * 1024 * 1024), 0.9999, 0.02)]).splitlines()[1].encode()
+    path = _csv_with_a_long_line(tmp_path / "compare_per_layer_out.csv", row)
+    table, peak = _peak_while(lambda: read_compare_per_layer(path))
+    assert peak < 8 * 1024 * 1024, peak
+    assert [r.mod_name for r in table.rows] == ["m0.conv", "m1.conv", "m2.conv"]
+    (item,) = table.skipped.kept
+    assert item.line == 4 and f"a line of {len(row)} bytes, over the {MAX_LINE_BYTES} bytes" in item.reason
+    warnings = _warnings(tmp_path)
+    assert any("compare_per_layer_out.csv:4" in w and "not read" in w for w in warnings), warnings
+
+
+def test_a_200_mb_line_is_left_out_in_bounded_memory(tmp_path):
+    path = _csv_with_a_long_line(tmp_path / "compare_per_layer_out.csv", b"7" * (200 * 1024 * 1024))
+    table, peak = _peak_while(lambda: read_compare_per_layer(path))
+    assert peak < 8 * 1024 * 1024, peak
+    assert len(table) == 3 and table.skipped.kept[0].line == 4

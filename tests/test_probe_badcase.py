@@ -125,35 +125,51 @@ def fixture_bytes() -> bytes:
     ("empty", b"", "empty file"),
     ("NUL bytes", b"The bad case\x00input index", "binary data"),
     ("non-UTF-8", b"The bad case input index of each output:\n\xe9\xff\n", "not UTF-8"),
-    ("wrong first heading", fixture_bytes().replace(b"of each output:", b"per output:"),
-     "expected the heading 'The bad case input index of each output:'"),
-    ("wrong header", fixture_bytes().replace(b"Name/Index", b"Output    "), "expected the header"),
     ("sensitivity table", (FORMATS / "horizon_quant_analysis" / "output_bbox_pred_L1_sensitive_ops.txt")
      .read_bytes(), "expected the heading"),
-    ("truncated after table 1", fixture_bytes()[:fixture_bytes().index(b"The metric results")],
-     "expected the heading 'The metric results of each badcase:', but the file ends"),
-    ("truncated in table 2", fixture_bytes()[:fixture_bytes().index(b"bbox_pred     0.92")],
-     "expected the heading 'The bad case input index of the worst output:'"),
-    ("truncated in table 3", fixture_bytes()[:fixture_bytes().index(b"KL        58")], "lacks KL, SQNR"),
-    ("truncated mid-row", fixture_bytes()[:-3], "expected a data index"),
-    ("heading without table", fixture_bytes()[:fixture_bytes().index(b"metric    dataloader")],
-     "dash rule"),
-    ("index not an integer", fixture_bytes().replace(b"137       92", b"1.5       92"),
-     "expected a data index"),
-    ("trailing text", fixture_bytes() + b"\n\nsomething else", "unexpected text"),
+    ("heading only", b"The bad case input index of each output:\n", "dash rule"),
 ])
-def test_broken_input_raises_input_error_naming_the_file(tmp_path, label, content, fragment):
+def test_a_file_without_a_readable_table_raises_input_error_naming_the_file(tmp_path, label, content, fragment):
     with pytest.raises(InputError) as info:
         read_badcase_txt(write(tmp_path, content))
     assert info.value.file == "badcase.txt"
     assert fragment in info.value.message
 
 
+# Excerpts, cut and hand-edited copies: what is there is read, the rest named (line and why).
+@pytest.mark.parametrize("label, content, fragments, outputs", [
+    ("wrong first heading", fixture_bytes().replace(b"of each output:", b"per output:"),
+     ["text that is no section of badcase.txt ('The bad case input index per output:'), lines 1-6, not read",
+      "no section 'The bad case input index of each output:'"], 0),
+    ("wrong header", fixture_bytes().replace(b"Name/Index", b"Output    "),
+     ["expected the header 'Name/Index  Cosine  MSE  L1  KL  SQNR'"] * 2, 0),
+    ("truncated after table 1", fixture_bytes()[:fixture_bytes().index(b"The metric results")],
+     ["no section 'The metric results of each badcase:'",
+      "no section 'The bad case input index of the worst output:'"], 2),
+    ("truncated in table 2", fixture_bytes()[:fixture_bytes().index(b"bbox_pred     0.92")],
+     ["no section 'The bad case input index of the worst output:'", "list different outputs"], 2),
+    ("truncated in table 3", fixture_bytes()[:fixture_bytes().index(b"KL        58")], ["lacks KL, SQNR"], 2),
+    ("truncated mid-row", fixture_bytes()[:-3], ["expected a data index (integer) for SQNR, found nothing",
+                                                 "lacks SQNR"], 2),
+    ("heading without table", fixture_bytes()[:fixture_bytes().index(b"metric    dataloader")], ["dash rule"], 2),
+    ("index not an integer", fixture_bytes().replace(b"137       92", b"1.5       92"),
+     ["expected a data index (integer) for Cosine, found '1.5'", "list different outputs"], 1),
+    ("trailing text", fixture_bytes() + b"\n\nsomething else", ["('something else'), lines 22-22, not read"], 2),
+])
+def test_what_can_be_read_is_read_and_the_rest_named(tmp_path, label, content, fragments, outputs):
+    report = read_badcase_txt(write(tmp_path, content))
+    reasons = [item.reason for item in report.skipped.kept]
+    assert len(reasons) == len(fragments), reasons
+    for fragment in fragments:
+        assert any(fragment in reason for reason in reasons), (fragment, reasons)
+    assert len(report.index_by_output) == outputs
+
+
 def test_wrong_heading_reports_its_line(tmp_path):
     text = fixture_bytes().replace(b"The metric results of each badcase:", b"Metric results:")
-    with pytest.raises(InputError) as info:
-        read_badcase_txt(write(tmp_path, text))
-    assert info.value.line == 7
+    report = read_badcase_txt(write(tmp_path, text))
+    assert report.skipped.kept[0].line == 7 and "'Metric results:'" in report.skipped.kept[0].reason
+    assert report.sample_used_by_run() == 137 and report.outputs_disagree("MSE")
 
 
 def test_missing_file_raises_input_error(tmp_path):

@@ -405,9 +405,11 @@ def test_csv_blank_cells_and_empty_mod_name(tmp_path):
     text = csv_text([row]).replace(", None, ", ", , ", 1)
     assert ", , " in text
     table = read_compare_per_layer(write_file(tmp_path, "c.csv", text))
-    assert table.rows[0].mod_name == "" and table.rows[0].shape == "torch.Size([1, 8, 4, 4])"
+    # a function call at the top level has no module name: named by its op and row number
+    assert table.rows[0].mod_name == "cat (row 0)" and table.rows[0].shape == "torch.Size([1, 8, 4, 4])"
+    assert table.row(0).mod_name == "cat (row 0)" and table.names == ["cat (row 0)"]
     assert table.rows[0].qscale is None and table.rows[0].max_qscale_diff is None
-    assert summarize(table).function_call_rows == [""]
+    assert summarize(table).function_call_rows == ["cat (row 0)"]
 
 
 def test_csv_header_with_same_in_and_shorter_rows(tmp_path):
@@ -463,14 +465,16 @@ def sensitivity_as_csv() -> str:
            "backbone.layer3.conv2, activation, Conv2d, 0.28, qint8, 4718592\n"
 
 
+def too_many_fields() -> str:
+    header, first, second = csv_text([vb_row("a", 1.0, 0.0), vb_row("b", 1.0, 0.0)]).splitlines()
+    return f"{header}\n{first}, 1, 2, 3\n{second}\n"
+
+
 TXT_LINES = (QA / "compare_per_layer_out.txt").read_text().split("\n")
 
-BROKEN = [
+REFUSED = [
     ("empty txt", "compare_per_layer_out.txt", "", None, "empty file"),
     ("blank txt", "compare_per_layer_out.txt", "\n\n  \n", None, "empty file"),
-    ("txt cut mid-row", "compare_per_layer_out.txt", truncated_txt(), 11, "truncated"),
-    ("txt without closing border", "compare_per_layer_out.txt",
-     "\n".join(TXT_LINES[:-1]), 39, "closing border"),
     ("sensitivity table as txt", "compare_per_layer_out.txt",
      (QA / "output_bbox_pred_L1_sensitive_ops.txt").read_text(), 1, "psql table border"),
     ("other psql table", "compare_per_layer_out.txt",
@@ -482,20 +486,14 @@ BROKEN = [
     ("non-UTF-8 csv", "compare_per_layer_out.csv",
      (", ".join(VB_HEADER) + "\nquant, \xe9\n").encode("latin-1"), 2, "UTF-8"),
     ("non-UTF-8 txt", "compare_per_layer_out.txt", b"\xff\xfe+---+\n", 1, "UTF-8"),
-    ("csv row with too few fields", "compare_per_layer_out.csv", short_csv_row(), 6,
-     "expected 16 comma-separated fields"),
-    ("csv row with too many fields", "compare_per_layer_out.csv",
-     csv_text([vb_row("a", 1.0, 0.0)]).rstrip("\n") + ", 1, 2, 3\n", 2, "got 19 fields"),
-    ("csv blank line inside", "compare_per_layer_out.csv",
-     csv_text([vb_row("a", 1.0, 0.0)]) + "\n" + csv_text([vb_row("b", 1.0, 0.0)]).split("\n")[1],
-     3, "blank line"),
-    ("metric 'abc' in csv", "compare_per_layer_out.csv", metric_abc(".csv"), 3, "'abc'"),
-    ("metric 'abc' in txt", "compare_per_layer_out.txt", metric_abc(".txt"), 5, "'abc'"),
+    ("csv whose only row is cut", "compare_per_layer_out.csv",
+     ", ".join(VB_HEADER) + "\nbackbone.stem.conv, torch.nn.modules.conv.Conv2d\n", 2,
+     "no readable row: expected 16 comma-separated fields"),
 ]
 
 
-@pytest.mark.parametrize("name,file,content,line,fragment", BROKEN, ids=[b[0] for b in BROKEN])
-def test_broken_inputs_raise_input_error(tmp_path, name, file, content, line, fragment):
+@pytest.mark.parametrize("name,file,content,line,fragment", REFUSED, ids=[b[0] for b in REFUSED])
+def test_a_file_without_a_readable_table_is_refused(tmp_path, name, file, content, line, fragment):
     path = write_file(tmp_path, file, content)
     with pytest.raises(InputError) as caught:
         read_compare_per_layer(path, display=f"run1/{file}")
@@ -508,10 +506,49 @@ def test_broken_inputs_raise_input_error(tmp_path, name, file, content, line, fr
     assert "expected" in rendered
 
 
-def test_metric_error_names_the_column(tmp_path):
-    path = write_file(tmp_path, "c.csv", metric_abc(".csv"))
-    with pytest.raises(InputError, match=r"c\.csv:3: column 'Cosine': expected a number"):
-        read_compare_per_layer(path)
+# Excerpted, cut and hand-edited tables: the odd rows are skipped and named, the others read.
+SKIPPED = [
+    ("txt cut mid-row", "compare_per_layer_out.txt", truncated_txt(), [(11, "row cut off"), (11, "closing")], 7),
+    ("txt without closing border", "compare_per_layer_out.txt",
+     "\n".join(TXT_LINES[:-1]), [(39, "ends without its closing +---+ border")], 36),
+    ("csv row with too few fields", "compare_per_layer_out.csv", short_csv_row(),
+     [(6, "got 12 fields (a cut, joined or hand-edited row?)")], 35),
+    ("csv row with too many fields", "compare_per_layer_out.csv",
+     too_many_fields(), [(2, "got 19 fields")], 1),
+    ("metric 'abc' in csv", "compare_per_layer_out.csv", metric_abc(".csv"),
+     [(3, "column 'Cosine': expected a number")], 2),
+    ("metric 'abc' in txt", "compare_per_layer_out.txt", metric_abc(".txt"),
+     [(5, "column 'Cosine': expected a number")], 2),
+]
+
+
+@pytest.mark.parametrize("name,file,content,skipped,rows", SKIPPED, ids=[b[0] for b in SKIPPED])
+def test_odd_rows_are_skipped_and_named(tmp_path, name, file, content, skipped, rows):
+    table = read_compare_per_layer(write_file(tmp_path, file, content), display=f"run1/{file}")
+    assert [(s.line, fragment in s.reason) for s, (_, fragment) in zip(table.skipped.kept, skipped)] == \
+        [(line, True) for line, _ in skipped], table.skipped
+    assert len(table.skipped) == len(skipped)
+    assert len(table) == rows
+
+
+def test_a_blank_line_inside_a_csv_is_passed_over(tmp_path):
+    text = csv_text([vb_row("a", 1.0, 0.0)]) + "\n" + csv_text([vb_row("b", 1.0, 0.0)]).split("\n")[1]
+    table = read_compare_per_layer(write_file(tmp_path, "c.csv", text))
+    assert [(r.mod_name, r.line) for r in table.rows] == [("a", 2), ("b", 4)]
+    assert not table.skipped
+
+
+def test_a_txt_copied_without_its_closing_border_keeps_its_rows(tmp_path):
+    whole = read_compare_per_layer(QA / "compare_per_layer_out.txt")
+    cut = read_compare_per_layer(write_file(tmp_path, "c.txt", "\n".join(TXT_LINES[:-1])))
+    assert [r.mod_name for r in cut.rows] == [r.mod_name for r in whole.rows]
+    assert summarize(cut).breaks[0].row.mod_name == summarize(whole).breaks[0].row.mod_name
+
+
+def test_a_bad_number_cell_is_read_as_blank(tmp_path):
+    table = read_compare_per_layer(write_file(tmp_path, "c.csv", metric_abc(".csv")))
+    assert table.rows[1].cosine is None and table.rows[1].l1 is not None
+    assert "the cell is read as blank" in table.skipped.kept[0].reason
 
 
 def test_missing_file_is_an_input_error(tmp_path):
@@ -532,3 +569,53 @@ def test_txt_multiline_cell_is_merged(tmp_path):
     assert len(table.rows) == 4
     assert table.rows[2].advice == "use int16 or a fixed scale\nand more"
     assert table.rows[3].line == 8
+
+
+# --- a function call at the top level: no mod_name ------------------------------------------
+
+def _interpolate_table(tmp_path: Path) -> Path:
+    """A table whose sudden break is an interpolate called at the top level of the model (a
+    function call outside any module: its mod_name is empty, docs/file_formats.md §0.4)."""
+    rows = [vb_row(f"backbone.layer{k}.relu", 0.9999, 0.02) for k in range(4)]
+    rows.append(vb_row("", 0.62, 0.9, base_op="torch.nn.functional.interpolate",
+                       analy_op="torch.nn.functional.interpolate"))
+    rows.append(vb_row("head.relu", 0.61, 0.95))
+    return write_file(tmp_path, "compare_per_layer_out.csv", csv_text(rows))
+
+
+def test_a_row_without_mod_name_is_named_by_its_op_and_row(tmp_path, rulebase):
+    from j6doctor.diagnose import diagnose_data
+
+    path = _interpolate_table(tmp_path)
+    table = read_compare_per_layer(path)
+    assert table.rows[4].mod_name == "interpolate (row 4)" and table.names[4] == "interpolate (row 4)"
+    summary = summarize(table)
+    assert summary.breaks[0].row.mod_name == "interpolate (row 4)"
+    assert summary.function_call_rows == ["interpolate (row 4)"]
+    d = diagnose_data({"artifacts": [path.name]}, rulebase, base=path.parent)
+    (brk,) = [f for f in d.run.by_type("compare_break")]
+    assert brk["mod_name"] == "interpolate (row 4)" and brk["upstream"] == "backbone.layer3.relu"
+    (facts,) = [f for f in d.facts if f.type == "compare_summary"]
+    assert facts["worst_mod_name"] == "head.relu"
+    # the report's lines name the layer (they read "舍入： 的 baseline" with an empty name)
+    report = json.dumps(d.verdict_json, ensure_ascii=False)
+    assert "舍入：interpolate (row 4) 的 baseline 与 analysis 范围一致但误差大" in report
+    assert "误差起点是 interpolate (row 4)" in report
+
+
+def test_many_odd_rows_give_a_few_warnings_and_a_count(tmp_path, rulebase):
+    from j6doctor.diagnose import diagnose_data
+    from j6doctor.probes.probe_output import MAX_SKIP_NOTES
+
+    lines = csv_text([vb_row(f"m{k}.relu", 0.9999, 0.02) for k in range(40)]).splitlines()
+    for k in range(5, 5 + MAX_SKIP_NOTES + 5):   # fifteen rows cut short
+        lines[k] = lines[k][:40]
+    write_file(tmp_path, "compare_per_layer_out.csv", "\n".join(lines) + "\n")
+    d = diagnose_data({"artifacts": ["compare_per_layer_out.csv"]}, rulebase, base=tmp_path)
+    notes = [w for w in d.verdict_json["warnings"] if "compare_per_layer_out.csv" in w]
+    per_line = [w for w in notes if "已跳过这部分" in w]
+    assert [w.split("：", 1)[0] for w in per_line] == [f"compare_per_layer_out.csv:{k + 1}"
+                                                       for k in range(5, 5 + MAX_SKIP_NOTES)]
+    assert any("另有 5 处无法读取的内容已跳过" in w for w in notes)
+    (summary,) = [f for f in d.facts if f.type == "compare_summary"]
+    assert summary["rows"] == 40 - MAX_SKIP_NOTES - 5

@@ -10,6 +10,7 @@ import pytest
 
 from j6doctor.probes import InputError
 from j6doctor.probes.fx_graph import callable_name, read_fx_graph, read_fx_table
+from j6doctor.probes.input_error import Skips
 
 FORMATS = Path(__file__).parent / "fixtures" / "formats"
 FX = FORMATS / "prepare" / "fx_graph.txt"
@@ -149,7 +150,7 @@ def test_read_fx_table_on_embedded_lines():
     lines = ["", simple(HEADERS, [["placeholder", "a", "a", "()", "{}"],
                                  ["output", "output", "output", "(a,)", "{}"]])]
     table_lines = lines[1].split("\n") + ["", "trailing text"]
-    nodes = read_fx_table(table_lines, 40, "model_check_result.txt")
+    nodes = read_fx_table(table_lines, 40, "model_check_result.txt", Skips())
     assert [(n.line, n.name) for n in nodes] == [(42, "a"), (43, "output")]
 
 
@@ -165,14 +166,38 @@ BROKEN = [
     ("not UTF-8", b"Graph:\n\xff\xfe\xfa", "not UTF-8"),
     ("CSV", b"opcode,name,target,args,kwargs\nplaceholder,x,x,(),{}\n", "Graph:"),
     ("graph line only", b"Graph:\n", "expected a 'Graph:' line"),
-    ("truncated mid row", _fixture_text()[:_fixture_text().index("(head_reg_relu1,)") + 5].encode(),
-     "truncated"),
-    ("truncated at a line end", _fixture_text()[:_fixture_text().index("call_module    dequant_reg")].encode(),
-     "output"),
     ("wrong headers", b"Graph:\nop  name\n--  ----\nx   y\n", "opcode, name, target, args, kwargs"),
     ("unknown opcode", ("Graph:\n" + simple(HEADERS, [["call_stuff", "a", "a", "()", "{}"]])).encode(),
      "unknown FX opcode"),
 ]
+
+
+@pytest.mark.parametrize("label, data, fragments", [
+    ("truncated mid row", _fixture_text()[:_fixture_text().index("(head_reg_relu1,)") + 5].encode(),
+     ["expected args as (...)", "does not end with its 'output' node"]),
+    ("truncated at a line end", _fixture_text()[:_fixture_text().index("call_module    dequant_reg")].encode(),
+     ["does not end with its 'output' node"]),
+])
+def test_a_cut_graph_keeps_its_nodes_and_says_where_it_ends(tmp_path, label, data, fragments):
+    path = tmp_path / "fx_graph.txt"
+    path.write_bytes(data)
+    whole = read_fx_graph(FX)
+    graph = read_fx_graph(path)
+    assert 0 < len(graph.nodes) < len(whole.nodes)
+    assert [n.name for n in graph.nodes] == [n.name for n in whole.nodes[:len(graph.nodes)]]
+    assert [fragment in item.reason for item, fragment in zip(graph.skipped.kept, fragments)] == [True] * len(fragments)
+    assert len(graph.skipped) == len(fragments)
+
+
+def test_an_unknown_opcode_row_is_skipped_among_good_ones(tmp_path):
+    rows = [["placeholder", "x", "x", "()", "{}"], ["call_stuff", "a", "a", "()", "{}"],
+            ["output", "output", "output", "((x,),)", "{}"]]
+    path = tmp_path / "fx_graph.txt"
+    path.write_text("Graph:\n" + simple(HEADERS, rows))
+    graph = read_fx_graph(path)
+    assert [n.name for n in graph.nodes] == ["x", "output"]
+    (item,) = graph.skipped.kept
+    assert item.line == 5 and "unknown FX opcode 'call_stuff'" in item.reason
 
 
 @pytest.mark.parametrize("label,data,fragment", BROKEN, ids=[b[0] for b in BROKEN])

@@ -297,12 +297,16 @@ def test_log_messages_are_skipped_and_a_plain_stray_line_is_garbled(tmp_path):
     assert info.fields["preprocess_on"] == Value("False", 35)
     assert info.fields["calibration_type"] == Value("default", 38)
     assert info.input_types == [Value("NV12", 43)]
-    # The same text without the prefix is no message of the tool: a garbled line.
+    assert not info.skipped
+    # The same text without the prefix is no message of the tool: a garbled line, skipped
+    # and named; the lines around it are read.
     lines.insert(35, "calibration data dir not found")
-    with pytest.raises(InputError) as error:
-        read_hb_model_info(write(tmp_path, "\n".join(lines)))
-    assert error.value.line == 36
-    assert "expected 'key : value' in the 'calibration_parameters info'" in error.value.message
+    info = read_hb_model_info(write(tmp_path, "\n".join(lines)))
+    (skipped,) = info.skipped.kept
+    assert skipped.line == 36
+    assert "expected 'key : value' in the 'calibration_parameters info'" in skipped.reason
+    assert info.fields["preprocess_on"] == Value("False", 35)
+    assert info.fields["calibration_type"] == Value("default", 37)
 
 
 def test_a_rule_of_stars_is_no_model_name(tmp_path):
@@ -399,13 +403,43 @@ def test_the_first_banner_is_enough():
 
 TEXT = rgb_text()
 ROW_IMAGES = "images  input   [1, 192, 192, 3]  UINT8"
+X5_TEXT = X5.read_text(encoding="utf-8")
+X3_TEXT = X3.read_text(encoding="utf-8")
+J5_TEXT = J5_LOG.read_bytes().decode("utf-8")
+INPUT_TYPES = "model input types   : [<InputDataType.NV12: 7>]"
 
-BROKEN = [
+# Files with no description to read: refused as a whole (a warning on the file in a diagnosis).
+REFUSED = [
     ("empty", "", "empty file", None),
     ("blank lines", "\n\n  \n", "empty file", None),
     ("nothing recognisable", "hello\nworld\n", "nothing recognisable", None),
     ("board output", (REAL / "hrt_model_info" / "rgb_single_input.txt").read_text(encoding="utf-8"),
      "nothing recognisable", None),
+    ("vendor: start lines only", "Start hb_model_info....\nhb_model_info version 3.3.1\n",
+     "hb_model_info printed its start lines but no model description", 2),
+    ("vendor: name line only", cut_after(X5_TEXT, "finch_det_x5 ****************"),
+     "the model name line 'finch_det_x5' is followed by no description", 5),
+    ("vendor: a banner only",
+     "Start hb_model_info....\nhb_model_info version 1.24.6\n"
+     "############# model deps info #############\n",
+     "the description has no 'key : value' line under its banners", 3),
+]
+
+
+@pytest.mark.parametrize("label, content, fragment, line", REFUSED, ids=[b[0] for b in REFUSED])
+def test_a_file_without_a_description_is_refused(tmp_path, label, content, fragment, line):
+    with pytest.raises(InputError) as info:
+        read_hb_model_info(write(tmp_path, content))
+    error = info.value
+    assert error.file == "model_info.txt"
+    assert fragment in error.message
+    assert error.line == line
+    assert str(error).startswith(f"model_info.txt:{line}: " if line else "model_info.txt: ")
+
+
+# Excerpted, cut and hand-edited dumps: the odd part is skipped and named (line, why), the rest
+# read. `kept` is what must still be there.
+SKIPPED = [
     ("truncated after the banner", cut_after(TEXT, "Model input/output info #############"),
      "the file ends after the 'Model input/output info' banner", 27),
     ("truncated after the header", cut_after(TEXT, "DATA_TYPE"), "dash rule", 28),
@@ -416,8 +450,8 @@ BROKEN = [
     ("truncated before the data type", cut_after(TEXT, "logits  output  [1, 100]"),
      "expected a data type in the DATA_TYPE column", 31),
     ("no output rows", cut_after(TEXT, ROW_IMAGES), "lists no output", 30),
-    ("row does not line up", TEXT.replace(ROW_IMAGES, "images input    [1, 192, 192, 3]  UINT8"),
-     "row does not line up with the 4 table columns", 30),
+    ("a row that lines up with nothing", TEXT.replace(ROW_IMAGES, "images input [1, 192, 192, 3] UINT8 extra"),
+     "does not line up with the 4 table columns", 30),
     ("wrong columns", TEXT.replace("DATA_TYPE", "DTYPE    "),
      "expected the columns NAME TYPE SHAPE DATA_TYPE", 28),
     ("truncated in the subsection", cut_after(TEXT, "---------input info : images  ---------"),
@@ -432,15 +466,6 @@ BROKEN = [
      "end of the input info subsection 'other' without its start", 12),
     ("table twice", TEXT + "\n\n############# Model input/output info #############\n",
      "a second 'Model input/output info' table", 33),
-]
-
-
-X5_TEXT = X5.read_text(encoding="utf-8")
-X3_TEXT = X3.read_text(encoding="utf-8")
-J5_TEXT = J5_LOG.read_bytes().decode("utf-8")
-INPUT_TYPES = "model input types   : [<InputDataType.NV12: 7>]"
-
-BROKEN += [
     ("vendor: cut after the input types", cut_after(X5_TEXT, INPUT_TYPES),
      "the input/output types have no 'model output types' line", 40),
     ("vendor: cut in the types list",
@@ -461,41 +486,85 @@ BROKEN += [
      X3_TEXT.replace("deleted nodes: heron_head_box", "removed: heron_head_box"),
      "expected 'deleted nodes: <node name>' in the 'deleted nodes' section, found "
      "'removed: heron_head_box", 56),
-    ("vendor: start lines only", "Start hb_model_info....\nhb_model_info version 3.3.1\n",
-     "hb_model_info printed its start lines but no model description", 2),
-    ("vendor: name line only", cut_after(X5_TEXT, "finch_det_x5 ****************"),
-     "the model name line 'finch_det_x5' is followed by no description", 5),
     ("vendor: packed log cut in its second model's types",
      cut_before(J5_TEXT, "2025-11-04 16:20:08,147 INFO model output types"),
      "the input/output types of model 'owl_kps' have no 'model output types' line", 74),
-    ("vendor: a banner only",
-     "Start hb_model_info....\nhb_model_info version 1.24.6\n"
-     "############# model deps info #############\n",
-     "the description has no 'key : value' line under its banners", 3),
-    ("vendor: removable table without rows",
-     J6_BC.read_text(encoding="utf-8").replace("/seg_head/out/Dequantize       Dequantize\n"
-                                               "/seg_head/out/Transpose        Transpose\n", ""),
-     "the table Node Name / Node Type has no rows", 28),
+    ("vendor: removable table with other columns",
+     J6_BC.read_text(encoding="utf-8").replace("Node Name  ", "Node       "),
+     "expected the columns Node Name, Node Type", 28),
     ("vendor: a description after the table", TEXT + "\n************* other *************\n",
      "a model description after the 'Model input/output info' table", 32),
 ]
 
 
-@pytest.mark.parametrize("label, content, fragment, line", BROKEN, ids=[b[0] for b in BROKEN])
-def test_broken_input_raises_input_error(tmp_path, label, content, fragment, line):
-    with pytest.raises(InputError) as info:
-        read_hb_model_info(write(tmp_path, content))
-    error = info.value
-    assert error.file == "model_info.txt"
-    assert fragment in error.message
-    assert error.line == line
-    assert str(error).startswith(f"model_info.txt:{line}: " if line else "model_info.txt: ")
+@pytest.mark.parametrize("label, content, fragment, line", SKIPPED, ids=[b[0] for b in SKIPPED])
+def test_an_odd_part_is_skipped_and_named_and_the_rest_is_read(tmp_path, label, content, fragment, line):
+    info = read_hb_model_info(write(tmp_path, content))
+    assert any(s.line == line and fragment in s.reason for s in info.skipped.kept), info.skipped
+    assert len(info.skipped) <= 2   # the odd part, and what it leaves missing
+    assert info.march is not None or info.fields   # the description above it is kept
+    whole = read_hb_model_info(write(tmp_path, content.replace("\0", ""), "whole.txt"))
+    assert whole.march == info.march
+
+
+def test_skipped_parts_keep_the_values_above_them(tmp_path):
+    info = read_hb_model_info(write(tmp_path, cut_after(TEXT, "logits  outp")))
+    assert info.march == Value("bayes-e", 6) or info.march is not None
+    (image,) = info.inputs
+    assert image.name == "images" and image.input_type_rt is not None
+    assert info.outputs == []
+
+
+def test_rows_wider_than_the_dash_rule_are_cut_at_their_words(tmp_path):
+    """hb_model_info pads each column to its header's width; a longer name pushes the row right."""
+    text = (TEXT.replace("images  input   [1, 192, 192, 3]  UINT8",
+                         "image_input_tensor  input  [1, 192, 192, 3] UINT8")
+            .replace("logits  output  [1, 100]          FLOAT32",
+                     "classification_logits  output  [1, 100]  FLOAT32"))
+    info = read_hb_model_info(write(tmp_path, text))
+    assert not info.skipped
+    (image,) = info.inputs
+    assert (image.name, image.dims, image.data_type.text) == ("image_input_tensor", (1, 192, 192, 3), "UINT8")
+    (logits,) = info.outputs
+    assert (logits.name, logits.dims, logits.data_type.text) == ("classification_logits", (1, 100), "FLOAT32")
+    assert info.march is not None and image.spec is None   # renamed: no longer the spec's input
+
+
+ISSUE_DUMP = """############# model deps info #############
+builder version     : 3.3.0
+hbdk version        : 4.1.2
+############# model_parameters info #############
+BPU march           : nash-m
+---------input info : image_in  ---------
+input_type_rt       : nv12
+input_type_train    : rgb
+input_layout_train  : NCHW
+mean_value          : [123.675, 116.28, 103.53]
+scale_value         : [0.0171, 0.0175, 0.0174]
+############# Model input/output info #############
+NAME   TYPE   SHAPE             DATA_TYPE
+------ ------ ----------------  ---------
+image_in  input  [1, 3, 512, 512] UINT8
+seg_logits  output  [1, 21, 512, 512] FLOAT32
+"""
+
+
+def test_the_dump_of_the_issue_keeps_model_march_and_inputs(tmp_path):
+    info = read_hb_model_info(write(tmp_path, ISSUE_DUMP))
+    assert not info.skipped
+    assert info.march == Value("nash-m", 5)
+    (image,) = info.inputs
+    assert image.name == "image_in" and image.dims == (1, 3, 512, 512)
+    assert image.input_type_rt == Value("nv12", 7) and image.mean_values == [123.675, 116.28, 103.53]
+    assert [o.name for o in info.outputs] == ["seg_logits"]
 
 
 def test_broken_input_names_the_display_name():
-    with pytest.raises(InputError) as info:
-        parse_hb_model_info(cut_after(TEXT, "logits  outp"), "case7/hb_model_info.txt")
-    assert str(info.value).startswith("case7/hb_model_info.txt:31: expected 'input' or 'output'")
+    info = parse_hb_model_info(cut_after(TEXT, "logits  outp"), "case7/hb_model_info.txt")
+    assert info.skipped.kept[0].line == 31
+    with pytest.raises(InputError) as error:
+        parse_hb_model_info("hello\n", "case7/hb_model_info.txt")
+    assert str(error.value).startswith("case7/hb_model_info.txt: nothing recognisable")
 
 
 @pytest.mark.parametrize("path", [RGB, NV12, *VENDOR], ids=lambda p: p.name)
@@ -598,6 +667,16 @@ def test_a_garbled_vendor_dump_is_a_warning_naming_file_and_line(tmp_path, ruleb
                                                   "model input types   : [<InputDataType.NV12: 7")
     d = diagnose_file(_project(tmp_path, text) / "case.yaml", rulebase)
     (warning,) = [w for w in d.verdict_json["warnings"] if DUMP in w]
-    assert "第 41 行" in warning and "model input types" in warning
-    assert d.verdict_json["stage"] == "compile"   # the diagnosis goes on, without the dump's facts
-    assert "platform" in d.verdict_json["missing"]
+    assert f"{DUMP}:41" in warning and "model input types" in warning and "已跳过这部分" in warning
+    assert "无法使用" not in warning   # the file is used: only the garbled line is not
+    # the diagnosis keeps what the rest of the dump says: its march answers the platform
+    assert "platform" not in d.verdict_json["missing"]
+    assert [f["march"] for f in _facts(d, "artifact_march")] == ["bayes-e"]
+
+
+def test_the_issue_dump_gives_its_march_and_inputs_to_the_diagnosis(tmp_path, rulebase):
+    d = diagnose_file(_project(tmp_path, ISSUE_DUMP) / "case.yaml", rulebase)
+    assert not [w for w in d.verdict_json["warnings"] if DUMP in w]
+    assert [f["march"] for f in _facts(d, "artifact_march")] == ["nash-m"]
+    params = {f["name"]: f["value"] for f in _facts(d, "input_param")}
+    assert params["input_type_rt"] == "nv12" and params["input_layout_train"] == "nchw"

@@ -263,35 +263,11 @@ BROKEN = [
     ("nothing recognisable", "hello\nworld\n", "nothing recognisable", None),
     ("host output", (REAL / "hb_model_info" / "rgb_single_input.txt").read_text(encoding="utf-8"),
      "nothing recognisable", None),
-    ("desc not JSON", TEXT.replace('"MARCH": "nash-e"', '"MARCH": nash-e'),
-     # The column of the value in the garbled line: where the removed quote was.
-     f"invalid JSON after [model desc]: Expecting value (column {DESC_LINE.index(chr(34) + 'nash-e') + 1})", 4),
-    ("desc truncated", cut_after(TEXT, '"MARCH": "nas'), "invalid JSON after [model desc]: "
-     f"Unterminated string starting at (column {DESC_LINE.index(chr(34) + 'nas') + 1})", 4),
-    ("desc a list", TEXT.replace(DESC_LINE, '[model desc]: ["MARCH", "nash-e"]'),
-     "expected a JSON object {...} after [model desc]:, found list", 4),
-    ("truncated after desc", cut_after(TEXT, DESC_LINE), "no input[0] block", 4),
-    ("truncated before outputs", cut_before(TEXT, "output[0]:"), "no output[0] block", 12),
-    ("truncated block", cut_after(TEXT, "valid shape: (1,100)"),
-     "the output[0] block (ending at line 15) lacks 'tensor type:', 'quanti type:'", 13),
-    ("truncated in a shape", cut_after(TEXT, "valid shape: (1,10"),
-     "expected a shape like (1,224,224,3) after 'valid shape:', found '(1,10'", 15),
-    ("truncated in a stride", TEXT[:-2],
-     "expected a stride like (-1,-1,1,1) after 'stride:', found '(400,'", 19),
-    ("garbled line in a block", TEXT.replace("tensor type: HB_DNN_TENSOR_TYPE_U8",
-                                             "tensor type HB_DNN_TENSOR_TYPE_U8"),
-     "expected 'key: value' in the input[0] block, found 'tensor type HB_DNN", 9),
-    ("block index skipped", TEXT.replace("output[0]:", "output[1]:"),
-     "expected output[0], found output[1]", 13),
-    ("garbled byte size", TEXT.replace("aligned byte size: 400", "aligned byte size: 4OO"),
-     "expected an integer after 'aligned byte size:', found '4OO'", 16),
-    ("no name", TEXT.replace("name: logits", "name:"), "expected a tensor name after 'name:'", 14),
-    ("second model", TEXT + "\n[model name]: other_model\n", "a second model ('other_model')", 20),
 ]
 
 
 @pytest.mark.parametrize("label, content, fragment, line", BROKEN, ids=[b[0] for b in BROKEN])
-def test_broken_input_raises_input_error(tmp_path, label, content, fragment, line):
+def test_a_file_without_model_info_raises_input_error(tmp_path, label, content, fragment, line):
     with pytest.raises(InputError) as info:
         read_hrt_model_info(write(tmp_path, content))
     error = info.value
@@ -301,10 +277,51 @@ def test_broken_input_raises_input_error(tmp_path, label, content, fragment, lin
     assert str(error).startswith(f"model_info.txt:{line}: " if line else "model_info.txt: ")
 
 
+# Pasted, cut and hand-edited outputs: the odd part is skipped and named (line, why); `inputs`,
+# `outputs`: the tensors still read.
+SKIPPED = [
+    ("desc not JSON", TEXT.replace('"MARCH": "nash-e"', '"MARCH": nash-e'),
+     # The column of the value in the garbled line: where the removed quote was.
+     f"invalid JSON after [model desc]: Expecting value (column {DESC_LINE.index(chr(34) + 'nash-e') + 1})", 4, 1, 1),
+    ("desc truncated", cut_after(TEXT, '"MARCH": "nas'), "invalid JSON after [model desc]: "
+     f"Unterminated string starting at (column {DESC_LINE.index(chr(34) + 'nas') + 1})", 4, 0, 0),
+    ("desc a list", TEXT.replace(DESC_LINE, '[model desc]: ["MARCH", "nash-e"]'),
+     "expected a JSON object {...} after [model desc]:, found list", 4, 1, 1),
+    ("truncated after desc", cut_after(TEXT, DESC_LINE), "no readable input[0] block", 4, 0, 0),
+    ("truncated before outputs", cut_before(TEXT, "output[0]:"), "no readable output[0] block", 12, 1, 0),
+    ("truncated block", cut_after(TEXT, "valid shape: (1,100)"),
+     "the output[0] block (ending at line 15) lacks 'tensor type:', 'quanti type:'", 13, 1, 1),
+    ("truncated in a shape", cut_after(TEXT, "valid shape: (1,10"),
+     "expected a shape like (1,224,224,3) after 'valid shape:', found '(1,10'", 15, 1, 1),
+    ("truncated in a stride", TEXT[:-2],
+     "expected a stride like (-1,-1,1,1) after 'stride:', found '(400,'", 19, 1, 1),
+    ("garbled line in a block", TEXT.replace("tensor type: HB_DNN_TENSOR_TYPE_U8",
+                                             "tensor type HB_DNN_TENSOR_TYPE_U8"),
+     "expected 'key: value' in the input[0] block, found 'tensor type HB_DNN", 9, 1, 1),
+    ("block index skipped", TEXT.replace("output[0]:", "output[1]:"),
+     "expected output[0], found output[1]", 13, 1, 1),
+    ("garbled byte size", TEXT.replace("aligned byte size: 400", "aligned byte size: 4OO"),
+     "expected an integer after 'aligned byte size:', found '4OO'", 16, 1, 1),
+    ("no name", TEXT.replace("name: logits", "name:"), "expected a tensor name after 'name:'", 14, 1, 0),
+    ("second model", TEXT + "\n[model name]: other_model\n", "a second model ('other_model')", 20, 1, 1),
+]
+
+
+@pytest.mark.parametrize("label, content, fragment, line, inputs, outputs", SKIPPED, ids=[b[0] for b in SKIPPED])
+def test_an_odd_part_is_skipped_and_named(tmp_path, label, content, fragment, line, inputs, outputs):
+    info = read_hrt_model_info(write(tmp_path, content))
+    assert any(item.line == line and fragment in item.reason for item in info.skipped.kept), info.skipped
+    assert (len(info.inputs), len(info.outputs)) == (inputs, outputs)
+    assert info.model_name is not None   # what the file says above the odd part is kept
+
+
 def test_broken_input_names_the_display_name():
-    with pytest.raises(InputError) as info:
-        parse_hrt_model_info(cut_after(TEXT, "valid shape: (1,100)"), "board/info.txt")
-    assert str(info.value).startswith("board/info.txt:13: the output[0] block")
+    info = parse_hrt_model_info(cut_after(TEXT, "valid shape: (1,100)"), "board/info.txt")
+    (item,) = info.skipped.kept
+    assert item.line == 13 and item.reason.startswith("the output[0] block")
+    with pytest.raises(InputError) as error:
+        parse_hrt_model_info("hello\n", "board/info.txt")
+    assert str(error.value).startswith("board/info.txt: nothing recognisable")
 
 
 @pytest.mark.parametrize("path", [RGB, NV12], ids=["rgb", "nv12"])

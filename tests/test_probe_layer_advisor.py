@@ -33,7 +33,7 @@ def advisor_file(tmp_path: Path, rows: list[list[str]]) -> Path:
 
 
 def test_fixture_matches_expected():
-    findings = read_layer_advisor(ADVISOR)
+    findings = read_layer_advisor(ADVISOR).findings
     expected_modules = [row[0] for row in EXPECTED["abnormal_layer_advisor"]["rows"]]
     assert [f.mod_name for f in findings] == expected_modules
     assert [(f.mod_name, f.kind) for f in findings] == [
@@ -48,7 +48,7 @@ def test_fixture_matches_expected():
 
 
 def test_absent_file_means_no_findings(tmp_path):
-    assert read_layer_advisor(tmp_path / "abnormal_layer_advisor.txt") == []
+    assert read_layer_advisor(tmp_path / "abnormal_layer_advisor.txt").findings == []
 
 
 def test_every_kind_and_multi_fragment_rows(tmp_path):
@@ -64,7 +64,7 @@ def test_every_kind_and_multi_fragment_rows(tmp_path):
         ["nan", "torch.nn.modules.conv.Conv2d", "Found inf/nan output.", ""],
         ["odd", "torch.nn.modules.conv.Conv2d", "Something new.", "Look at it."],
     ]
-    findings = read_layer_advisor(advisor_file(tmp_path, rows))
+    findings = read_layer_advisor(advisor_file(tmp_path, rows)).findings
     assert [(f.mod_name, f.kind) for f in findings] == [
         ("quant", "asymmetric"), ("quant", "large_input_range"),
         ("dequant", "output_not_high_precision"), ("big", "total_range"),
@@ -88,7 +88,7 @@ def test_fragments_keep_numbers_intact():
 def test_multi_line_cell_is_merged(tmp_path):
     rows = [["m", "Conv2d", "Total data range 1e6", "Use a"],
             ["", "", "is too large.", "fixed scale."]]
-    findings = read_layer_advisor(advisor_file(tmp_path, rows))
+    findings = read_layer_advisor(advisor_file(tmp_path, rows)).findings
     assert len(findings) == 1
     assert findings[0].text == "Total data range 1e6 is too large."
     assert findings[0].advice == "Use a fixed scale."
@@ -105,9 +105,23 @@ BROKEN = [
     ("not UTF-8", b"+----+\n| \xe9 |\n", "not UTF-8"),
     ("CSV", b"mod_name,op_type,abnormal_info,advice\nquant,QuantStub,x,y\n", "psql table"),
     ("other psql table", psql(["a", "b"], [["1", "2"]]).encode(), "mod_name | op_type"),
-    ("truncated", _truncated(), "truncated"),
-    ("missing closing border", ADVISOR.read_bytes().rsplit(b"\n", 1)[0] + b"\n\nmore", "closing"),
+    ("header only, cut", ADVISOR.read_bytes().split(b"\n")[0] + b"\n" + ADVISOR.read_bytes().split(b"\n")[1]
+     + b"\n" + ADVISOR.read_bytes().split(b"\n")[2] + b"\n| quant | Quant", "no readable row: row cut off"),
 ]
+
+
+@pytest.mark.parametrize("label, data, findings, skipped", [
+    ("truncated", _truncated(), 1, [(5, "row cut off"), (5, "without its closing +---+ border")]),
+    ("missing closing border", ADVISOR.read_bytes().rsplit(b"\n", 1)[0] + b"\n\nmore", 2,
+     [(5, "without its closing +---+ border")]),
+])
+def test_an_excerpt_keeps_its_rows_and_names_what_is_missing(tmp_path, label, data, findings, skipped):
+    path = tmp_path / "abnormal_layer_advisor.txt"
+    path.write_bytes(data)
+    report = read_layer_advisor(path)
+    assert len(report.findings) == findings
+    assert [(item.line, fragment in item.reason) for item, (_, fragment) in zip(report.skipped.kept, skipped)] \
+        == [(line, True) for line, _ in skipped], report.skipped
 
 
 @pytest.mark.parametrize("label,data,fragment", BROKEN, ids=[b[0] for b in BROKEN])

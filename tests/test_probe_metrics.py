@@ -93,3 +93,24 @@ def test_binary_metrics_file(tmp_path):
     path.write_bytes(b"\x00\x01\x02")
     with pytest.raises(InputError, match="binary data"):
         read_metrics(path)
+
+
+def test_a_bad_row_among_good_ones_is_skipped_and_noted(tmp_path):
+    text = ("artifact,metric,value,dataset\nqat_pt,mAP,41.2,val\nqat_bc,mAP,high,val\n"
+            "quantized_bc,mAP,36.0,val,extra\nquantized_bc,mAP,36.0,val\n")
+    rows = read_metrics(write(tmp_path, "m.csv", text))
+    assert [(r.line, r.artifact) for r in rows] == [(2, "qat_pt"), (5, "quantized_bc")]
+    assert [(s.line, s.reason) for s in rows.skipped.kept] == [
+        (3, "value 'high' is not a number"), (4, "more fields than the header; quote a value that holds a comma")]
+    judgements, notes = judge(rows, Tolerance(0.01))
+    assert [j.artifact for j in judgements] == ["qat_pt", "quantized_bc"]
+    assert notes == ["line 3: value 'high' is not a number; row not read",
+                     "line 4: more fields than the header; quote a value that holds a comma; row not read"]
+
+
+def test_a_bad_yaml_row_is_skipped(tmp_path):
+    text = "- {artifact: qat_pt, metric: mAP, value: 41}\n- {artifact: qat_pc, metric: mAP, value: 40}\n"
+    rows = read_metrics(write(tmp_path, "m.yaml", text))
+    assert [r.artifact for r in rows] == ["qat_pt"]
+    (item,) = rows.skipped.kept
+    assert item.line == 2 and "unknown artifact 'qat_pc'" in item.reason

@@ -231,13 +231,26 @@ BROKEN = [
     ("NUL bytes", b"Fusable modules are listed below:\n\x00\x00\x01", "binary"),
     ("not UTF-8", "Each layer out qconfig:\n名字".encode("gbk"), "not UTF-8"),
     ("CSV", b"mod_name, op_type, Cosine\nquant, QuantStub, 0.99\n", "not a model_check_result.txt"),
-    ("truncated table", _truncated_mid_table().encode(), "truncated"),
-    ("truncated row", _truncated_called_row().encode(), "called times"),
-    ("truncated between sections", _truncated_between_sections().encode(), "Each layer out qconfig"),
-    ("cut inside a heading", _cut_in_heading().encode(), "incomplete section heading"),
-    ("heading without table", b"All fusable modules are fused in model!\n\nEach layer out qconfig:\n",
-     "expected a psql table"),
 ]
+
+# Excerpts and cut files: what is there is read, what is not is named (line and why).
+CUT = [
+    ("truncated table", _truncated_mid_table(), ["row cut off", "without its closing +---+ border"]),
+    ("truncated row", _truncated_called_row(), ["called times", "missing section 'Each layer out qconfig:'"]),
+    ("truncated between sections", _truncated_between_sections(), ["missing section 'Each layer out qconfig:'"]),
+    ("cut inside a heading", _cut_in_heading(), ["incomplete section heading"]),
+    ("heading without table", "All fusable modules are fused in model!\n\nEach layer out qconfig:\n",
+     ["expected a psql table under 'Each layer out qconfig:'; the section 'Each layer out qconfig:' is not read"]),
+]
+
+
+@pytest.mark.parametrize("label, text, fragments", CUT, ids=[c[0] for c in CUT])
+def test_a_cut_check_keeps_what_it_has_and_names_what_it_lacks(tmp_path, label, text, fragments):
+    check = read_model_check(write(tmp_path, text.encode(), "model_check_result.txt"))
+    reasons = [item.reason for item in check.skipped.kept]
+    assert len(reasons) == len(fragments), reasons
+    for fragment in fragments:
+        assert any(fragment in reason for reason in reasons), (fragment, reasons)
 
 
 @pytest.mark.parametrize("label,data,fragment", BROKEN, ids=[b[0] for b in BROKEN])
@@ -299,5 +312,8 @@ def test_real_check_gemm_section_is_validated(tmp_path):
     text = CURRENT.read_text(encoding="utf-8").replace("|          14 |            0 |", "|          1x |            0 |", 1)
     path = tmp_path / "model_check_result.txt"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(InputError, match="expected integer counts per dtype, got '1x'"):
-        read_model_check(path)
+    check = read_model_check(path)
+    (item,) = check.skipped.kept
+    assert "expected integer counts per dtype, got '1x'" in item.reason
+    assert text.splitlines()[item.line - 1].count("1x") == 1
+    assert check.signals   # the rest of the check is read

@@ -334,7 +334,6 @@ def test_a_log_line_after_the_first_4_kb_is_not_seen(tmp_path):
 
 @pytest.mark.parametrize("name, line, fragment", [
     ("truncated_first_line.log", 1, "message line cut off or garbled: no complete [<source>.py:<line>]"),
-    ("unknown_level.log", 3, "unknown level 'WARN' (expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL)"),
     ("not_a_log.txt", 1, "expected a message line '<YYYY-MM-DD HH:MM:SS,mmm> <LEVEL> "
                          "[<...>/horizon_plugin_pytorch/<module>.py:<N>] <message>', found "
                          "'horizon_plugin_pytorch version: 3.0.5+cu126.torch260'"),
@@ -358,14 +357,6 @@ def clean_lines() -> list[str]:
     ("empty", b"", None, "empty file"),
     ("blank lines only", b"\n  \n\n", None, "empty file"),
     ("non-UTF-8", CLEAN.read_bytes()[:200] + b"\xe9\xff\n", 2, "not UTF-8"),
-    ("junk before the first message", "some text\n" + CLEAN.read_text(encoding="utf-8"), 1,
-     "expected a message line"),
-    ("last line cut in the prefix", "\n".join(clean_lines()[:4] + [clean_lines()[4][:60]]), 5,
-     "message line cut off or garbled: no complete [<source>.py:<line>] after the level"),
-    ("last line cut in the timestamp", "\n".join(clean_lines()[:4] + ["2026-03-01 14:0"]), 5,
-     "incomplete timestamp"),
-    ("timestamp only", "\n".join(clean_lines()[:2] + ["2026-03-01 14:02:11,204"] + clean_lines()[2:]),
-     3, "no level after the timestamp"),
     ("no space before the message", clean_lines()[0].replace("412] ", "412]") + "\n", 1,
      "no space between"),
     ("source without .py", clean_lines()[0].replace("prepare.py:412", "prepare:412") + "\n", 1,
@@ -394,9 +385,39 @@ def test_missing_file_and_folder_raise_input_error(tmp_path):
         read_plugin_log(tmp_path, display="logs")
 
 
+# Pasted and excerpted logs: the garbled part is skipped with the lines continuing it, and named.
+@pytest.mark.parametrize("label, content, skipped, messages", [
+    ("junk before the first message", "some text\nmore text\n" + CLEAN.read_text(encoding="utf-8"),
+     (1, "expected a message line", "; lines 1-2 not read"), 11),
+    ("last line cut in the prefix", "\n".join(clean_lines()[:4] + [clean_lines()[4][:60]]),
+     (5, "message line cut off or garbled: no complete [<source>.py:<line>] after the level", ""), 4),
+    ("last line cut in the timestamp", "\n".join(clean_lines()[:4] + ["2026-03-01 14:0"]),
+     (5, "incomplete timestamp", ""), 4),
+    ("timestamp only", "\n".join(clean_lines()[:2] + ["2026-03-01 14:02:11,204"] + clean_lines()[2:]),
+     (3, "no level after the timestamp", ""), 11),
+])
+def test_a_garbled_part_is_skipped_and_named(tmp_path, label, content, skipped, messages):
+    log = read_plugin_log(write(tmp_path, content))
+    (item,) = log.skipped.kept
+    line, fragment, span = skipped
+    assert item.line == line and fragment in item.reason and item.reason.endswith(span or "")
+    assert len(log.messages) == messages
+    clean = read_plugin_log(CLEAN).messages
+    assert [m.headline for m in log.messages] == [m.headline for m in clean[:messages]]
+
+
+def test_an_unknown_level_skips_that_message_only():
+    log = read_plugin_log(GARBLED / "unknown_level.log", display=".horizon_plugin_pytorch_logs/run.log")
+    (item,) = log.skipped.kept
+    assert item.line == 3 and "unknown level 'WARN' (expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL)" \
+        in item.reason
+    assert log.march is None or log.march.line != 3   # the garbled message is not read
+    assert [m.line for m in log.messages][:2] == [1, 2] and 3 not in [m.line for m in log.messages]
+
+
 def test_display_name_defaults_to_the_file_name_and_can_be_given():
     with pytest.raises(InputError) as info:
-        read_plugin_log(GARBLED / "unknown_level.log", display=".horizon_plugin_pytorch_logs/run.log")
+        read_plugin_log(GARBLED / "truncated_first_line.log", display=".horizon_plugin_pytorch_logs/run.log")
     assert info.value.file == ".horizon_plugin_pytorch_logs/run.log"
 
 
@@ -405,5 +426,6 @@ def test_garbled_table_in_a_warning_keeps_the_statement(tmp_path):
         "| head.reg_out    | <class", "| head.reg_out  <class")
     log = read_plugin_log(write(tmp_path, text))
     assert log.check("qconfig").ok is False
-    assert log.check("qconfig").modules == ()
+    assert "head.reg_out" not in log.check("qconfig").modules   # its garbled row is not read
+    assert len(log.check("qconfig").modules) == len(read_plugin_log(WARNINGS).check("qconfig").modules) - 1
     assert len(log.warnings) == 6

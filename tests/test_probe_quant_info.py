@@ -215,20 +215,42 @@ BAD = [
     ("outputs a string", replace_once(HEALTHY, '"outputs": [\r\n      "logits"\r\n    ]', '"outputs": "logits"'),
      "outputs of node '/head/cls/Conv' is the string 'logits'", 67),
     ("duplicate node", replace_once(HEALTHY, '"/backbone/layer2/Conv"', '"/backbone/layer1/Conv"'),
-     "node '/backbone/layer1/Conv' is listed twice", 47),
+     "node '/backbone/layer1/Conv' is listed again; the first one is read", 47),
     ("extra data", text_of(HEALTHY) + "\r\n{}", "invalid JSON (Extra data", 78),
 ]
 
 
 @pytest.mark.parametrize("label, content, fragment, line", BAD, ids=[b[0] for b in BAD])
-def test_bad_input_raises_input_error_with_line(tmp_path, label, content, fragment, line):
+def test_bad_input_is_refused_or_its_node_skipped_with_line(tmp_path, label, content, fragment, line):
+    """A file that is no JSON object of nodes is refused; a node that cannot be read is
+    skipped and named, and the other nodes are read."""
+    path = write(tmp_path, content)
+    try:
+        info = read_quant_info(path, display="out/model_quant_info.json")
+    except InputError as error:
+        assert label in REFUSED
+        assert error.file == "out/model_quant_info.json"
+        assert fragment in error.message
+        assert error.line == line
+        assert str(error).startswith(f"out/model_quant_info.json:{line}: ")
+        return
+    assert label not in REFUSED
+    (item,) = info.skipped.kept
+    assert fragment in item.reason and item.line == line
+    whole = read_quant_info(HEALTHY if label in ("outputs a string", "duplicate node") else COLLAPSE)
+    assert len(info.nodes) == len(whole.nodes) - 1
+    (missing,) = {n.name for n in whole.nodes} - {n.name for n in info.nodes} or {"(the one listed again)"}
+    assert missing in item.reason or label == "duplicate node"
+
+
+REFUSED = {"truncated", "missing comma", "a list", "a string", "no nodes", "neither thresholds nor cosine",
+           "extra data"}
+
+
+def test_a_file_whose_only_node_is_unreadable_is_refused(tmp_path):
     with pytest.raises(InputError) as info:
-        read_quant_info(write(tmp_path, content), display="out/model_quant_info.json")
-    error = info.value
-    assert error.file == "out/model_quant_info.json"
-    assert fragment in error.message
-    assert error.line == line
-    assert str(error).startswith(f"out/model_quant_info.json:{line}: ")
+        read_quant_info(write(tmp_path, '{\n  "conv": {"type": 3, "cosine_similarity": "0.9"}\n}'))
+    assert info.value.line == 2 and "no readable node: node 'conv' has type a number" in info.value.message
 
 
 @pytest.mark.parametrize("content, fragment", [

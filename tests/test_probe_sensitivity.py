@@ -238,10 +238,13 @@ def test_psql_table_with_extra_column(tmp_path):
     assert [r.line for r in table.rows] == [4, 5]
 
 
-def test_psql_table_without_closing_border_is_truncated(tmp_path):
+def test_psql_table_without_closing_border_keeps_its_rows(tmp_path):
+    whole = read_sensitivity_txt(write_file(tmp_path, "output_0_ATOL_sensitive_ops.txt", PSQL_V33))
     text = "\n".join(PSQL_V33.split("\n")[:-1])
-    with pytest.raises(InputError, match="truncated"):
-        read_sensitivity_txt(write_file(tmp_path, "output_0_ATOL_sensitive_ops.txt", text))
+    table = read_sensitivity_txt(write_file(tmp_path, "output_0_ATOL_sensitive_ops.txt", text))
+    assert table.op_names == whole.op_names and table.values == whole.values
+    (item,) = table.skipped.kept
+    assert "without its closing +---+ border" in item.reason
 
 
 # --- broken input ----------------------------------------------------------------------
@@ -257,13 +260,11 @@ def fixture_text() -> str:
     ("non-UTF-8", b"op_name  sensitive_type\n\xff\xfe\n", "not UTF-8"),
     ("header only", b"op_name  sensitive_type  op_type  L1  quant_dtype  flops", "dash rule"),
     ("no rows", fixture_text().split("\n", 2)[0].encode() + b"\n" + fixture_text().split("\n")[1].encode(),
-     "no data rows"),
-    ("truncated mid-row", fixture_text()[:fixture_text().index("neck.add") + 60].encode(), "truncated"),
+     "no readable data rows"),
+    ("only row cut", "\n".join(fixture_text().split("\n")[:2] + [fixture_text().split("\n")[2][:30]]).encode(),
+     "no readable data rows: expected a number in column 'L1', found nothing"),
     ("wrong header", (QA / "badcase.txt").read_bytes(), "expected the header line"),
     ("header without op_type", fixture_text().replace("op_type", "kind   ", 1).encode(), "header lacks"),
-    ("not a number", fixture_text().replace("0.288411", "abc     ").encode(), "expected a number"),
-    ("trailing garbage", (fixture_text() + "\n\nTraceback (most recent call last):").encode(),
-     "unexpected text after the table"),
 ])
 def test_broken_input_raises_input_error_naming_the_file(tmp_path, label, content, fragment):
     path = write_file(tmp_path, L1_FILE, content)
@@ -274,12 +275,19 @@ def test_broken_input_raises_input_error_naming_the_file(tmp_path, label, conten
     assert "expected" in info.value.message or "truncated" in info.value.message
 
 
-def test_truncated_row_error_names_the_line(tmp_path):
-    text = fixture_text()
-    cut = text[:text.index("neck.add") + 60]
-    with pytest.raises(InputError) as info:
-        read_sensitivity_txt(write_file(tmp_path, L1_FILE, cut))
-    assert info.value.line == 5
+@pytest.mark.parametrize("label, content, rows, skipped", [
+    ("truncated mid-row", fixture_text()[:fixture_text().index("neck.add") + 60], 2,
+     [(5, "expected a number in column 'L1', found nothing (row cut?)")]),
+    ("not a number", fixture_text().replace("0.288411", "abc     "), 23, [(3, "expected a number")]),
+    ("trailing garbage", fixture_text() + "\n\nTraceback (most recent call last):", 24,
+     [(28, "text after the table, lines 28-28, not read")]),
+])
+def test_cut_and_edited_tables_keep_their_readable_rows(tmp_path, label, content, rows, skipped):
+    table = read_sensitivity_txt(write_file(tmp_path, L1_FILE, content))
+    assert len(table) == rows
+    assert [(item.line, fragment in item.reason) for item, (_, fragment) in zip(table.skipped.kept, skipped)] \
+        == [(line, True) for line, _ in skipped], table.skipped
+    assert len(table.skipped) == len(skipped)
 
 
 def test_missing_file_raises_input_error(tmp_path):

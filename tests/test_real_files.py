@@ -116,11 +116,13 @@ def test_a_garbled_file_is_a_warning_naming_file_and_line(tmp_path, rulebase):
     project.mkdir()
     text = (REAL / "hb_verifier" / "verifier_run.log").read_text(encoding="utf-8")
     (project / "verify.log").write_text(text.replace("| Relu_1   | 102         | 0.999993          |",
-                                                     "| Relu_1   | 102 | 0.999993 |"), encoding="utf-8")
+                                                     "| Relu_1   | 102 0.999993 |"), encoding="utf-8")
     case = write_case(project, "artifacts: [.]\n")
     d = diagnose_file(case, rulebase)
     (warning,) = [w for w in d.verdict_json["warnings"] if "verify.log" in w]
-    assert "第 18 行" in warning and "line up" in warning
+    assert "verify.log:18" in warning and "line up" in warning and "已跳过这部分" in warning
+    # the other rows are read: the per-layer cosines reach the diagnosis
+    assert any(f.type == "layer_cosines" and f["path"] == "verify.log" for f in d.facts)
     assert d.verdict_json["stage"] == "undetermined"  # the diagnosis goes on
 
 
