@@ -85,7 +85,9 @@ def _flush(console: Console) -> int | None:
 
 
 def _stop_engine_worker() -> None:
-    """The engine child this process started ends and is reaped before the process does."""
+    """The engine child this process started ends and is reaped before the process does, on
+    every path (engine/worker.py registers no atexit handler: the child would see its input
+    close at our exit and end, but unreaped, its time missing from ours)."""
     worker = sys.modules.get("j6doctor.engine.worker")  # imported only if a rule base ran
     if worker is not None:
         worker.close_shared_worker()
