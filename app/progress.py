@@ -7,12 +7,17 @@ import sys
 import time
 from typing import TextIO
 
+from j6doctor.terminal_text import visible
+
 MIN_INTERVAL = 0.1  # seconds between redraws: hashing thousands of files must not be slowed by printing
 
 
 class Progress:
     def __init__(self, stream: TextIO | None = None, enabled: bool | None = None):
-        self.stream = stream or sys.stderr
+        # the status line is j6doctor's own terminal control: written past the escaping of
+        # control characters from inputs (app/terminal_text.py)
+        stream = stream or sys.stderr
+        self.stream = getattr(stream, "unescaped", stream)
         self.enabled = self.stream.isatty() if enabled is None else enabled
         self.count = 0
         self.last = 0.0
@@ -30,7 +35,7 @@ class Progress:
         if now - self.last < MIN_INTERVAL and not force:
             return
         self.last = now
-        self.stream.write("\r\x1b[K" + text[:120])
+        self.stream.write("\r\x1b[K" + visible(text[:120]))  # a file name may hold control characters
         self.stream.flush()
         self.shown = True
 

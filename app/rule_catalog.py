@@ -71,7 +71,8 @@ def render_listing(entries: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def render_detail(d: dict[str, Any]) -> str:
+def _detail_header(d: dict[str, Any]) -> list[str]:
+    """Which rule, where it is written, what it replaces, what it reads (a text rule)."""
     where = f"{d['file']}:{d['line']}" if d["line"] else d["file"]
     lines = [f"{d['id']}: {d['title']}", f"  seed section: {d['seed']}", f"  file: {where}"
              + (f"  ({d['file_title']})" if d["file_title"] else "")]
@@ -85,18 +86,26 @@ def render_detail(d: dict[str, Any]) -> str:
         lines.append(f"  reads the text of: {', '.join(d['text']['reads'])}")
         lines += [f"    matches: {p}" for p in d["text"]["match"]]
         lines += [f"    unless: {p}" for p in d["text"]["unless"]]
+    return lines
+
+
+def _line_note(line: int | None) -> str:
+    return f"  (line {line})" if line else ""
+
+
+def render_detail(d: dict[str, Any]) -> str:
+    lines = _detail_header(d)
     if d["when"]:
         lines.append("  when:")
-        lines += [f"    {c['condition']}" + (f"  as {c['alias']}" if c["alias"] else "")
-                  + (f"  (line {c['line']})" if c["line"] else "") for c in d["when"]]
+        lines += [f"    {c['condition']}" + (f"  as {c['alias']}" if c["alias"] else "") + _line_note(c["line"])
+                  for c in d["when"]]
     lines.append("  then:")
     for c in d["then"]:
         fields = ", ".join(f"{k}={v}" for k, v in c["fields"].items())
-        lines.append(f"    {c['type']}{{{fields}}}" + (f"  (line {c['line']})" if c["line"] else ""))
+        lines.append(f"    {c['type']}{{{fields}}}" + _line_note(c["line"]))
     lines.append(f"  examples: {len(d['examples'])}")
-    for e in d["examples"]:
-        lines.append(f"    {'fires' if e['fires'] else 'blocked'}: {e['name'] or '(unnamed)'}"
-                     + (f"  (line {e['line']})" if e["line"] else ""))
+    lines += [f"    {'fires' if e['fires'] else 'blocked'}: {e['name'] or '(unnamed)'}" + _line_note(e["line"])
+              for e in d["examples"]]
     lines.append(f"  fed by: {', '.join(d['fed_by']) or '(input facts only)'}")
     lines.append(f"  read by: {', '.join(d['read_by']) or '(no rule: its facts go to the report)'}")
     return "\n".join(lines)

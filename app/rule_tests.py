@@ -155,45 +155,56 @@ def example_options(rule: Rule, index: int) -> EvidenceOptions:
         for k, (type_name, fields) in enumerate(example.facts)])
 
 
+@dataclass
+class _Tally:
+    """Per rule id, over the examples run: how many fired it (any rule's examples, its own),
+    and the conditions its examples decide."""
+
+    fired_any: dict[str, int]
+    fired_own: dict[str, int]
+    decided: dict[str, set[int]]
+
+
+def _run_example(rule: Rule, index: int, rulebase: RuleBase, tally: _Tally) -> ExampleResult:
+    """One example of `rule` through the whole pipeline; the rules it fires, whether it
+    fires its own rule and the conditions it decides go into `tally`."""
+    example = rule.examples[index]
+    name = example.name or f"example {index + 1}"
+    try:
+        d = diagnose_data(example.case, rulebase, display=f"{rule.id}#{index + 1}",
+                          base=Path(rule.folder) if rule.folder else None,
+                          options=example_options(rule, index))
+    except InputError as exc:
+        return ExampleResult(rule.id, name, rule.file, example.line, False,
+                             [f"the example case is invalid: {exc.render()}"])
+    fired = d.run.fired_rules()
+    for rule_id in fired:
+        if rule_id in tally.fired_any:
+            tally.fired_any[rule_id] += 1
+    problems = fixture_problems(rule, example)
+    if (rule.id in fired) != example.fires:
+        problems.append("did not fire the rule" if example.fires else "fired the rule, expected not to")
+        if example.fires:
+            problems += _blocked_at(rule, d.run, rulebase)
+    elif example.fires:
+        tally.fired_own[rule.id] += 1
+    if rule.id not in fired:
+        tally.decided[rule.id] |= _decided_alone(rule, d.run.facts)
+    problems += _expectations(example.expect, d.verdict)
+    problems += _disagreement(d.run, rulebase)
+    return ExampleResult(rule.id, name, rule.file, example.line, not problems, problems)
+
+
 def run_rule_tests(rulebase: RuleBase, selected: Callable[[str], bool] | None = None
                    ) -> tuple[list[ExampleResult], list[RuleCoverage]]:
     """Run the examples of every rule (of those whose id `selected` accepts), with per-rule
     coverage of the rules run."""
     rules = [r for r in rulebase.rules if selected is None or selected(r.id)]
-    results: list[ExampleResult] = []
-    fired_any: dict[str, int] = {r.id: 0 for r in rules}
-    fired_own: dict[str, int] = {r.id: 0 for r in rules}
-    decided: dict[str, set[int]] = {r.id: set() for r in rules}
-    for rule in rules:
-        for index, example in enumerate(rule.examples):
-            name = example.name or f"example {index + 1}"
-            try:
-                d = diagnose_data(example.case, rulebase, display=f"{rule.id}#{index + 1}",
-                                  base=Path(rule.folder) if rule.folder else None,
-                                  options=example_options(rule, index))
-            except InputError as exc:
-                results.append(ExampleResult(rule.id, name, rule.file, example.line, False,
-                                             [f"the example case is invalid: {exc.render()}"]))
-                continue
-            fired = d.run.fired_rules()
-            for rule_id in fired:
-                if rule_id in fired_any:
-                    fired_any[rule_id] += 1
-            problems = fixture_problems(rule, example)
-            if (rule.id in fired) != example.fires:
-                problems.append("did not fire the rule" if example.fires else "fired the rule, expected not to")
-                if example.fires:
-                    problems += _blocked_at(rule, d.run, rulebase)
-            elif example.fires:
-                fired_own[rule.id] += 1
-            if rule.id not in fired:
-                decided[rule.id] |= _decided_alone(rule, d.run.facts)
-            problems += _expectations(example.expect, d.verdict)
-            problems += _disagreement(d.run, rulebase)
-            results.append(ExampleResult(rule.id, name, rule.file, example.line, not problems, problems))
-    coverage = [RuleCoverage(r.id, r.file, r.line, len(r.examples), fired_own[r.id], fired_any[r.id],
+    tally = _Tally({r.id: 0 for r in rules}, {r.id: 0 for r in rules}, {r.id: set() for r in rules})
+    results = [_run_example(rule, index, rulebase, tally) for rule in rules for index in range(len(rule.examples))]
+    coverage = [RuleCoverage(r.id, r.file, r.line, len(r.examples), tally.fired_own[r.id], tally.fired_any[r.id],
                              [(c.line, c.in_words()) for c in r.when],
-                             decided[r.id])
+                             tally.decided[r.id])
                 for r in rules]
     return results, coverage
 
@@ -243,3 +254,77 @@ def render_junit(results: list[ExampleResult], coverage: list[RuleCoverage]) -> 
             ET.SubElement(case, "failure", message="no example fires the rule" if c.examples else "no example case")
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+@dataclass
+class RuleTestOutcome:
+    """What `rules test` found: the examples run, the rules' coverage, and whether it fails."""
+
+    results: list[ExampleResult]
+    coverage: list[RuleCoverage]
+    min_coverage: float | None = None  # --min-coverage PCT
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for r in self.results if not r.passed)
+
+    @property
+    def uncovered(self) -> list[str]:
+        return coverage_failures(self.coverage)
+
+    @property
+    def percent(self) -> float:
+        decided, conditions = condition_coverage(self.coverage)
+        return 100.0 * decided / conditions if conditions else 100.0
+
+    @property
+    def below(self) -> bool:
+        return self.min_coverage is not None and self.percent < self.min_coverage
+
+    @property
+    def has_findings(self) -> bool:
+        """An example failed, a rule has no example that fires it, or coverage is too low."""
+        return bool(self.failed or self.uncovered or self.below)
+
+
+def render_json(outcome: RuleTestOutcome) -> str:
+    import json
+
+    decided, conditions = condition_coverage(outcome.coverage)
+    return json.dumps({
+        "passed": len(outcome.results) - outcome.failed, "failed": outcome.failed,
+        "examples": [{"rule": r.rule, "name": r.name, "file": r.file, "line": r.line, "passed": r.passed,
+                      "problems": r.problems} for r in outcome.results],
+        "rules": [{"rule": c.rule, "file": c.file, "line": c.line, "examples": c.examples,
+                   "fired_by_own": c.fired_by_own, "fired_by_any": c.fired_by_any,
+                   "conditions": len(c.conditions), "decided": len(c.decided),
+                   "undecided": [{"line": line, "condition": words} for line, words in c.undecided]}
+                  for c in outcome.coverage],
+        "uncovered_rules": outcome.uncovered,
+        "condition_coverage": {"decided": decided, "conditions": conditions, "percent": round(outcome.percent, 1)},
+    }, ensure_ascii=False, indent=2) + "\n"
+
+
+def render_text(outcome: RuleTestOutcome, verbose: bool = False, show_coverage: bool = False) -> str:
+    """For people: the failed examples (every example with `verbose`), the coverage table,
+    the conditions no example decides (`show_coverage`), the summary line."""
+    lines = []
+    for r in outcome.results:
+        if verbose or not r.passed:
+            lines.append(f"{'PASS' if r.passed else 'FAIL'} {r.file}:{r.line} {r.rule}: {r.name}")
+            lines += [f"    {problem}" for problem in r.problems]
+    coverage = outcome.coverage
+    lines += ["", f"{'rule':44} {'examples':>8} {'fired':>6} {'fired by any':>12} {'decided':>8}"]
+    lines += [f"{c.rule:44} {c.examples:>8} {c.fired_by_own:>6} {c.fired_by_any:>12} "
+              f"{len(c.decided):>3}/{len(c.conditions):<4}" for c in coverage]
+    if show_coverage:
+        lines += ["", "conditions no example decides (every other condition holds, this one does not):"]
+        lines += [f"  {c.file}:{line}: {c.rule}: {words}" for c in coverage for line, words in c.undecided]
+    lines += outcome.uncovered
+    decided, conditions = condition_coverage(coverage)
+    lines.append(f"{len(outcome.results) - outcome.failed} passed, {outcome.failed} failed; "
+                 f"{sum(1 for c in coverage if c.fired_by_own)}/{len(coverage)} rules fired by their examples; "
+                 f"conditions decided by an example: {decided}/{conditions} ({outcome.percent:.1f}%)")
+    if outcome.below:
+        lines.append(f"condition coverage {outcome.percent:.1f}% is below --min-coverage {outcome.min_coverage:g}%")
+    return "\n".join(lines) + "\n"

@@ -345,8 +345,7 @@ import sys, time
 _t0 = time.perf_counter()
 _PATCHES = {
     "j6doctor.config": [("load_config", "read the configuration (j6doctor.toml)")],
-    "j6doctor.cli": [("_rulebase", "load the rule base (compiled, from the cache)"),
-                     ("_write", "write the report to stdout")],
+    "j6doctor.commands.inputs": [("load_rules", "load the rule base (compiled, from the cache)")],
     "j6doctor.probes.case_file": [("read_case", "read and check the case file")],
     "j6doctor.diagnose": [("diagnose", "diagnose: probes, evidence, rule run in the worker, verdict")],
     "j6doctor.report": [("render_json", "render the JSON report")],
@@ -416,7 +415,7 @@ _enter("import j6doctor.cli")
 import j6doctor.cli
 _leave()
 try:
-    j6doctor.cli.main(sys.argv[2:], exit_fast=False)
+    j6doctor.cli.main(sys.argv[2:])
 except SystemExit as exc:
     _code[0] = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
 _charge()

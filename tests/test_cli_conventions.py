@@ -58,10 +58,10 @@ def test_a_folder_as_case_says_what_to_do(tmp_path):
         in proc.stderr
 
 
-def test_fail_on_sets_exit_3_after_writing_the_report(tmp_path):
+def test_fail_on_sets_exit_1_after_writing_the_report(tmp_path):
     write_case(tmp_path, "results:\n  board: {status: abnormal}\n")
     proc = run(tmp_path, "diagnose", "case.yaml", "--no-env", "--fail-on", "undetermined,baseline")
-    assert proc.returncode == 3 and proc.stdout.startswith("# j6doctor 诊断报告")
+    assert proc.returncode == 1 and proc.stdout.startswith("# j6doctor 诊断报告")
     assert "--fail-on" in proc.stderr
     assert run(tmp_path, "diagnose", "case.yaml", "--no-env", "--fail-on", "convert").returncode == 0
     assert run(tmp_path, "diagnose", "case.yaml", "--no-env", "-q", "--fail-on", "baseline").stderr == ""
@@ -74,7 +74,7 @@ def test_triage_fail_on(tmp_path):
     write_case(tmp_path, CASE, "b.yaml")
     assert run(tmp_path, "triage", "a.yaml", "b.yaml", "--fail-on", "compile").returncode == 0
     hit = run(tmp_path, "triage", "a.yaml", "b.yaml", "--fail-on", "convert")
-    assert hit.returncode == 3 and "1 case(s) concluded convert (--fail-on), e.g. b.yaml" in hit.stderr
+    assert hit.returncode == 1 and "1 case(s) concluded convert (--fail-on), e.g. b.yaml" in hit.stderr
 
 
 def test_verbose_names_config_packs_and_engine(tmp_path):

@@ -93,7 +93,7 @@ def test_a_kept_file_others_can_write_or_a_damaged_one_is_never_used(tmp_path):
 
 def test_help_loads_neither_dataclasses_nor_the_kept_code(tmp_path):
     code = ("import sys\nfrom j6doctor.cli import main\n"
-            "try:\n    main(['--help'], exit_fast=False)\nexcept SystemExit:\n    pass\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print('dataclasses' in sys.modules, file=sys.stderr)")
     proc = _python(code, tmp_path / "cache")
     assert proc.returncode == 0 and "diagnose" in proc.stdout
@@ -112,7 +112,7 @@ def test_a_cold_run_gives_the_same_report_with_and_without_caches(tmp_path):
 
 def test_a_warm_run_imports_no_schema_library(tmp_path):
     code = ("import sys\nfrom j6doctor.cli import main\n"
-            f"main({['diagnose', str(CASE), '--format', 'json', '--no-env']!r}, exit_fast=False)\n"
+            f"main({['diagnose', str(CASE), '--format', 'json', '--no-env']!r})\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('jsonschema', 'fastjsonschema', 'multiprocessing', 'tomllib', 'shutil', 'difflib')), file=sys.stderr)")
     home = tmp_path / "cache"

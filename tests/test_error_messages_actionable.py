@@ -149,12 +149,14 @@ def test_error_names_the_file_and_what_to_do(cli, tmp_path, name):
 
 
 def test_exit_codes_are_documented():
-    """docs/usage.md's "Exit status" table lists every code of app/exit_codes.py, Ctrl-C 130 included
-    (tests/test_ask.py checks that Ctrl-C exits 130)."""
-    readme = (REPO / "docs" / "usage.md").read_text(encoding="utf-8")
-    table = readme[readme.index("**Exit status**"):].split("\n\n")[1]
-    documented = {int(code) for code in re.findall(r"^\| (\d+) \|", table, re.M)}
+    """docs/CONTRACT.md's "Exit codes" table, the one place they are documented, lists every
+    code of app/exit_codes.py, Ctrl-C 130 included (tests/test_ask.py checks that Ctrl-C exits 130)."""
+    contract = (REPO / "docs" / "CONTRACT.md").read_text(encoding="utf-8")
+    table = contract[contract.index("- Exit codes"):].split("\n\n")[1]
+    documented = {int(code) for code in re.findall(r"^  \| (\d+) \|", table, re.M)}
     codes = {value for name, value in vars(exit_codes).items() if name.startswith("EXIT_")}
     assert documented == codes
-    assert re.search(r"^\| 130 \| Ctrl-C", table, re.M)
+    assert re.search(r"^  \| 1 \| findings: `rules lint`", table, re.M)
+    assert re.search(r"^  \| 3 \| an internal error", table, re.M)
+    assert re.search(r"^  \| 130 \| Ctrl-C", table, re.M)
 

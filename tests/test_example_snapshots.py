@@ -44,7 +44,7 @@ def normalise(text: str, fmt: str) -> str:
 def report(case: str, fmt: str, capsys, monkeypatch) -> str:
     monkeypatch.chdir(REPO)
     capsys.readouterr()
-    main(["diagnose", f"examples/cases/{case}", "--format", fmt, "--no-env"], exit_fast=False)
+    main(["diagnose", f"examples/cases/{case}", "--format", fmt, "--no-env"])
     return normalise(capsys.readouterr().out, fmt)
 
 

@@ -2,7 +2,7 @@
 subprocesses on real files in tmp_path, no mocks of project code.
 
 Every run must end with exit 0 (a warning in the report) or exit 2 (a message on stderr
-naming the file and what to fix) — never exit 1, never a traceback, never a hang (every
+naming the file and what to fix) — never exit 3 (an internal error), never a traceback, never a hang (every
 subprocess has a timeout). Inputs are compared byte for byte, with mtime and inode, before
 and after.
 """
@@ -20,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from j6doctor.exit_codes import EXIT_INTERNAL
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "cases"
@@ -69,7 +71,7 @@ def assert_clean(proc: subprocess.CompletedProcess, *codes: int, what: str = "")
     """Exit code among `codes`, and nothing that looks like a crash on stderr."""
     detail = f"{what}\nexit {proc.returncode}\nstderr: {proc.stderr[-3000:]}"
     assert proc.returncode in codes, detail
-    assert proc.returncode != 1, detail
+    assert proc.returncode != EXIT_INTERNAL, detail
     assert "Traceback" not in proc.stderr, detail
     assert "internal error" not in proc.stderr, detail
     assert "Exception ignored" not in proc.stderr, detail

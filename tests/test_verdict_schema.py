@@ -59,7 +59,7 @@ def test_the_schema_refuses_what_the_layout_does_not_have(rulebase, validator):
 @pytest.mark.parametrize("what, title", [("verdict", "j6doctor verdict"), ("case", "j6doctor case file"),
                                          ("rule", None)])
 def test_schema_command_prints_each_schema(what, title, capsys):
-    main(["schema", what], exit_fast=False)
+    main(["schema", what])
     schema = json.loads(capsys.readouterr().out)
     jsonschema.Draft202012Validator.check_schema(schema)
     if title:

@@ -218,12 +218,12 @@ def test_the_bundled_vocabulary_declares_what_ask_report_and_next_step_read():
 
 def test_a_case_stored_under_the_pack_is_named_when_rediagnosed_without_it(pack, cli):
     """Its stored facts hold the pack's platform: without the pack that case cannot be judged,
-    and rediagnose says so (exit 4) instead of judging facts the vocabulary refuses."""
+    and rediagnose says so (exit 1: a change) instead of judging facts the vocabulary refuses."""
     done = cli("diagnose", "case.yaml", "--no-env", "--rules", "pack", "--store", "lib.db")
     assert done.returncode == 0, done.stderr
     assert cli("cases", "rediagnose", "--store", "lib.db", "--rules", "pack").returncode == 0
     without = cli("cases", "rediagnose", "--store", "lib.db")
-    assert without.returncode == 4, without.stderr
+    assert without.returncode == 1, without.stderr
     assert "#1 case.yaml：calibration_data → 无法在这个规则库下重新诊断" in without.stdout
     assert "'J7X' is not one of" in without.stdout
     as_json = json.loads(cli("cases", "rediagnose", "--store", "lib.db", "--format", "json").stdout)

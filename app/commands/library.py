@@ -1,0 +1,72 @@
+"""The case library (--store PATH|URL, or `store` in j6doctor.toml) as the commands use it:
+opened and migrated, its failures refused with what to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from j6doctor.commands.console import Console, Refusal
+
+
+def open_library(given: str | None):
+    """The case library at `given`, opened and migrated; None without one."""
+    if not given:
+        return None
+    from j6doctor.store.keep import library
+    from j6doctor.store.library import StoreError
+
+    try:
+        return library(given)
+    except StoreError as exc:
+        raise Refusal(str(exc)) from None
+
+
+def open_required(store: str | None):
+    """The library of --store, else of the current folder's config: the `cases` commands."""
+    if not store:
+        from j6doctor.config import load_config
+        from j6doctor.probes import InputError
+
+        try:
+            store = load_config(Path.cwd()).store
+        except InputError as exc:
+            raise Refusal(exc.render()) from None
+    library = open_library(store)
+    if library is None:
+        raise Refusal("give the case library with --store PATH|URL (or `store` in j6doctor.toml)")
+    return library
+
+
+def store_call(function, *args):
+    """function(*args) on the library; a database that fails mid-way is refused with why."""
+    import sqlalchemy
+
+    from j6doctor.store.library import StoreError
+
+    try:
+        return function(*args)
+    except StoreError as exc:
+        raise Refusal(str(exc)) from None
+    except sqlalchemy.exc.SQLAlchemyError as exc:  # the database went away or refused mid-way
+        reason = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise Refusal(f"the case library failed: {reason[:300]}; check that the database "
+                      "is reachable and writable, then run the command again") from None
+
+
+def store_files(library) -> list[Path]:
+    """The files of a SQLite case library: never an output (-o)."""
+    return [library.file] if library is not None and library.file is not None else []
+
+
+def keep_diagnosis(diagnosis, given: str | None, console: Console):
+    """With a case library (`given`): the similar past cases go into the diagnosis's report,
+    and the diagnosis into the library. The library, or None."""
+    library = open_library(given)
+    if library is None:
+        return None
+    from j6doctor.store.keep import keep
+
+    recorded = store_call(keep, diagnosis, library)
+    console.say_verbose(f"j6doctor: 案例库 {library.given}：案例 #{recorded.case_id}"
+                        f"{'（新）' if recorded.new_case else f'（第 {recorded.times} 次）'}")
+    return library

@@ -1,0 +1,58 @@
+"""Text for a terminal: control characters that came from the inputs are shown, not obeyed.
+
+A case's symptom, a file name or a log line may hold escape sequences (`\\x1b[2J` clears the
+screen, `\\x1b]0;...\\x07` retitles the window). On a terminal every C0 control character
+except newline and tab, DEL and every C1 control character is written as a visible escape
+(`\\x1b`, `\\x07`, `\\x7f`, `\\x9b`), so the rest of a sequence prints as plain text.
+
+Only a terminal gets escapes. A pipe or a file receives the text unchanged: redirected or
+piped, a report is the same bytes `-o` writes (the program or viewer reading it decides how
+to show them). j6doctor's own terminal control (the progress line of app/progress.py) is
+written to `EscapedTerminal.unescaped`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TextIO
+
+# C0 without \t (0x09) and \n (0x0a), DEL, C1
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with its control characters (but newline and tab) written as `\\xNN`."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class EscapedTerminal:
+    """A text stream to a terminal: what is written shows its control characters escaped."""
+
+    def __init__(self, stream: TextIO):
+        self.unescaped = stream
+
+    def write(self, text: str) -> int:
+        self.unescaped.write(visible(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.unescaped.flush()
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.unescaped.fileno()
+
+    @property
+    def encoding(self) -> str | None:
+        return getattr(self.unescaped, "encoding", None)
+
+
+def for_terminal(stream: TextIO) -> TextIO:
+    """`stream` itself, or an EscapedTerminal around it when it is a terminal."""
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError, OSError):  # no stream, or a closed one
+        terminal = False
+    return EscapedTerminal(stream) if terminal else stream  # type: ignore[return-value]
