@@ -24,7 +24,7 @@ from j6doctor.engine.compiler import compile_rules
 from j6doctor.engine.errors import EngineRunError, RuleBaseErrors
 from j6doctor.engine.facts import Fact
 from j6doctor.engine.rule_model import Condition, Rule
-from j6doctor.engine.runtime import run
+from j6doctor.engine.runtime import RunResult, run
 from j6doctor.engine.vocabulary import Vocabulary
 
 # Firings one batch of questions may record. A question without a match in a batch cut
@@ -100,7 +100,7 @@ class FactMatcher:
         if not items:
             return
         try:
-            result = self._run([q for _, q in items])
+            result, refused = self._run([q for _, q in items])
         except (RuleBaseErrors, EngineRunError):  # beyond an engine bound: fewer at a time
             if len(items) == 1:
                 self._answers[items[0][0]] = None
@@ -115,21 +115,25 @@ class FactMatcher:
         again = []
         for number, (key, question) in enumerate(items):
             matches = found.get(f"q{number}", set())
-            if not matches and result.truncated and len(items) > 1:
+            if f"q{number}" in refused:
+                self._answers[key] = None
+            elif not matches and result.truncated and len(items) > 1:
                 again.append((key, question))
             else:
                 self._answers[key] = sorted(matches, key=lambda m: [self.place[i] for i in m])
         for item in again:
             self._ask([item])
 
-    def _run(self, questions: list[tuple[Condition, ...]]):
+    def _run(self, questions: list[tuple[Condition, ...]]) -> tuple[RunResult, set[str]]:
         """One engine run of the questions, each a rule `q<n>` that concludes nothing, over the
         facts of the types they name (the vocabulary cut to those types: a CLIPS environment
-        then defines only their templates)."""
+        then defines only their templates); and the questions the compiler could not expand
+        into durable-rules rules (compiler.MAX_EXPANSIONS), which neither engine answers."""
         rules = [Rule(f"q{n}", "", "", "<question>", None, q, ()) for n, q in enumerate(questions)]
         types = {c.type for q in questions for c in q}
         vocab = dataclasses.replace(self.vocab, types={n: t for n, t in self.vocab.types.items() if n in types})
         compiled = compile_rules(rules, vocab, self.engine)
         program = load_backend(self.engine).Program(compiled, vocab)  # not kept: a question is asked once
         facts = [f for f in self.facts if f.type in types]
-        return run(compiled, vocab, facts, max_firings=QUERY_BUDGET, program=program)
+        refused = {e.rule_id for e in compiled.expansion_errors if e.rule_id}
+        return run(compiled, vocab, facts, max_firings=QUERY_BUDGET, program=program), refused

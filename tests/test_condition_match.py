@@ -68,6 +68,19 @@ def test_a_batch_cut_short_asks_its_unmatched_questions_again(engine, monkeypatc
     assert failed == [("f9",)]
 
 
+@pytest.mark.parametrize("engine", ENGINES_HERE)
+def test_a_question_beyond_the_compilers_expansions_is_not_answered(engine):
+    """`in` lists in a condition that joins become one durable-rules rule per combination; a
+    question with more than compiler.MAX_EXPANSIONS of them is answered by neither engine
+    (None: not asked), never as "no fact meets it"."""
+    wide = Condition("result", (FieldTest("artifact", "in", list(VOCAB.enums["artifact"].values)),
+                                FieldTest("status", "in", ["normal", "abnormal", "unknown"]),
+                                FieldTest("evidence", "in", list(VOCAB.enums["evidence"].values)),
+                                FieldTest("pos", "eq", Ref("a", "pos"))))
+    matcher = FactMatcher([_result(1, "qat_bc", "normal"), _result(2, "hbm", "normal")], VOCAB, engine)
+    assert matcher.matches([(NORMAL, wide), (NORMAL,)]) == [None, [("f1",), ("f2",)]]
+
+
 @pytest.mark.skipif("clips" not in ENGINES_HERE, reason="clipspy is not installed")
 def test_a_clips_program_no_longer_used_is_freed():
     """A one-off program (condition_match.py makes one per batch of questions) is freed with
