@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from j6doctor.engine import Fact, RunResult
-from j6doctor.engine.explain import RuleCheck, entries_of, simplified, walk_checks
+from j6doctor.engine.explain import RuleCheck, simplified, walk_checks
 from j6doctor.engine.rule_model import Condition, Ref
 from j6doctor.facts import label, vocabulary, written_form, written_value as _value
 from j6doctor.verdict import supporting_inputs
@@ -95,10 +95,8 @@ def annotate(checks: list[RuleCheck], result: RunResult) -> None:
             continue
         if cond.needs is not None:
             cond.written = condition_words(cond.needs)
-            if cond.needs.tests:
-                identity = tuple(vocabulary().types[cond.needs.type].written_fields[:1])  # results.{artifact}
-                cond.instead = [fact_words(f) for f in entries_of(cond.needs, result.facts, identity)
-                                if f.derivation is None][:MAX_INSTEAD]
+            entries = [result.fact(fid) for fid in cond.instead_facts]  # the same case entry (results.{artifact})
+            cond.instead = [fact_words(f) for f in entries if f.derivation is None][:MAX_INSTEAD]
         if cond.negated and cond.facts:
             blockers = [result.fact(fid) for fid in cond.facts]
             cond.blocked_by = list(dict.fromkeys(fact_words(f) for f in supporting_inputs(result, blockers)))

@@ -8,8 +8,8 @@ from typing import Any
 from j6doctor import __version__
 from j6doctor.diagnose import Diagnosis
 from j6doctor.case_words import annotate
-from j6doctor.engine.explain import derivation_tree, inputs_needed, why_not
-from j6doctor.facts import enum_values, label, vocabulary
+from j6doctor.engine.explain import Explainer, derivation_tree, inputs_needed
+from j6doctor.facts import enum_values, label
 
 
 def _rules(diagnosis: Diagnosis) -> dict:
@@ -34,8 +34,7 @@ def explain_data(diagnosis: Diagnosis, why_not_stage: str | None = None) -> dict
         "rulebase": diagnosis.verdict_json["rulebase"],
     }
     if why_not_stage is not None:
-        input_types = {n for n, t in vocabulary().types.items() if t.origin == "input"}
-        checks = why_not(result, diagnosis.rulebase.rules, "verdict", {"stage": why_not_stage}, input_types)
+        checks = Explainer.of(result, diagnosis.rulebase).why_not("verdict", {"stage": why_not_stage})
         annotate(checks, result)
         data["why_not"] = {
             "stage": why_not_stage,

@@ -18,7 +18,7 @@ from j6doctor.diagnose import diagnose_data
 from j6doctor.evidence import EvidenceOptions
 from j6doctor.engine import RuleBase, Source
 from j6doctor.case_words import annotate
-from j6doctor.engine.explain import check_rule, inputs_needed, satisfying_binding
+from j6doctor.engine.explain import Explainer, inputs_needed
 from j6doctor.engine.rule_model import Rule
 from j6doctor.probes import InputError
 from j6doctor.verdict_model import Verdict
@@ -57,22 +57,22 @@ def _blocked_at(rule: Rule, run, rulebase: RuleBase) -> list[str]:
     the missing fact still lack."""
     if rule.text is not None:
         return []
-    facts = run.facts
-    for index in range(len(rule.when)):
-        if satisfying_binding(rule.when[:index + 1], facts, {}) is None:
+    explainer = Explainer.of(run, rulebase)
+    held = explainer.matcher.holds([rule.when[:index + 1] for index in range(len(rule.when))])
+    for index, holds in enumerate(held):
+        if holds is False:
             cond = rule.when[index]
             why = "a fact it forbids is there" if cond.negated else "no fact matches (with the conditions before it)"
-            return [f"blocked at line {cond.line}: {cond.in_words()} — {why}", *_why_not(rule, index, run, rulebase)]
+            return [f"blocked at line {cond.line}: {cond.in_words()} — {why}", *_why_not(rule, index, explainer)]
     return []
 
 
 MAX_NEEDS_SHOWN = 4
 
 
-def _why_not(rule: Rule, index: int, run, rulebase: RuleBase) -> list[str]:
-    input_types = {name for name, t in rulebase.vocab.types.items() if t.origin == "input"}
-    check = check_rule(rule, run, rulebase.rules, input_types, {}, 0, {rule.id})
-    annotate([check], run)
+def _why_not(rule: Rule, index: int, explainer: Explainer) -> list[str]:
+    check = explainer.check(rule)
+    annotate([check], explainer.result)
     cond = check.conditions[index]
     if cond.blocked_by:
         return [f"  it is there because of: {'; '.join(cond.blocked_by)}"]
@@ -88,16 +88,13 @@ def _why_not(rule: Rule, index: int, run, rulebase: RuleBase) -> list[str]:
     return lines
 
 
-def _decided_alone(rule: Rule, facts) -> set[int]:
-    """The conditions that alone keep `rule` from matching `facts` (every other one holds)."""
-    if rule.text is not None or not rule.when or satisfying_binding(rule.when, facts, {}) is not None:
+def _decided_alone(rule: Rule, run, rulebase: RuleBase) -> set[int]:
+    """The conditions that alone keep `rule` from matching the run's facts (every other one holds)."""
+    if rule.text is not None or not rule.when:
         return set()
-    out = set()
-    for index in range(len(rule.when)):
-        others = rule.when[:index] + rule.when[index + 1:]
-        if satisfying_binding(others, facts, {}) is not None:
-            out.add(index)
-    return out
+    matcher = Explainer.of(run, rulebase).matcher
+    whole, *without = matcher.holds([rule.when] + [rule.when[:i] + rule.when[i + 1:] for i in range(len(rule.when))])
+    return set() if whole is not False else {i for i, holds in enumerate(without) if holds}
 
 
 def _expectations(expect: dict[str, Any], verdict: Verdict) -> list[str]:
@@ -189,7 +186,7 @@ def _run_example(rule: Rule, index: int, rulebase: RuleBase, tally: _Tally) -> E
     elif example.fires:
         tally.fired_own[rule.id] += 1
     if rule.id not in fired:
-        tally.decided[rule.id] |= _decided_alone(rule, d.run.facts)
+        tally.decided[rule.id] |= _decided_alone(rule, d.run, rulebase)
     problems += _expectations(example.expect, d.verdict)
     problems += _disagreement(d.run, rulebase)
     return ExampleResult(rule.id, name, rule.file, example.line, not problems, problems)

@@ -2,23 +2,27 @@
 was NOT reached (which rules could reach it, which of their conditions failed, and what
 input would change that).
 
-The run's conclusions come from the engine (durable-rules or CLIPS); this module only
-re-reads its facts. The small condition matcher here mirrors the compiled semantics
-(equality, ne/lt/le/gt/ge, in/not_in, contains, joins to earlier aliases) for the purpose
-of explaining.
+Derivation trees are the provenance the engine's run recorded (runtime.py: the rule and
+the premise facts of every derived fact). Whether a rule's conditions hold on the run's
+facts, and with which facts, is asked of the same engine (condition_match.py): this module
+matches no fact itself, so an explanation cannot contradict the run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
-from j6doctor.engine.facts import Fact
+from j6doctor.engine.condition_match import FactMatcher, bound_aliases, refers_outside
 from j6doctor.engine.rule_model import Condition, Ref, Rule, Test
 from j6doctor.engine.runtime import RunResult
 
+if TYPE_CHECKING:
+    from j6doctor.engine import RuleBase
+
 MAX_DEPTH = 6
 MAX_PRODUCERS = 6
+MAX_FACTS_SHOWN = 5  # of the facts meeting a condition
 
 
 # ---------------------------------------------------------------------------- derivation trees
@@ -48,78 +52,6 @@ def derivation_tree(result: RunResult, rules: dict[str, Rule], fact_id: str,
     return node
 
 
-# ---------------------------------------------------------------------------- matching
-
-def _test_holds(test: Test, fact: Fact, bound: dict[str, Fact]) -> bool | None:
-    """True / False, or None when the test refers to an alias that is not bound."""
-    value = fact.fields.get(test.field)
-    operand = test.value
-    if isinstance(operand, Ref):
-        if operand.alias not in bound:
-            return None
-        operand = bound[operand.alias].fields.get(operand.field)
-    op = test.op
-    if op == "eq":
-        return value == operand
-    if op == "ne":
-        return value != operand
-    if op == "in":
-        return value in operand
-    if op == "not_in":
-        return value not in operand
-    if op == "contains":
-        return isinstance(value, str) and str(operand).lower() in value.lower()
-    if value is None or operand is None:
-        return False
-    try:
-        return {"lt": value < operand, "le": value <= operand, "gt": value > operand, "ge": value >= operand}[op]
-    except TypeError:
-        return False
-
-
-def matching_facts(cond: Condition, facts: list[Fact], bound: dict[str, Fact],
-                   extra: tuple[Test, ...] = ()) -> list[Fact]:
-    out = []
-    for fact in facts:
-        if fact.type != cond.type:
-            continue
-        if all(_test_holds(t, fact, bound) is not False for t in cond.tests + extra):
-            out.append(fact)
-    return out
-
-
-def satisfying_binding(conditions: tuple[Condition, ...], facts: list[Fact],
-                       pushed: dict[str, tuple[Test, ...]], limit: int = 20_000) -> dict[str, Fact] | None:
-    """Facts for the aliases under which every condition holds, as the engine matches them
-    (any combination, not only the first fact of each type), or None: none found within
-    `limit` candidate facts. A `not:` comparing with an alias no condition binds counts as
-    holding, as check_rule reports it."""
-    tried = 0
-
-    def search(at: int, bound: dict[str, Fact]) -> dict[str, Fact] | None:
-        nonlocal tried
-        if at == len(conditions):
-            return dict(bound)
-        cond = conditions[at]
-        found = matching_facts(cond, facts, bound, pushed.get(cond.alias or "", ()))
-        if cond.negated:
-            unbound = any(isinstance(t.value, Ref) and t.value.alias not in bound for t in cond.tests)
-            return search(at + 1, bound) if unbound or not found else None
-        for fact in found if cond.alias else found[:1]:  # without an alias one match is as good as any
-            tried += 1
-            if tried > limit:
-                return None
-            if cond.alias:
-                bound[cond.alias] = fact
-            result = search(at + 1, bound)
-            if result is not None:
-                return result
-            bound.pop(cond.alias or "", None)
-        return None
-
-    return search(0, {})
-
-
 # ---------------------------------------------------------------------------- why not
 
 @dataclass
@@ -127,14 +59,15 @@ class ConditionCheck:
     condition: str
     negated: bool
     satisfied: bool
-    facts: list[str] = field(default_factory=list)
-    unknown: bool = False  # a `not:` that compares with a fact an earlier failed condition did not bind  # matching facts (or, for `not`, the blockers)
+    facts: list[str] = field(default_factory=list)  # matching facts (or, for `not`, the blockers)
+    unknown: bool = False  # a `not:` that compares with a fact an unmet condition did not bind
     producers: list["RuleCheck"] = field(default_factory=list)  # for unmet derived conditions
     needs_input: str = ""  # for unmet input conditions: the input that would satisfy it
     needs: Condition | None = None  # ... as a condition (its literal tests, simplified)
     written: str = ""  # ... as the user would write it (filled by the caller, which knows the case)
     blocked_by: list[str] = field(default_factory=list)  # for a `not:` that fails: where its blockers came from
     instead: list[str] = field(default_factory=list)  # for an unmet input condition: what the inputs say instead
+    instead_facts: list[str] = field(default_factory=list, compare=False)  # ... as fact ids (the same case entry)
     pattern: Condition | None = field(default=None, compare=False)  # the condition checked (with pushed tests)
     words: str = ""  # the condition in the user's words (filled by the caller, which knows the vocabulary)
 
@@ -173,17 +106,6 @@ class RuleCheck:
                 "fired": self.fired, "conditions": [c.as_dict() for c in self.conditions]}
 
 
-def _describe(cond: Condition, extra: tuple[Test, ...]) -> str:
-    return Condition(cond.type, cond.tests + extra, cond.negated, cond.alias, cond.line).describe()
-
-
-def entries_of(cond: Condition, facts: list[Fact], identity: tuple[str, ...]) -> list[Fact]:
-    """The facts of the condition's type that agree with it on the `identity` fields (the
-    same case entry, results.qat_bc), whatever else they say: what the inputs say instead."""
-    tests = tuple(t for t in cond.tests if t.field in identity and not isinstance(t.value, Ref))
-    return matching_facts(Condition(cond.type, tests), facts, {}) if tests else []
-
-
 def producers_of(rules: list[Rule], type_name: str, wanted: tuple[Test, ...]) -> list[tuple[Rule, dict[str, tuple[Test, ...]]]]:
     """Rules that can derive a `type_name` fact meeting the literal tests in `wanted`, with
     the extra tests that pushes onto their conditions (a conclusion field that copies a
@@ -203,7 +125,7 @@ def producers_of(rules: list[Rule], type_name: str, wanted: tuple[Test, ...]) ->
                     pushed.setdefault(value.alias, []).append(Test(value.field, test.op, test.value))
                 elif isinstance(value, str) and "${" in value:
                     continue  # a text template may produce anything
-                elif not _test_holds(test, _Literal(test.field, value), {}):
+                elif not test.admits(value):
                     possible = False
             if possible and _compatible(rule, pushed):
                 found.append((rule, {k: tuple(v) for k, v in pushed.items()}))
@@ -218,66 +140,201 @@ def _compatible(rule: Rule, pushed: dict[str, list[Test]]) -> bool:
         for test in pushed.get(cond.alias or "", ()):
             if test.op != "eq":
                 continue
-            probe = _Literal(test.field, test.value)
             for own in cond.tests:
-                if own.field == test.field and not isinstance(own.value, Ref) and not _test_holds(own, probe, {}):
+                if own.field == test.field and not own.is_join and not own.admits(test.value):
                     return False
     return True
 
 
-class _Literal(Fact):
-    def __init__(self, name: str, value: Any):
-        super().__init__("", "", {name: value})
+def evaluation_order(rule: Rule) -> list[int]:
+    """The rule's conditions in the order the engine joins them (compiler.compile_rule):
+    the positive ones first, then the `not:` ones."""
+    return ([i for i, c in enumerate(rule.when) if not c.negated]
+            + [i for i, c in enumerate(rule.when) if c.negated])
 
 
-def check_rule(rule: Rule, result: RunResult, rules: list[Rule], vocab_input_types: set[str],
-               pushed: dict[str, tuple[Test, ...]], depth: int, visiting: set[str]) -> RuleCheck:
-    facts = result.facts
-    bound: dict[str, Fact] = {}
-    checks: list[ConditionCheck] = []
-    if rule.text is not None:  # a text rule: did any clause of the texts it reads match?
-        fired_on = [f for firing in result.firings if firing.rule == rule.id for f in firing.premises]
-        reads = "、".join(f"{t}.{f}" for t, f in rule.text.reads)
-        text = f"{reads} 中有子句匹配 {' | '.join(rule.text.match)}"
+@dataclass
+class _Outcome:
+    """What the engine said of one condition, asked together with the conditions met before it."""
+
+    state: str  # "met", "unmet" or "unknown"
+    facts: list[str] = field(default_factory=list)  # the facts meeting it; for an unmet `not:`, its blockers
+
+
+Pushed = dict[str, tuple[Test, ...]]  # alias -> tests a wanted conclusion adds to its condition
+
+
+@dataclass
+class _Walk:
+    """One rule's conditions being asked of the engine, in its order (evaluation_order)."""
+
+    conds: list[Condition]  # in written order, with the tests pushed onto them
+    pending: list[int]  # not asked yet
+    met: list[int] = field(default_factory=list)
+    outcomes: dict[int, _Outcome] = field(default_factory=dict)
+    plan: list[tuple[int, tuple[Condition, ...], tuple[Condition, ...] | None]] = field(default_factory=list)
+
+    def questions(self) -> list[tuple[Condition, ...]]:
+        """The next questions, supposing each pending condition is met (each asked with the
+        met ones and the pending ones before it): then one engine run answers them all. For
+        a `not:`, also the question whose last condition is its positive form: its blockers."""
+        self.plan = _plan(self.conds, self.met, self.pending)
+        return [q for _, q, _ in self.plan] + [b for _, _, b in self.plan if b is not None]
+
+    def take(self, answers: list, matcher: FactMatcher) -> None:
+        """The answers up to the first unmet condition; the ones after it are asked again."""
+        blocking = [(index, b) for index, _, b in self.plan if b is not None]
+        blockers = {index: (b, a) for (index, b), a in zip(blocking, answers[len(self.plan):])}
+        for (index, question, _), answer in zip(self.plan, answers):
+            if not question:  # a `not:` comparing with a fact no met condition binds
+                self.outcomes[index] = _Outcome("unknown")
+            elif answer:
+                self.met.append(index)
+                facts = [] if self.conds[index].negated else matcher.facts_at(answer, _last_place(question))
+                self.outcomes[index] = _Outcome("met", facts[:MAX_FACTS_SHOWN])
+            else:
+                outcome = self.outcomes[index] = _Outcome("unknown" if answer is None else "unmet")
+                if index in blockers:
+                    blocker, blocked_by = blockers[index]
+                    outcome.facts = matcher.facts_at(blocked_by, _last_place(blocker))
+                self.pending = self.pending[self.pending.index(index) + 1:]
+                return
+        self.pending = []
+
+
+class Explainer:
+    """Why-not answers over one finished run: every condition asked of the engine the run used."""
+
+    def __init__(self, result: RunResult, rules: list[Rule], matcher: FactMatcher, input_types: set[str],
+                 identity: dict[str, tuple[str, ...]] | None = None):
+        self.result = result
+        self.rules = rules
+        self.matcher = matcher
+        self.input_types = input_types
+        self.identity = identity or {}  # input type -> the fields that name one case entry
+        self.fired = result.fired_rules()
+        self._outcomes: dict[str, list[_Outcome]] = {}
+
+    @classmethod
+    def of(cls, result: RunResult, rulebase: "RuleBase") -> "Explainer":
+        vocab = rulebase.vocab
+        return cls(result, rulebase.rules, FactMatcher(result.facts, vocab, rulebase.engine),
+                   {n for n, t in vocab.types.items() if t.origin == "input"},
+                   {n: tuple(t.written_fields[:1]) for n, t in vocab.types.items() if t.written_as})
+
+    def why_not(self, type_name: str, wanted: dict[str, Any]) -> list[RuleCheck]:
+        """For every rule that could derive `type_name` with the field values `wanted`, which of
+        its conditions hold on this run's facts and which do not, recursively for derived facts."""
+        tests = tuple(Test(k, "eq", v) for k, v in wanted.items())
+        return self.checks([(rule, pushed, {rule.id}) for rule, pushed in producers_of(self.rules, type_name, tests)], 0)
+
+    def check(self, rule: Rule, pushed: Pushed | None = None, depth: int = 0) -> RuleCheck:
+        """Which conditions of one rule hold on the run's facts (and, below MAX_DEPTH, what the
+        rules deriving its unmet conditions lack)."""
+        (check,) = self.checks([(rule, pushed or {}, {rule.id})], depth)
+        return check
+
+    def outcomes(self, items: list[tuple[Rule, Pushed]]) -> list[list[_Outcome]]:
+        """Each condition of each rule (in its written order): met, unmet or unknown, asked in
+        the engine's order together with the conditions met before it. One engine run asks
+        the next questions of every rule at once."""
+        keys = [f"{rule.id}|{pushed!r}" for rule, pushed in items]
+        walks = {key: _Walk([_with(c, pushed.get(c.alias or "", ())) for c in rule.when], evaluation_order(rule))
+                 for key, (rule, pushed) in zip(keys, items) if key not in self._outcomes}
+        active = [w for w in walks.values() if w.pending]
+        while active:
+            asked = [w.questions() for w in active]
+            answers = iter(self.matcher.matches([q for questions in asked for q in questions]))
+            for walk, questions in zip(active, asked):
+                walk.take([next(answers) for _ in questions], self.matcher)
+            active = [w for w in active if w.pending]
+        for key, walk in walks.items():
+            self._outcomes[key] = [walk.outcomes[i] for i in range(len(walk.conds))]
+        return [self._outcomes[key] for key in keys]
+
+    def checks(self, items: list[tuple[Rule, Pushed, set[str]]], depth: int) -> list[RuleCheck]:
+        """RuleChecks of rules (with the tests pushed onto them and the rules on the path to
+        them), the rules deriving their unmet conditions checked in turn, a level at a time."""
+        out: list[RuleCheck] = []
+        derived: list[tuple[ConditionCheck, list[tuple[Rule, Pushed, set[str]]]]] = []
+        inputs: list[ConditionCheck] = []
+        for (rule, pushed, visiting), outcomes in zip(items, self.outcomes([(r, p) for r, p, _ in items])):
+            conditions = [self._text_check(rule)] if rule.text is not None else []
+            for cond, outcome in zip(rule.when, outcomes):
+                pattern = _with(cond, pushed.get(cond.alias or "", ()))
+                check = ConditionCheck(pattern.describe(), cond.negated, outcome.state != "unmet", outcome.facts,
+                                       unknown=outcome.state == "unknown", pattern=pattern)
+                conditions.append(check)
+                if outcome.state != "unmet" or cond.negated:
+                    continue
+                literal = simplified(tuple(t for t in pattern.tests if not t.is_join))
+                if pattern.type in self.input_types:
+                    check.needs = Condition(pattern.type, literal)
+                    check.needs_input = check.needs.describe()
+                    inputs.append(check)
+                elif depth < MAX_DEPTH:
+                    derived.append((check, [(p, more, visiting | {p.id}) for p, more in
+                                            producers_of(self.rules, pattern.type, literal)[:MAX_PRODUCERS]
+                                            if p.id not in visiting]))
+            out.append(RuleCheck(rule.id, rule.title, rule.file, rule.line, rule.id in self.fired, conditions))
+        self._fill_instead(inputs)
+        below = iter(self.checks([item for _, producers in derived for item in producers], depth + 1)
+                     if derived else ())
+        for check, producers in derived:
+            check.producers = [next(below) for _ in producers]
+        return out
+
+    def _text_check(self, rule: Rule) -> ConditionCheck:
+        """A text rule: did any clause of the texts it reads match (the run's firings say)?"""
+        fired_on = [f for firing in self.result.firings if firing.rule == rule.id for f in firing.premises]
+        reads = "、".join(f"{t}.{f}" for t, f in rule.text.reads)  # type: ignore[union-attr]
+        text = f"{reads} 中有子句匹配 {' | '.join(rule.text.match)}"  # type: ignore[union-attr]
         check = ConditionCheck(text, False, bool(fired_on), sorted(set(fired_on)))
         if not fired_on:
             check.needs_input = f"{reads} 的描述中写明「{rule.title}」所说的情况（同一句中不含否定）"
-        checks.append(check)
-    # the facts under which the rule holds, where some do: the conditions are then shown with
-    # them (the first fact of each type may fail a later join that another one passes)
-    preferred = satisfying_binding(rule.when, facts, pushed) or {}
-    for cond in rule.when:
-        extra = pushed.get(cond.alias or "", ())
-        matches = matching_facts(cond, facts, bound, extra)
-        text = _describe(cond, extra)
-        pattern = Condition(cond.type, cond.tests + extra, cond.negated, cond.alias, cond.line)
-        if cond.negated:
-            unbound = any(isinstance(t.value, Ref) and t.value.alias not in bound for t in cond.tests)
-            if unbound:
-                checks.append(ConditionCheck(text, True, True, [], unknown=True, pattern=pattern))
-            else:
-                checks.append(ConditionCheck(text, True, not matches, [f.id for f in matches], pattern=pattern))
+        return check
+
+    def _fill_instead(self, checks: list[ConditionCheck]) -> None:
+        """For unmet input conditions: the facts of their type that agree with them on the
+        fields naming one case entry (results.qat_bc), whatever else they say: what the
+        inputs say instead."""
+        asked = []
+        for check in checks:
+            needs: Condition = check.needs  # type: ignore[assignment]
+            identity = self.identity.get(needs.type, ())
+            tests = tuple(t for t in needs.tests if t.field in identity)
+            if tests:
+                asked.append((check, (Condition(needs.type, tests),)))
+        for (check, _), answer in zip(asked, self.matcher.matches([q for _, q in asked])):
+            check.instead_facts = self.matcher.facts_at(answer, 0)
+
+
+def _with(cond: Condition, extra: tuple[Test, ...]) -> Condition:
+    return replace(cond, tests=cond.tests + extra) if extra else cond
+
+
+def _plan(conds: list[Condition], met: list[int], pending: list[int]
+          ) -> list[tuple[int, tuple[Condition, ...], tuple[Condition, ...] | None]]:
+    """For each pending condition, supposing the ones before it are met: the question (it with
+    the met ones and those before it; empty for a `not:` comparing with an alias none of them
+    binds) and, for a `not:`, the question whose last condition is its positive form (which
+    facts block it)."""
+    plan = []
+    for n, index in enumerate(pending):
+        before = [conds[i] for i in met + pending[:n]]
+        cond = conds[index]
+        if cond.negated and refers_outside(cond, bound_aliases(before)):
+            plan.append((index, (), None))
             continue
-        if matches:
-            if cond.alias:
-                chosen = preferred.get(cond.alias)
-                bound[cond.alias] = chosen if chosen is not None and chosen in matches else matches[0]
-            checks.append(ConditionCheck(text, False, True, [f.id for f in matches[:5]], pattern=pattern))
-            continue
-        check = ConditionCheck(text, False, False, pattern=pattern)
-        literal = simplified(tuple(t for t in cond.tests + extra if not isinstance(t.value, Ref)))
-        if cond.type in vocab_input_types:
-            check.needs = Condition(cond.type, literal)
-            check.needs_input = check.needs.describe()
-        elif depth < MAX_DEPTH:
-            for producer, more in producers_of(rules, cond.type, literal)[:MAX_PRODUCERS]:
-                if producer.id in visiting:
-                    continue
-                check.producers.append(check_rule(producer, result, rules, vocab_input_types, more,
-                                                  depth + 1, visiting | {producer.id}))
-        checks.append(check)
-    fired = rule.id in result.fired_rules()
-    return RuleCheck(rule.id, rule.title, rule.file, rule.line, fired, checks)
+        question = tuple(before) + (cond,)
+        blocker = tuple(before) + (replace(cond, negated=False, alias=None),) if cond.negated else None
+        plan.append((index, question, blocker))
+    return plan
+
+
+def _last_place(question: tuple[Condition, ...]) -> int:
+    """The place of the question's last condition (a positive one) among its positive conditions."""
+    return sum(1 for c in question if not c.negated) - 1
 
 
 def simplified(tests: tuple[Test, ...]) -> tuple[Test, ...]:
@@ -301,15 +358,6 @@ def walk_checks(checks: list[RuleCheck]):
         for cond in check.conditions:
             yield cond
             yield from walk_checks(cond.producers)
-
-
-def why_not(result: RunResult, rules: list[Rule], type_name: str, wanted: dict[str, Any],
-            input_types: set[str]) -> list[RuleCheck]:
-    """For every rule that could derive `type_name` with the field values `wanted`, which of
-    its conditions hold on this run's facts and which do not, recursively for derived facts."""
-    tests = tuple(Test(k, "eq", v) for k, v in wanted.items())
-    return [check_rule(rule, result, rules, input_types, pushed, 0, {rule.id})
-            for rule, pushed in producers_of(rules, type_name, tests)]
 
 
 def inputs_needed(checks: list[RuleCheck]) -> list[dict[str, Any]]:

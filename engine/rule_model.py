@@ -65,6 +65,23 @@ class Test:
     def is_join(self) -> bool:
         return isinstance(self.value, Ref)
 
+    def admits(self, value: Any) -> bool:
+        """Whether a field holding the literal `value` passes this literal test, for reasoning
+        about rules where no fact exists yet (which rules can conclude a wanted value:
+        explain.producers_of, lint). Facts are matched by the engine (condition_match.py);
+        tests/test_explain_properties.py checks this reading against it. As there: null is an
+        empty field, ordering holds between numbers only, `contains` on text only."""
+        operand = self.value
+        if self.op in ("eq", "ne"):
+            return (value == operand) == (self.op == "eq")
+        if self.op in ("in", "not_in"):
+            return (value in operand) == (self.op == "in")
+        if self.op == "contains":
+            return isinstance(value, str) and str(operand).lower() in value.lower()
+        if not (_is_number(value) and _is_number(operand)):
+            return False
+        return {"lt": value < operand, "le": value <= operand, "gt": value > operand, "ge": value >= operand}[self.op]
+
 
 @dataclass(frozen=True)
 class Condition:
@@ -184,3 +201,7 @@ def _describe_test(test: Test) -> str:
     if isinstance(value, list):
         value = "[" + ", ".join(str(v) for v in value) + "]"
     return f"{test.field}{symbol}{value}"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

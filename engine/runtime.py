@@ -212,10 +212,12 @@ def program_for(compiled: CompiledRuleBase, vocab: Vocabulary) -> Any:
 
 
 def run(compiled: CompiledRuleBase, vocab: Vocabulary, facts: list[Fact], *,
-        max_firings: int = DEFAULT_MAX_FIRINGS, max_depth: int = DEFAULT_MAX_DEPTH) -> RunResult:
+        max_firings: int = DEFAULT_MAX_FIRINGS, max_depth: int = DEFAULT_MAX_DEPTH,
+        program: Any = None) -> RunResult:
     """Forward-chain `facts` through the rule base, stratum by stratum, on the engine the
-    rule base was compiled for."""
-    program = program_for(compiled, vocab)
+    rule base was compiled for: on `program` (the rule base on its backend) if given, else
+    on the one registered for the process (program_for)."""
+    program = program if program is not None else program_for(compiled, vocab)
     state = _Run(compiled, vocab, facts, max_firings, max_depth)
     state.run_text_rules()
     state.queue.clear()  # text facts are in the store: every stratum asserts the store first
