@@ -40,7 +40,7 @@ def _explain(tmp_path, capsys, monkeypatch, engine: str, results: str, fmt: str)
     monkeypatch.chdir(tmp_path)
     capsys.readouterr()
     main(["explain", "case.yaml", "--no-env", "--rules", "pack", "--engine", engine, "--why-not", "baseline",
-          "--format", fmt, "-q"], exit_fast=False)
+          "--format", fmt, "-q"])
     return capsys.readouterr().out
 
 
