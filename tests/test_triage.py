@@ -121,7 +121,7 @@ def test_examples_and_broken_cases(cli, tmp_path, rulebase):
     by_name = {Path(i["path"]).name: i for i in items}
     assert by_name["empty.yaml"]["missing"][:2] == ["stage_results", "badcase"]
     assert by_name["contradictory.yaml"]["first_finding"].startswith("⚠ 评测结果相互矛盾")
-    assert by_name["board_integration.yaml"]["first_finding"].startswith("x86 仿真正常、板端异常")
+    assert by_name["board_integration.yaml"]["first_finding"].startswith("板端 与 hbm x86 仿真 在同一输入上输出不同")
     # A per-case report is what `diagnose` writes for the same case, byte for byte.
     single = cli("diagnose", "cases/convert_j6m.yaml", "--no-env", "--format", "html", cwd=tmp_path)
     assert single.returncode == 0
