@@ -109,14 +109,56 @@ def stratify(rules: list[Rule]) -> dict[str, int]:
             return level
         if max(level.values()) > limit:
             break
-    looping = sorted(r for r, lv in level.items() if lv > len(rules) // 2)
-    first = next(r for r in rules if r.id == looping[0])
-    raise RuleBaseErrors([RuleBaseError(
-        "negation through a cycle: these rules negate facts that depend on their own "
-        f"conclusions: {', '.join(looping[:8])}",
-        file=first.file, line=first.line, rule_id=first.id, field="when",
-        hint="a rule may only say `not: <type>` of types that do not depend on what it concludes",
-    )])
+    raise RuleBaseErrors([_negation_cycle(rules, producers)])
+
+
+def _negation_cycle(rules: list[Rule], producers: dict[str, list[Rule]]) -> RuleBaseError:
+    """The error of a rule base whose negation is recursive: one cycle, rule by rule, reported
+    at the rule of the cycle loaded last (the pack rule, or the override, that closed it)."""
+    place = {rule.id: (bool(rule.overrides), index) for index, rule in enumerate(rules)}
+    found = []
+    for rule in rules:
+        for negated in sorted(rule.negates()):
+            for producer in producers.get(negated, ()):
+                path = _dependency_path(producer, rule, producers)
+                if path is not None:
+                    found.append((rule, negated, path))
+    rule, negated, path = max(found, key=lambda c: max(place[r.id] for r in [c[0], *(p for p, _ in c[2])]))
+    blamed = max([rule, *(p for p, _ in path)], key=lambda r: place[r.id])
+    text = f"{rule.id} ({_at(rule)}) negates {negated!r}"
+    for concluder, read in path:
+        who = f"{rule.id} itself" if concluder is rule else f"{concluder.id} ({_at(concluder)})"
+        text += f", which {who} concludes" + (f"; it reads {read!r}" if read is not None else "")
+    return RuleBaseError(
+        f"negation through a cycle: {text}: whether a rule of the cycle holds would depend on its own "
+        "conclusion", file=blamed.file, line=blamed.line, rule_id=blamed.id, field="when",
+        hint="a rule may only say `not: <type>` of types that do not depend on what it concludes; remove the "
+             "`not:` or the condition that closes the cycle")
+
+
+def _dependency_path(start: Rule, goal: Rule, producers: dict[str, list[Rule]]) -> list[tuple[Rule, str | None]] | None:
+    """Rules from `start` to `goal`, each reading (or negating) a type the next concludes:
+    [(start, type it reads), ..., (goal, None)]; None when `start` does not depend on `goal`."""
+    parents: dict[str, tuple[Rule, str] | None] = {start.id: None}
+    queue = [start]
+    while queue:
+        rule = queue.pop(0)
+        if rule.id == goal.id:
+            path: list[tuple[Rule, str | None]] = [(goal, None)]
+            while parents[path[0][0].id] is not None:
+                prev, read = parents[path[0][0].id]  # type: ignore[misc]
+                path.insert(0, (prev, read))
+            return path
+        for read in sorted(rule.consumes() | rule.negates()):
+            for producer in producers.get(read, ()):
+                if producer.id not in parents:
+                    parents[producer.id] = (rule, read)
+                    queue.append(producer)
+    return None
+
+
+def _at(rule: Rule) -> str:
+    return f"{rule.file}:{rule.line}" if rule.line else rule.file
 
 
 def _equals(name: str, value: Any) -> dict:
@@ -286,6 +328,36 @@ def compile_rule(rule: Rule, base_key: str, vocab: Vocabulary) -> list[CompiledR
     return out
 
 
+def _fingerprint(by_stratum: dict[int, list[CompiledRule]], text_rules: list[Rule], vocab: Vocabulary) -> str:
+    """A hash of everything a run's output depends on: the conditions, and what each rule
+    concludes and where it is written (derived facts carry the rule's file and line)."""
+    definition_text = json.dumps(
+        {"strata": {k: [(c.key, c.rule.id, c.definition, c.rule.file, c.rule.line, c.rule.overrides,
+                         [(t.type, sorted((f, str(v)) for f, v in t.fields.items())) for t in c.rule.then])
+                        for c in v] for k, v in sorted(by_stratum.items())},
+         "text": [(r.id, r.file, r.line, r.text.reads, r.text.match, r.text.unless,  # type: ignore[union-attr]
+                   r.text.context, r.text.every, sorted(r.text.groups.items()),  # type: ignore[union-attr]
+                   [(c.type, sorted((k, str(v)) for k, v in c.fields.items())) for c in r.then])
+                  for r in text_rules],
+         "text_context": repr((vocab.text.context, sorted(vocab.text.terms.items()))) if text_rules else ""},
+        sort_keys=True, ensure_ascii=False,
+    )
+    return hashlib.sha256(definition_text.encode()).hexdigest()[:12]
+
+
+def _partitions(compiled: list[CompiledRule], fingerprint: str, stratum_index: int) -> list[Partition]:
+    """A stratum's rules in engine rulesets of at most PARTITION_SIZE rules."""
+    parts = []
+    for chunk_index in range(0, len(compiled), PARTITION_SIZE):
+        chunk = compiled[chunk_index:chunk_index + PARTITION_SIZE]
+        part = Partition(f"j6d{fingerprint}s{stratum_index}p{chunk_index // PARTITION_SIZE}", stratum_index, chunk)
+        for crule in chunk:
+            part.consumes |= crule.rule.consumes()
+            part.negates |= crule.rule.negates()
+        parts.append(part)
+    return parts
+
+
 def compile_rules(rules: list[Rule], vocab: Vocabulary, engine: str | None = None) -> CompiledRuleBase:
     """Compile and check a whole rule base for an engine (backends.resolve: the default one
     when None). Raises RuleBaseErrors, never hangs.
@@ -315,33 +387,9 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary, engine: str | None = Non
             else:
                 compiled_rules = compile_rule(rule, f"r{number}", vocab)
             by_stratum.setdefault(level[rule.id], []).extend(compiled_rules)
-    # Everything a run's output depends on: the conditions, and what each rule concludes and
-    # where it is written (derived facts carry the rule's file and line).
-    definition_text = json.dumps(
-        {"strata": {k: [(c.key, c.rule.id, c.definition, c.rule.file, c.rule.line, c.rule.overrides,
-                         [(t.type, sorted((f, str(v)) for f, v in t.fields.items())) for t in c.rule.then])
-                        for c in v] for k, v in sorted(by_stratum.items())},
-         "text": [(r.id, r.file, r.line, r.text.reads, r.text.match, r.text.unless,  # type: ignore[union-attr]
-                   r.text.context, r.text.every, sorted(r.text.groups.items()),  # type: ignore[union-attr]
-                   [(c.type, sorted((k, str(v)) for k, v in c.fields.items())) for c in r.then])
-                  for r in text_rules],
-         "text_context": repr((vocab.text.context, sorted(vocab.text.terms.items()))) if text_rules else ""},
-        sort_keys=True, ensure_ascii=False,
-    )
-    fingerprint = hashlib.sha256(definition_text.encode()).hexdigest()[:12]
-    strata: list[list[Partition]] = []
-    for stratum_index, key in enumerate(sorted(by_stratum)):
-        compiled = by_stratum[key]
-        parts = []
-        for chunk_index in range(0, len(compiled), PARTITION_SIZE):
-            chunk = compiled[chunk_index:chunk_index + PARTITION_SIZE]
-            part = Partition(f"j6d{fingerprint}s{stratum_index}p{chunk_index // PARTITION_SIZE}",
-                             stratum_index, chunk)
-            for crule in chunk:
-                part.consumes |= crule.rule.consumes()
-                part.negates |= crule.rule.negates()
-            parts.append(part)
-        strata.append(parts)
+    fingerprint = _fingerprint(by_stratum, text_rules, vocab)
+    strata = [_partitions(by_stratum[key], fingerprint, stratum_index)
+              for stratum_index, key in enumerate(sorted(by_stratum))]
     stratum_of = {rule.id: sorted(by_stratum).index(level[rule.id]) for rule in fact_rules}
     result = CompiledRuleBase(fingerprint, rules, strata, stratum_of,
                               [CompiledTextRule(r, vocab.text) for r in text_rules], engine, too_many)

@@ -38,8 +38,7 @@ from j6doctor.engine.strict_yaml import LocatedDocument
 Path = tuple[Any, ...]  # a key path in a rule file
 
 ROW_KEYS = ("id", "title", "seed", "knowledge", "when", "then")
-_PLACEHOLDER = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
-HIT_POLICIES = ("unique", "any", "collect")  # collect: every matching row concludes, no check
+_PLACEHOLDER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")  # "$name", the whole text (fullmatch)
 
 
 @dataclass
@@ -95,7 +94,7 @@ def _fill_outputs(template: Any, row: Row) -> tuple[Any, bool]:
     """The conclusion template with "$name" replaced by the row's cells; a field whose cell
     is empty is left out. Returns (value, present)."""
     if isinstance(template, str):
-        match = _PLACEHOLDER.match(template)
+        match = _PLACEHOLDER.fullmatch(template)
         if match:
             name = match.group(1)
             value = row.outputs.get(name, row.cells.get(name))
@@ -115,7 +114,7 @@ def _fill_outputs(template: Any, row: Row) -> tuple[Any, bool]:
 
 def _placeholders(template: Any) -> set[str]:
     if isinstance(template, str):
-        match = _PLACEHOLDER.match(template)
+        match = _PLACEHOLDER.fullmatch(template)
         return {match.group(1)} if match else set()
     if isinstance(template, dict):
         return set().union(*(_placeholders(v) for v in template.values())) if template else set()
@@ -135,170 +134,158 @@ def _cell_values(value: Any) -> list[Any]:
 
 def expand(doc: LocatedDocument, first_index: int, known: dict[str, dict] | None = None) -> Expanded:
     """The rules of the document's `tables`, numbered from `first_index` under `rules`. `known`:
-    the tables of the files loaded before (by id), which an `extends:` entry adds rows to."""
+    the tables of the files loaded before (by id), which an `extends:` entry adds rows to.
+    The document has passed the rule schema (engine/rule_schema.json): every table is shaped
+    as it states (keys, kinds, the hit policy, column specs, rows with ids); what is checked
+    here is what the schema cannot say (names that must refer to each other, ids that repeat)."""
     out = Expanded([], {}, [])
-    tables = doc.data.get("tables")
-    if tables is None:
-        return out
-    if not isinstance(tables, list):
-        out.errors.append((("tables",), "expected a list of tables"))
-        return out
-    for ti, table in enumerate(tables):
-        _expand_table(table, ("tables", ti), doc.line_of, first_index, out, known or {})
+    for ti, table in enumerate(doc.data.get("tables") or []):
+        _TableExpansion(table, ("tables", ti), doc.line_of, first_index, out, known or {}).run()
     return out
 
 
-DEFINITION_KEYS = ("title", "seed", "knowledge", "hit", "when", "unless", "columns", "contradicts", "then")
+class _TableExpansion:
+    """One table of a rule file turned into rules: each row a rule at the row's line."""
 
+    def __init__(self, table: dict, at: Path, line_of: Callable[[Path], int | None], first_index: int,
+                 out: Expanded, known_tables: dict[str, dict]):
+        self.table, self.at, self.line_of, self.first_index = table, at, line_of, first_index
+        self.out, self.known_tables = out, known_tables
+        self.base: dict | None = None  # the table this one extends
 
-def _expand_table(table: Any, at: Path, line_of: Callable[[Path], int | None], first_index: int, out: Expanded,
-                  known_tables: dict[str, dict]) -> None:
-    def error(path: Path, message: str) -> None:
-        out.errors.append((path, message))
+    def error(self, path: Path, message: str) -> None:
+        self.out.errors.append((path, message))
 
-    if not isinstance(table, dict):
-        error(at, "a table is a mapping with id, title, columns, then and rows (or extends and rows)")
-        return
-    base = None
-    if "extends" in table:  # more rows for a table defined in a file loaded before
-        base = known_tables.get(str(table["extends"]))
-        if base is None:
-            error(at + ("extends",), f"extends {table['extends']!r}: no such table in the rule files loaded before "
-                                     f"this one; tables: {', '.join(sorted(known_tables)) or 'none'}")
+    def run(self) -> None:
+        table = self._definition()
+        if table is None:
             return
-        redefined = [k for k in (*DEFINITION_KEYS, "id") if k in table]
-        if redefined:
-            error(at + (redefined[0],), f"a table that extends {table['extends']!r} adds rows (and examples) only; "
-                                        f"{redefined[0]!r} comes from the table it extends")
-            return
-        table = {**base["spec"], "rows": table.get("rows"), "examples": table.get("examples") or {}}
-    for key in ("id", "columns", "then", "rows"):
-        if key not in table:
-            error(at, f"table {table.get('id', '?')!r}: {key!r} is required")
-    allowed = {"id", "extends", "rows", "examples", *DEFINITION_KEYS}
-    for key in table:
-        if key not in allowed:
-            error(at + (key,), f"unknown key {key!r} in a table; allowed: {', '.join(sorted(allowed))}")
-    if any(p[:len(at)] == at for p, _ in out.errors):
-        return
-    tid = str(table["id"])
-    own_lines = not base  # an extended table's shared parts are written in another file
-    hit = table.get("hit", "any")
-    if hit not in HIT_POLICIES:
-        error(at + ("hit",), f"hit policy {hit!r}: allowed: {', '.join(HIT_POLICIES)}")
-    columns: dict[str, Column] = {}
-    raw_columns = table["columns"] if isinstance(table["columns"], dict) else {}
-    if not isinstance(table["columns"], dict):
-        error(at + ("columns",), "expected a mapping: column name → {when: condition, ...}")
-    for name, spec in raw_columns.items():
-        where = at + ("columns", name)
-        if not isinstance(spec, dict) or not isinstance(spec.get("when"), dict):
-            error(where, f"column {name!r}: expected {{when: <condition>}} with optional as, list, one, together")
-            continue
-        extra = set(spec) - {"when", "as", "list", "one", "together"}
-        if extra:
-            error(where, f"column {name!r}: unknown key {sorted(extra)[0]!r}; allowed: when, as, list, one, together")
-        if spec.get("list", "each") not in ("each", "any", "whole"):
-            error(where + ("list",), f"column {name!r}: list is `each` (one condition per value), `any` (one of "
-                                     "them) or `whole` (the list as it is, e.g. under not_in)")
-        together = spec.get("together") or []
-        if not isinstance(together, list) or not all(isinstance(g, list) for g in together):
-            error(where + ("together",), f"column {name!r}: together is a list of lists of values")
-            together = []
-        columns[str(name)] = Column(str(name), spec["when"], spec.get("as"), spec.get("list", "each") == "each",
-                                    bool(spec.get("one", False)), [set(map(str, g)) for g in together],
-                                    not _has_placeholder(spec["when"]), spec.get("list") == "whole")
-    contradicts = table.get("contradicts") or []
-    for ci, pair in enumerate(contradicts if isinstance(contradicts, list) else [None]):
-        if not (isinstance(pair, list) and len(pair) == 2 and all(p in columns for p in pair)):
-            error(at + ("contradicts", ci), f"contradicts: expected pairs of column names, got {pair!r}")
-    then = table["then"] if isinstance(table["then"], list) else []
-    outputs_used = set().union(*(_placeholders(t) for t in then)) if then else set()
-    examples = table.get("examples") or {}
-    if not isinstance(examples, dict):
-        error(at + ("examples",), "expected a mapping: row id → list of examples")
-        examples = {}
-    rows_raw = table["rows"] if isinstance(table["rows"], list) else []
-    if not isinstance(table["rows"], list):
-        error(at + ("rows",), "expected a list of rows")
-    rows: list[Row] = []
-    seen: set[str] = set()
-    for ri, raw in enumerate(rows_raw):
-        where = at + ("rows", ri)
-        if not isinstance(raw, dict) or "id" not in raw:
-            error(where, "a row is a mapping with an id and its cells")
-            continue
+        self.tid = str(table["id"])
+        self.own_lines = self.base is None  # an extended table's shared parts are written in another file
+        self.spec = table
+        self.columns = {str(name): _column(str(name), spec) for name, spec in table["columns"].items()}
+        self._check_contradicts(table.get("contradicts") or [])
+        self.then: list = table["then"]
+        self.outputs_used = set().union(*(_placeholders(t) for t in self.then)) if self.then else set()
+        examples = table.get("examples") or {}
+        rows: list[Row] = []
+        for ri, raw in enumerate(table["rows"]):
+            row = self._row(("rows", ri), raw, {r.id for r in rows})
+            rows.append(row)
+            self.out.rules.append(self._rule(row, raw, examples.get(row.id)))
+        seen = {row.id for row in rows}
+        for rid in examples:
+            if rid not in seen:
+                self.error(self.at + ("examples", rid), f"examples for {rid!r}, which is not a row of table {self.tid!r}")
+        self._record(table, rows)
+
+    def _definition(self) -> dict | None:
+        """The table as written, or (extends) the table it extends with this file's rows."""
+        if "extends" not in self.table:
+            return self.table
+        self.base = self.known_tables.get(str(self.table["extends"]))
+        if self.base is None:
+            self.error(self.at + ("extends",), f"extends {self.table['extends']!r}: no such table in the rule files "
+                                               f"loaded before this one; tables: "
+                                               f"{', '.join(sorted(self.known_tables)) or 'none'}")
+            return None
+        return {**self.base["spec"], "rows": self.table["rows"], "examples": self.table.get("examples") or {}}
+
+    def _check_contradicts(self, contradicts: list) -> None:
+        for ci, pair in enumerate(contradicts):
+            unknown = [name for name in pair if name not in self.columns]
+            if unknown:
+                self.error(self.at + ("contradicts", ci), f"contradicts: {unknown[0]!r} is not a column of table "
+                                                          f"{self.tid!r}; columns: {', '.join(self.columns)}")
+
+    def _row(self, at: Path, raw: dict, earlier: set[str]) -> Row:
+        """A row's cells: the condition columns it fills, and the values its conclusions take."""
+        where = self.at + at
         rid = str(raw["id"])
-        if rid in seen:
-            error(where + ("id",), f"row id {rid!r} repeats in table {tid!r}")
-        seen.add(rid)
-        row = Row(rid, line_of(where), {}, path=where)
+        if rid in earlier:
+            self.error(where + ("id",), f"row id {rid!r} repeats in table {self.tid!r}")
+        row = Row(rid, self.line_of(where), {}, path=where)
         for key, value in raw.items():
             if key in ROW_KEYS:
                 continue
-            if key in columns:
+            if key in self.columns:
                 if value is not None and value != "-" and value != []:
                     row.cells[key] = value
-            elif key in outputs_used:
+            elif key in self.outputs_used:
                 row.outputs[key] = value
             else:
-                error(where + (key,), f"row {rid}: {key!r} is not a column of table {tid!r}; columns: "
-                                      f"{', '.join([*columns, *sorted(outputs_used)])}")
+                self.error(where + (key,), f"row {rid}: {key!r} is not a column of table {self.tid!r}; columns: "
+                                           f"{', '.join([*self.columns, *sorted(self.outputs_used)])}")
         for name, value in row.cells.items():
-            if columns[name].boolean and not isinstance(value, bool):
-                error(where + (name,), f"row {rid}: column {name!r} takes true or false (whether "
-                                       "its condition holds), or is left empty")
-        rows.append(row)
-        rule_index = first_index + len(out.rules)
-        rule_at: Path = ("rules", rule_index)
-        out.lines[rule_at] = row.line or line_of(at) or 1
-        out.lines[rule_at + ("id",)] = line_of(where + ("id",)) or out.lines[rule_at]
-        when: list[Any] = []
-        for name, column in columns.items():  # in column order: the table reads left to right
-            if name not in row.cells:
-                continue
-            cell_line = line_of(where + (name,))
-            for condition in _conditions(column, row.cells[name]):
-                out.lines[rule_at + ("when", len(when))] = cell_line or out.lines[rule_at]
-                when.append(condition)
-        for ci, condition in enumerate(raw.get("when") or []):
-            out.lines[rule_at + ("when", len(when))] = line_of(where + ("when", ci)) or out.lines[rule_at]
-            when.append(condition)
-        for ci, condition in enumerate(table.get("when") or []):
-            out.lines[rule_at + ("when", len(when))] = (own_lines and line_of(at + ("when", ci))) or out.lines[rule_at]
-            when.append(condition)
-        for ci, condition in enumerate(table.get("unless") or []):
-            out.lines[rule_at + ("when", len(when))] = (own_lines and line_of(at + ("unless", ci))) or out.lines[rule_at]
-            when.append(_negated(condition) if isinstance(condition, dict) else condition)
-        conclusions: list[Any] = []
-        for template in then:
-            filled, _ = _fill_outputs(template, row)
-            out.lines[rule_at + ("then", len(conclusions))] = out.lines[rule_at]
-            conclusions.append(filled)
-        for ci, conclusion in enumerate(raw.get("then") or []):
-            out.lines[rule_at + ("then", len(conclusions))] = line_of(where + ("then", ci)) or out.lines[rule_at]
-            conclusions.append(conclusion)
-        rule: dict[str, Any] = {"id": rid, "title": raw.get("title") or f"{table.get('title', tid)}：{rid}",
-                                "when": when, "then": conclusions}
+            if self.columns[name].boolean and not isinstance(value, bool):
+                self.error(where + (name,), f"row {rid}: column {name!r} takes true or false (whether "
+                                            "its condition holds), or is left empty")
+        return row
+
+    def _rule(self, row: Row, raw: dict, row_examples: Any) -> dict[str, Any]:
+        """The row as a rule mapping, with the line of each of its parts in `out.lines`."""
+        rule_at: Path = ("rules", self.first_index + len(self.out.rules))
+        line = row.line or self.line_of(self.at) or 1
+        self.out.lines[rule_at] = line
+        self.out.lines[rule_at + ("id",)] = self.line_of(row.path + ("id",)) or line
+        when = self._place(rule_at + ("when",), self._conditions(row, raw), line)
+        then = self._place(rule_at + ("then",), self._conclusions(row, raw), line)
+        table = self.spec
+        rule: dict[str, Any] = {"id": row.id, "title": raw.get("title") or f"{table.get('title', self.tid)}：{row.id}",
+                                "when": when, "then": then}
         for key in ("seed", "knowledge"):
             if key in raw or key in table:
                 rule[key] = raw.get(key, table.get(key))
-        row_examples = examples.get(rid)
         if row_examples is not None:
             rule["examples"] = row_examples
-            for ei in range(len(row_examples) if isinstance(row_examples, list) else 0):
-                out.lines[rule_at + ("examples", ei)] = line_of(at + ("examples", rid, ei)) or out.lines[rule_at]
-        out.rules.append(rule)
-    for rid in examples:
-        if rid not in seen:
-            error(at + ("examples", rid), f"examples for {rid!r}, which is not a row of table {tid!r}")
-    new_ids = {row.id for row in rows}
-    if base:  # the hit policy covers the rows already there: a pack row with a known id replaces it
-        rows = [r for r in base["rows"] if r.id not in new_ids] + rows
-    out.tables.append({"id": tid, "hit": hit, "columns": columns, "rows": rows,
-                       "new": new_ids, "outputs": dict(base["outputs"]) if base else {},
-                       "spec": {k: v for k, v in table.items() if k not in ("rows", "examples")},
-                       "contradicts": [tuple(p) for p in contradicts if isinstance(p, list) and len(p) == 2]})
+            lines = [self.line_of(self.at + ("examples", row.id, ei)) for ei in range(len(row_examples))]
+            self._place(rule_at + ("examples",), [(None, n) for n in lines], line)
+        return rule
+
+    def _place(self, at: Path, parts: list[tuple[Any, int | None]], line: int) -> list[Any]:
+        """The parts (each with its own line, or None: the row's) under `at`, lines recorded."""
+        for index, (_, part_line) in enumerate(parts):
+            self.out.lines[at + (index,)] = part_line or line
+        return [part for part, _ in parts]
+
+    def _conditions(self, row: Row, raw: dict) -> list[tuple[Any, int | None]]:
+        """The cells' conditions in column order (the table reads left to right), then the
+        row's own `when`, the table's `when` and its `unless` (negated)."""
+        found: list[tuple[Any, int | None]] = []
+        for name, column in self.columns.items():
+            if name in row.cells:
+                cell_line = self.line_of(row.path + (name,))
+                found += [(condition, cell_line) for condition in _conditions(column, row.cells[name])]
+        found += [(c, self.line_of(row.path + ("when", ci))) for ci, c in enumerate(raw.get("when") or [])]
+        found += [(c, self._shared_line("when", ci)) for ci, c in enumerate(self.spec.get("when") or [])]
+        found += [(_negated(c), self._shared_line("unless", ci)) for ci, c in enumerate(self.spec.get("unless") or [])]
+        return found
+
+    def _conclusions(self, row: Row, raw: dict) -> list[tuple[Any, int | None]]:
+        """The table's `then` filled from the row's cells, then the row's own `then`."""
+        found: list[tuple[Any, int | None]] = [(_fill_outputs(template, row)[0], None) for template in self.then]
+        found += [(c, self.line_of(row.path + ("then", ci))) for ci, c in enumerate(raw.get("then") or [])]
+        return found
+
+    def _shared_line(self, key: str, index: int) -> int | None:
+        return self.line_of(self.at + (key, index)) if self.own_lines else None
+
+    def _record(self, table: dict, rows: list[Row]) -> None:
+        """The table as the hit policy check and later files (extends) need it."""
+        new_ids = {row.id for row in rows}
+        if self.base:  # the hit policy covers the rows already there: a pack row with a known id replaces it
+            rows = [r for r in self.base["rows"] if r.id not in new_ids] + rows
+        self.out.tables.append({"id": self.tid, "hit": table.get("hit", "any"), "columns": self.columns, "rows": rows,
+                                "new": new_ids, "outputs": dict(self.base["outputs"]) if self.base else {},
+                                "spec": {k: v for k, v in table.items() if k not in ("rows", "examples")},
+                                "contradicts": [tuple(p) for p in table.get("contradicts") or []]})
+
+
+def _column(name: str, spec: dict) -> Column:
+    listed = spec.get("list", "each")
+    return Column(name, spec["when"], spec.get("as"), listed == "each", bool(spec.get("one", False)),
+                  [set(map(str, group)) for group in spec.get("together") or []],
+                  not _has_placeholder(spec["when"]), listed == "whole")
 
 
 def _conditions(column: Column, value: Any) -> list[Any]:

@@ -51,6 +51,9 @@ class RuleBaseErrors(EngineError):
         self.errors = errors
         super().__init__("\n".join(e.render() for e in errors))
 
+    def __reduce__(self):  # rebuilt from its errors (a process pool sends it back pickled)
+        return type(self), (self.errors,)
+
 
 class EngineRunError(EngineError):
     """The rule engine failed while running a diagnosis."""

@@ -33,7 +33,7 @@ MAX_FACT_KEYS = 200  # MAX_OBJECT_PROPERTIES 255, minus what the engine adds
 class _Node:
     children: dict[str, "_Node"] = field(default_factory=dict)
     ends: list[str] = field(default_factory=list)  # rule ids whose pattern ends here
-    join_patterns: int = 0  # patterns ending here that compare with other facts
+    joins: list[str] = field(default_factory=list)  # ... of those, the patterns that compare with other facts
 
 
 def _is_equality(test: dict) -> bool:
@@ -105,7 +105,7 @@ def check_partition(part: "Partition", vocab: "Vocabulary") -> list[RuleBaseErro
             if joins:
                 # each such pattern is one pending match when a fact reaches this node
                 # (measured: 64 patterns with joins on one node pass, the 65th gives 303)
-                node.join_patterns += 1
+                node.joins.append(crule.rule.id)
         if positives > MAX_POSITIVE_PATTERNS:
             fail(f"{positives} positive conditions; durable-rules allows {MAX_POSITIVE_PATTERNS} "
                  "facts per match", crule, "split the rule")
@@ -132,28 +132,29 @@ def check_partition(part: "Partition", vocab: "Vocabulary") -> list[RuleBaseErro
             return
         if len(node.children) > MAX_CHILD_TESTS:
             sample = sorted(node.children)[:3]
-            owners = sorted({rid for child in node.children.values() for rid in _owners(child)})
-            first = next(c for c in part.rules if c.rule.id == owners[0])
+            owners = {rid for child in node.children.values() for rid in _owners(child)}
             fail(f"{len(node.children)} different tests on the same condition prefix "
                  f"(e.g. {', '.join(sample)}); durable-rules hangs at 512 "
-                 f"(limit used here: {MAX_CHILD_TESTS}); rules involved include "
-                 f"{', '.join(owners[:5])}", first,
+                 f"(limit used here: {MAX_CHILD_TESTS}); {_from_files(part, owners)}", _latest(part, owners),
                  "test a coarser field (compute a category upstream) instead of one rule per value")
         if len(node.ends) > MAX_IDENTICAL_CHAINS:
-            first = next(c for c in part.rules if c.rule.id == node.ends[0])
             fail(f"{len(node.ends)} conditions with identical tests "
                  f"({' & '.join(path) or 'no test'}); durable-rules corrupts memory at 256 "
-                 f"(limit used here: {MAX_IDENTICAL_CHAINS})", first,
-                 "merge these rules or make their conditions more specific")
-        non_eq = sum(1 for key in node.children if not _is_equality(json.loads(key)))
-        here = pending + non_eq
-        if here + node.join_patterns > MAX_PENDING_MATCHES:
-            owners = sorted(_owners(node))
-            first = next((c for c in part.rules if c.rule.id in owners), part.rules[0])
-            fail(f"{here + node.join_patterns} range / inequality / join tests can match one "
-                 f"fact at once under {' & '.join(path) or 'the root'}; durable-rules fails "
-                 f"above 64 (limit used here: {MAX_PENDING_MATCHES})", first,
-                 "replace ladders of thresholds by an equality on a computed band")
+                 f"(limit used here: {MAX_IDENTICAL_CHAINS}); {_from_files(part, set(node.ends))}",
+                 _latest(part, set(node.ends)), "merge these rules or make their conditions more specific")
+        ranged = [key for key in node.children if not _is_equality(json.loads(key))]
+        here = pending + len(ranged)
+        if here + len(node.joins) > MAX_PENDING_MATCHES:
+            # the rules testing here: the range / inequality tests below this node and the
+            # patterns with joins ending at it (the ones above it are named where they are)
+            involved = set(node.joins).union(*(_owners(node.children[key]) for key in ranged))
+            fail(f"{here + len(node.joins)} range / inequality / join tests can match one "
+                 f"fact at once under {' & '.join(path) or 'the root'} ({len(node.joins)} conditions that "
+                 f"compare with other facts end there); durable-rules fails above 64 (limit used here: "
+                 f"{MAX_PENDING_MATCHES}); {_from_files(part, involved)}", _latest(part, involved),
+                 "replace ladders of thresholds by an equality on a computed band; give conditions that "
+                 "compare with other facts an equality test of their own (`field: value`), so that they do "
+                 "not all end on one node, or merge rules that compare alike")
             return
         for key, child in sorted(node.children.items()):
             walk(child, here, path + [key])
@@ -185,6 +186,24 @@ def _branches(node: _Node) -> int:
         else:
             seen.add(key)
     return len(seen)
+
+
+def _latest(part: "Partition", rule_ids: set[str]) -> Any:
+    """Of these rules, the one loaded last (a pack's override, else the last in load order):
+    the one whose addition crossed the limit, where the message is placed."""
+    involved = [(bool(c.rule.overrides), n, c) for n, c in enumerate(part.rules) if c.rule.id in rule_ids]
+    return max(involved, key=lambda x: x[:2])[2] if involved else None
+
+
+def _from_files(part: "Partition", rule_ids: set[str]) -> str:
+    """`rules involved: 60 in pack/a.yaml (site.j0, site.j1, ...), 1 in rules/55.yaml (reading.x)`."""
+    by_file: dict[str, list[str]] = {}
+    for crule in part.rules:
+        if crule.rule.id in rule_ids and crule.rule.id not in by_file.get(crule.rule.file, ()):
+            by_file.setdefault(crule.rule.file, []).append(crule.rule.id)
+    shown = [f"{len(ids)} in {file} ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''})"
+             for file, ids in sorted(by_file.items(), key=lambda x: -len(x[1]))]
+    return "rules involved: " + "; ".join(shown)
 
 
 def _owners(node: _Node) -> set[str]:

@@ -12,6 +12,7 @@ from j6doctor.engine.compiler import compile_rules
 from j6doctor.engine.limits import check_rulebase
 from j6doctor.engine.errors import RuleBaseError, RuleBaseErrors
 from j6doctor.engine.explain import producers_of
+from j6doctor.engine.join_growth import MAX_OPEN_CONDITIONS, growth
 from j6doctor.engine.rule_loader import load_rule_dirs
 from j6doctor.engine.rule_model import Ref, Rule
 from j6doctor.engine.vocabulary import Vocabulary
@@ -94,6 +95,20 @@ def _disagreements(rules: list[Rule], vocab: Vocabulary) -> list[LintIssue]:
     return issues
 
 
+def _join_growth(rules: list[Rule]) -> list[LintIssue]:
+    """Rules whose join can grow combinatorially with the facts of one type (join_growth.py):
+    warned before they run into the engine's time or memory cap."""
+    issues = []
+    for rule in rules:
+        found = growth(rule)
+        if found is not None and found.open > MAX_OPEN_CONDITIONS:
+            issues.append(_issue("warning", rule, f"its join can grow combinatorially: {found.describe()}; "
+                                 f"more than {MAX_OPEN_CONDITIONS} such conditions on one type are flagged",
+                                 f"tie the conditions on {found.type} to each other with equalities "
+                                 "(`name: {ref: a.name}`), or test what they share once and count it upstream"))
+    return issues
+
+
 def _cycles(rules: list[Rule]) -> list[LintIssue]:
     """Positive derivation cycles. They end when a round derives nothing new (identical
     facts are one fact), unless a rule in the cycle writes new text every round."""
@@ -160,6 +175,7 @@ def lint(directories: list[Path], vocab: Vocabulary, display: dict[Path, str] | 
     issues += _never_fires(rules, vocab)
     issues += _disagreements(rules, vocab)
     issues += _cycles(rules)
+    issues += _join_growth(rules)
     for rule in rules:
         if not rule.examples:
             issues.append(_issue("warning", rule, "has no example case", "add `examples:` with a case that fires it"))

@@ -15,10 +15,10 @@ from j6doctor.engine.errors import RuleBaseError, RuleBaseErrors
 from j6doctor.engine.decision_table import check_hit_policy
 from j6doctor.engine.decision_table import expand as expand_tables
 from j6doctor.engine.schema_errors import messages, shown
-from j6doctor.engine.rule_model import OPERATORS, Condition, Conclusion, Example, Ref, Rule, RuleFile, Test, TextSpec
+from j6doctor.engine.rule_model import Condition, Conclusion, Example, Ref, Rule, RuleFile, Test, TextSpec
 from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
 from j6doctor.engine.errors import VocabularyError
-from j6doctor.engine.vocabulary import PACK_VOCABULARY, FieldSpec, Vocabulary
+from j6doctor.engine.vocabulary import PACK_VOCABULARY, FactType, FieldSpec, Vocabulary
 
 if TYPE_CHECKING:  # jsonschema is imported when rule files are checked, not when a cached rule base is used
     import jsonschema
@@ -62,6 +62,7 @@ class _FileChecker:
         self.vocab = vocab
         self.errors: list[RuleBaseError] = []
         self.text: TextSpec | None = None  # the text rule being built (its reads and groups)
+        self.conditions: list[Condition] = []  # ... the conditions of the rule being built
 
     def error(self, message: str, path: tuple, rule_id: str | None = None,
               field: str | None = None, hint: str | None = None) -> None:
@@ -79,17 +80,20 @@ class _FileChecker:
         for err in sorted(validator.iter_errors(self.doc.data), key=lambda e: list(map(str, e.absolute_path))):
             found = True
             specific = _rule_file_message(err)
-            problems = [(tuple(err.absolute_path), specific)] if specific else list(messages(err))
-            for path, message in problems:
-                rule_id = None
-                if len(path) >= 2 and path[0] == "rules" and isinstance(path[1], int):
-                    rules = self.doc.data.get("rules") or []
-                    if path[1] < len(rules) and isinstance(rules[path[1]], dict):
-                        rule_id = rules[path[1]].get("id")
-                field = ".".join(str(p) for p in path[2:]) if len(path) > 2 else (
-                    ".".join(str(p) for p in path) or None)
-                self.error(message, path, rule_id, field or None, _schema_hint(err))
+            for path, message in [specific] if specific else messages(err):
+                rule_id = self.rule_id_at(path)
+                self.error(message, path, rule_id, _field_shown(path, rule_id), _schema_hint(err))
         return not found
+
+    def rule_id_at(self, path: tuple) -> str | None:
+        """The id of the rule (or table row) a key path is in."""
+        data = self.doc.data
+        if len(path) >= 2 and path[0] == "rules":
+            return _id_of(data.get("rules"), path[1])
+        if len(path) >= 4 and path[0] == "tables" and path[2] == "rows":
+            table = (data.get("tables") or [None])[path[1]] if isinstance(data.get("tables"), list) else None
+            return _id_of(table.get("rows") if isinstance(table, dict) else None, path[3])
+        return None
 
     # -------------------------------------------------------------- model pass
     def build(self) -> RuleFile | None:
@@ -97,19 +101,13 @@ class _FileChecker:
         if not isinstance(data, dict):
             self.error("a rule file must be a mapping with a 'rules' list", ())
             return None
+        if not self.check_schema():  # rules and tables as written
+            return None
         tables: list[dict] = []
         if "tables" in data:  # decision tables: expanded into rules, each with its row's line
-            expanded = expand_tables(self.doc, len(data.get("rules") or []), self.known_tables)
-            for path, message in expanded.errors:
-                self.error(message, path)
-            if expanded.errors:
+            data, tables = self.expand_tables(data)
+            if data is None or not self.check_schema():  # the rules the rows make
                 return None
-            data = {**{k: v for k, v in data.items() if k != "tables"},
-                    "rules": [*(data.get("rules") or []), *expanded.rules]}
-            self.doc = LocatedDocument(data, {**self.doc.lines, **expanded.lines})
-            tables = expanded.tables
-        if not self.check_schema():
-            return None
         file_seed = data.get("seed", "")
         file_knowledge = data.get("knowledge", "")
         self.file_read = data.get("read")
@@ -119,7 +117,24 @@ class _FileChecker:
             rule = self.build_rule(index, raw, file_seed, file_knowledge)
             if rule is not None:
                 rules.append(rule)
-        by_id = {rule.id: rule for rule in rules}
+        self.check_tables(tables, {rule.id: rule for rule in rules})
+        return RuleFile(self.path, data.get("title", ""), file_seed, rules)
+
+    def expand_tables(self, data: dict) -> tuple[dict | None, list[dict]]:
+        """The file with its tables' rows as rules after its own (None: a table is broken)."""
+        expanded = expand_tables(self.doc, len(data.get("rules") or []), self.known_tables)
+        for path, message in expanded.errors:
+            self.error(message, path)
+        if expanded.errors:
+            return None, []
+        data = {**{k: v for k, v in data.items() if k != "tables"},
+                "rules": [*(data.get("rules") or []), *expanded.rules]}
+        self.doc = LocatedDocument(data, {**self.doc.lines, **expanded.lines})
+        return data, expanded.tables
+
+    def check_tables(self, tables: list[dict], by_id: dict[str, Rule]) -> None:
+        """Each table's hit policy, from what its rows conclude; a table without errors is
+        known to the files loaded after this one (they may extend it)."""
         for table in tables:
             for row in table["rows"]:
                 rule = by_id.get(row.id)
@@ -132,7 +147,6 @@ class _FileChecker:
                                                "or a `contradicts` / `one` declaration), or give them one conclusion")
             if not self.errors:
                 self.known_tables[table["id"]] = table
-        return RuleFile(self.path, data.get("title", ""), file_seed, rules)
 
     def build_rule(self, index: int, raw: dict, file_seed: str, file_knowledge: str) -> Rule | None:
         rid = raw["id"]
@@ -149,6 +163,7 @@ class _FileChecker:
             aliases[MATCH_ALIAS] = MATCH_ALIAS
             aliases[READ_ALIAS] = READ_ALIAS
         self.text = text
+        self.conditions = when
         for ci, raw_cond in enumerate(raw.get("when") or ()):
             # Refs may only name aliases bound earlier, so the first positive condition
             # never joins (durable-rules ignores joins on a rule's first pattern).
@@ -208,49 +223,69 @@ class _FileChecker:
             self.error("a text rule needs `read:` (on the rule or the file): the text fields it reads",
                        base + ("match",), rid, "read", "e.g. read: [symptom.text, deployment_notes.text]")
             return None
-        reads: list[tuple[str, str]] = []
-        for ri, item in enumerate(reads_raw):
-            type_name, _, fname = item.partition(".")
-            where = base + ("read", ri) if "read" in raw else ("read", ri)
-            ftype = self.vocab.types.get(type_name)
-            if ftype is None or ftype.origin != "input":
-                self.error(f"{item!r}: a text rule reads input fact types", where, rid, "read",
-                           _suggest(type_name, [n for n, t in self.vocab.types.items() if t.origin == "input"]))
-                continue
-            spec = ftype.fields.get(fname)
-            if spec is None or spec.type != "str":
-                self.error(f"{item!r}: {type_name!r} has no text field {fname!r}", where, rid, "read",
-                           "text fields: " + ", ".join(n for n, f in ftype.fields.items() if f.type == "str"))
-                continue
-            reads.append((type_name, fname))
-        patterns: dict[str, tuple[str, ...]] = {}
+        reads = [read for ri, item in enumerate(reads_raw)
+                 if (read := self.text_read(rid, base + ("read", ri) if "read" in raw else ("read", ri), item))]
         groups: dict[str, str] = {}
-        for key, default in (("match", None), ("unless", self.file_unless)):
-            expanded = []
-            for pi, pattern in enumerate(raw.get(key, default) or []):
-                where = base + (key, pi) if key in raw else (key, pi)
-                try:
-                    pattern, captured = self.vocab.text.expand(pattern)
-                    re.compile(pattern, re.IGNORECASE)
-                except (ValueError, re.error) as exc:  # an unknown term class; a pattern that does not compile
-                    self.error(f"not a valid pattern: {exc}", where, rid, key,
-                               "term classes are written {class}, {class as name} or {~class}")
-                    continue
-                if key == "match":
-                    clash = [g for g, c in captured.items() if groups.get(g, c) != c]
-                    if clash:
-                        self.error(f"group {clash[0]!r} captures two term classes across the patterns",
-                                   where, rid, key, "name the groups apart: {class as name}")
-                    groups.update(captured)
-                expanded.append(pattern)
-            patterns[key] = tuple(expanded)
+        match = self.text_patterns(rid, base, raw, "match", None, groups)
+        unless = self.text_patterns(rid, base, raw, "unless", self.file_unless, None)
         context = raw.get("context", "")
         readings = self.vocab.text.context.readings
         if context and context not in readings:
             self.error(f"context {context!r} is not a reading of the text context", base + ("context",), rid,
                        "context", _suggest(context, readings) or f"readings: {', '.join(readings)}")
-        return TextSpec(tuple(reads), patterns["match"], patterns["unless"], context, groups,
-                        raw.get("matches", "first") == "all")
+        return TextSpec(tuple(reads), match, unless, context, groups, raw.get("matches", "first") == "all")
+
+    def text_read(self, rid: str, where: tuple, item: str) -> tuple[str, str] | None:
+        """One `read:` entry, <input type>.<text field>; None (said) when it is no such field."""
+        type_name, _, fname = item.partition(".")
+        ftype = self.vocab.types.get(type_name)
+        if ftype is None or ftype.origin != "input":
+            self.error(f"{item!r}: a text rule reads input fact types", where, rid, "read",
+                       _suggest(type_name, [n for n, t in self.vocab.types.items() if t.origin == "input"]))
+            return None
+        spec = ftype.fields.get(fname)
+        if spec is None or spec.type != "str":
+            self.error(f"{item!r}: {type_name!r} has no text field {fname!r}", where, rid, "read",
+                       "text fields: " + ", ".join(n for n, f in ftype.fields.items() if f.type == "str"))
+            return None
+        return type_name, fname
+
+    def text_patterns(self, rid: str, base: tuple, raw: dict, key: str, default: Any,
+                      groups: dict[str, str] | None) -> tuple[str, ...]:
+        """The rule's (or the file's default) `match:` / `unless:` patterns, expanded; `groups`
+        collects the term classes the match patterns capture (None: they capture nothing)."""
+        expanded = []
+        for pi, pattern in enumerate(raw.get(key, default) or []):
+            where = base + (key, pi) if key in raw else (key, pi)
+            compiled = self.text_pattern(rid, where, key, pattern)
+            if compiled is None:
+                continue
+            pattern, captured = compiled
+            if groups is not None:
+                clash = [g for g, c in captured.items() if groups.get(g, c) != c]
+                if clash:
+                    self.error(f"group {clash[0]!r} captures two term classes across the patterns",
+                               where, rid, key, "name the groups apart: {class as name}")
+                groups.update(captured)
+            expanded.append(pattern)
+        return tuple(expanded)
+
+    def text_pattern(self, rid: str, where: tuple, key: str, pattern: str) -> tuple[str, dict[str, str]] | None:
+        """A text rule's pattern with its term classes expanded, and the groups that capture
+        them; None (said) when a class is unknown or the expression does not compile."""
+        try:
+            expanded, captured = self.vocab.text.expand(pattern)
+        except ValueError as exc:  # an unknown term class, or one written wrong
+            self.error(f"not a valid pattern: {exc}", where, rid, key,
+                       "term classes are written {class}, {class as name} or {~class}")
+            return None
+        try:
+            re.compile(expanded, re.IGNORECASE)
+        except re.error as exc:
+            self.error(f"not a valid regular expression: {exc}", where, rid, key,
+                       "a pattern is a Python regular expression (case-insensitive); escape ( ) [ ] with \\")
+            return None
+        return expanded, captured
 
     def build_condition(self, rid: str, path: tuple, raw: dict,
                         aliases: dict[str, str]) -> Condition | None:
@@ -297,45 +332,49 @@ class _FileChecker:
 
     def build_test(self, rid: str, path: tuple, type_name: str, spec: FieldSpec, raw: Any,
                    aliases: dict[str, str]) -> Test | None:
+        """One field test; the schema has checked its shape (one known operator)."""
         where = f"{type_name}.{spec.name}"
         if isinstance(raw, dict) and "ref" not in raw:
             (op, operand), = raw.items()
         else:
             op, operand = "eq", raw
-        if op not in OPERATORS:  # the schema catches this; kept for direct callers
-            self.error(f"unknown operator {op!r}", path, rid, where, f"operators: {', '.join(OPERATORS)}")
-            return None
         if isinstance(operand, dict):
-            ref = self.build_ref(rid, path, operand["ref"], aliases, where)
-            if ref is None:
-                return None
-            other = self.vocab.types[aliases[ref.alias]].fields[ref.field]
-            if _kind(other) != _kind(spec):
-                self.error(f"compares {spec.type} {where} with {other.type} {ref}", path, rid, where)
-                return None
-            if op in ("lt", "le", "gt", "ge") and spec.type not in ("int", "number"):
-                self.error(f"operator {op} needs a numeric field", path, rid, where)
-                return None
-            return Test(spec.name, op, ref)
+            return self.join_test(rid, path, spec, op, operand["ref"], aliases, where)
         if op == "contains":
             if spec.type != "str":
                 self.error(f"operator contains needs a text field; {where} is {spec.type}", path, rid, where)
                 return None
             return Test(spec.name, op, operand)
+        return self.literal_test(rid, path, spec, op, operand, where)
+
+    def join_test(self, rid: str, path: tuple, spec: FieldSpec, op: str, text: str, aliases: dict[str, str],
+                  where: str) -> Test | None:
+        """A comparison with a field of a fact bound before (`{ref: alias.field}`)."""
+        ref = self.build_ref(rid, path, text, aliases, where)
+        if ref is None:
+            return None
+        other = self.vocab.types[aliases[ref.alias]].fields[ref.field]
+        if _kind(other) != _kind(spec):
+            self.error(f"compares {spec.type} {where} with {other.type} {ref}", path, rid, where)
+            return None
+        if op in ("lt", "le", "gt", "ge") and spec.type not in ("int", "number"):
+            self.error(f"operator {op} needs a numeric field", path, rid, where)
+            return None
+        return Test(spec.name, op, ref)
+
+    def literal_test(self, rid: str, path: tuple, spec: FieldSpec, op: str, operand: Any, where: str) -> Test | None:
+        """A comparison with literal values, each a value the field can take."""
         if spec.type in ("int", "number"):  # `1e-05` is text to YAML 1.1, a number to the author
             operand = ([exponent_number(v) for v in operand] if op in ("in", "not_in")
                        else exponent_number(operand))
-        values = operand if op in ("in", "not_in") else [operand]
         if op in ("lt", "le", "gt", "ge") and operand is None:
             self.error(f"operator {op} needs a number, not null", path, rid, where,
                        "to test that the field is empty write `eq: null`")
             return None
-        for value in values:
+        for value in operand if op in ("in", "not_in") else [operand]:
             problem = self.vocab.check_value(spec, value)
             if problem and value is not None:
-                hint = ""
-                if spec.type == "enum":
-                    hint = _suggest(value, self.vocab.enums[spec.enum].values)
+                hint = _suggest(value, self.vocab.enums[spec.enum].values) if spec.type == "enum" else ""
                 self.error(problem, path, rid, where, hint)
                 return None
         if op in ("lt", "le", "gt", "ge") and spec.type not in ("int", "number"):
@@ -371,74 +410,136 @@ class _FileChecker:
                          aliases: dict[str, str]) -> Conclusion | None:
         (type_name, raw_fields), = raw.items()
         cpath = path + (type_name,)
-        ftype = self.vocab.types.get(type_name)
+        ftype = self.derived_type(rid, cpath, type_name)
         if ftype is None:
-            self.error(f"unknown fact type {type_name!r}", cpath, rid, "then",
-                       _suggest(type_name, self.vocab.types))
-            return None
-        if ftype.origin != "derived":
-            self.error(f"{type_name!r} is an input fact type; rules may only derive "
-                       "derived types", cpath, rid, "then")
             return None
         fields: dict[str, Any] = {}
-        ok = True
         for fname, value in (raw_fields or {}).items():
-            fpath = cpath + (fname,)
-            where = f"{type_name}.{fname}"
-            spec = ftype.fields.get(fname)
-            if spec is None:
-                self.error(f"fact type {type_name!r} has no field {fname!r}", fpath, rid, where,
-                           _suggest(fname, ftype.fields) or f"fields: {', '.join(ftype.fields)}")
-                ok = False
-                continue
-            if isinstance(value, dict):
-                ref = self.build_ref(rid, fpath, value["ref"], aliases, where)
-                if ref is None:
-                    ok = False
-                    continue
-                if ref.alias == MATCH_ALIAS:
-                    self.error(f"{where}: write the match as text, \"${{match.{ref.field}}}\"", fpath, rid, where)
-                    ok = False
-                    continue
-                if ref.alias == READ_ALIAS and self.text:
-                    sources = [self.vocab.types[t].fields[ref.field] for t, _ in self.text.reads]
-                else:
-                    sources = [self.vocab.types[aliases[ref.alias]].fields[ref.field]]
-                other = next((o for o in sources if not self.copyable(o, spec)), sources[0])
-                if not self.copyable(other, spec):
-                    self.error(f"{where} ({spec.type}{' ' + spec.enum if spec.enum else ''}) cannot take {ref} "
-                               f"({other.type}{' ' + other.enum if other.enum else ''})", fpath, rid, where)
-                    ok = False
-                    continue
-                fields[fname] = ref
-                continue
-            if spec.type in ("int", "number"):
-                value = exponent_number(value)
-            if isinstance(value, str):
-                for alias, pfield, shown in PLACEHOLDER.findall(value):
-                    ref = self.build_ref(rid, fpath, f"{alias}.{pfield}", aliases, where)
-                    if ref is None or not self.filter_ok(rid, fpath, ref, shown[1:], aliases, where):
-                        ok = False
-                stray = re.search(r"\$\{[^}]*\}?", PLACEHOLDER.sub("", value))
-                if stray:
-                    self.error(f"{stray.group(0)!r} is no placeholder; write ${{alias.field}}, "
-                               "${alias.field|label}, ${alias.field|lower} or ${alias.field|<enum attribute>}",
-                               fpath, rid, where, "bind the fact with `as: alias` in `when`")
-                    ok = False
-            problem = self.vocab.check_value(spec, value)
-            if problem and not (isinstance(value, str) and PLACEHOLDER.search(value)):
-                hint = _suggest(value, self.vocab.enums[spec.enum].values) if spec.type == "enum" else ""
-                self.error(problem, fpath, rid, where, hint)
-                ok = False
-                continue
-            fields[fname] = value
+            built = self.conclusion_field(rid, cpath + (fname,), ftype, fname, value, aliases)
+            if built is not _REFUSED:
+                fields[fname] = built
+        if len(fields) < len(raw_fields or {}):
+            return None
         filled = TEXT_FILLED_FIELDS if MATCH_ALIAS in aliases else ()  # a text rule's match fills these
-        for name, spec in ftype.fields.items():
-            if spec.required and name not in fields and name not in filled and ok:
-                self.error(f"{type_name!r} needs field {name!r}", cpath, rid, f"{type_name}.{name}")
-                ok = False
-        return Conclusion(type_name, fields, self.doc.line_of(path)) if ok else None
+        missing = [n for n, spec in ftype.fields.items() if spec.required and n not in fields and n not in filled]
+        if missing:
+            self.error(f"{type_name!r} needs field {missing[0]!r}", cpath, rid, f"{type_name}.{missing[0]}")
+            return None
+        return Conclusion(type_name, fields, self.doc.line_of(path))
 
+    def derived_type(self, rid: str, cpath: tuple, type_name: str) -> FactType | None:
+        """The fact type a conclusion derives: known, and not an input type."""
+        ftype = self.vocab.types.get(type_name)
+        if ftype is None:
+            self.error(f"unknown fact type {type_name!r}", cpath, rid, "then", _suggest(type_name, self.vocab.types))
+            return None
+        if ftype.origin != "derived":
+            self.error(f"{type_name!r} is an input fact type; rules may only derive derived types", cpath, rid, "then")
+            return None
+        return ftype
+
+    def conclusion_field(self, rid: str, fpath: tuple, ftype: FactType, fname: str, value: Any,
+                         aliases: dict[str, str]) -> Any:
+        """One field of a conclusion: a literal, a text with placeholders, or a copy
+        ({ref: alias.field}) of a bound fact's field; _REFUSED when it is wrong (said)."""
+        where = f"{ftype.name}.{fname}"
+        spec = ftype.fields.get(fname)
+        if spec is None:
+            self.error(f"fact type {ftype.name!r} has no field {fname!r}", fpath, rid, where,
+                       _suggest(fname, ftype.fields) or f"fields: {', '.join(ftype.fields)}")
+            return _REFUSED
+        if isinstance(value, dict):
+            return self.copied_field(rid, fpath, spec, value["ref"], aliases, where)
+        return self.written_field(rid, fpath, spec, value, aliases, where)
+
+    def copied_field(self, rid: str, fpath: tuple, spec: FieldSpec, text: str, aliases: dict[str, str],
+                     where: str) -> Ref | object:
+        ref = self.build_ref(rid, fpath, text, aliases, where)
+        if ref is None:
+            return _REFUSED
+        if ref.alias == MATCH_ALIAS:
+            self.error(f"{where}: write the match as text, \"${{match.{ref.field}}}\"", fpath, rid, where)
+            return _REFUSED
+        return ref if self.copy_ok(rid, fpath, spec, ref, aliases, where) else _REFUSED
+
+    def copy_ok(self, rid: str, fpath: tuple, spec: FieldSpec, ref: Ref, aliases: dict[str, str], where: str) -> bool:
+        """A field that takes a bound field's value as it is: of a kind it can hold, and filled
+        whenever the field is required."""
+        if ref.alias == READ_ALIAS and self.text:
+            sources = [self.vocab.types[t].fields[ref.field] for t, _ in self.text.reads]
+        else:
+            sources = [self.vocab.types[aliases[ref.alias]].fields[ref.field]]
+        other = next((o for o in sources if not self.copyable(o, spec)), sources[0])
+        if not self.copyable(other, spec):
+            self.error(f"{where} ({spec.type}{' ' + spec.enum if spec.enum else ''}) cannot take {ref} "
+                       f"({other.type}{' ' + other.enum if other.enum else ''})", fpath, rid, where)
+            return False
+        return self.required_filled(rid, fpath, spec, ref, aliases, where)
+
+    def written_field(self, rid: str, fpath: tuple, spec: FieldSpec, value: Any, aliases: dict[str, str],
+                      where: str) -> Any:
+        """A literal, or a text whose `${alias.field}` placeholders name bound fields."""
+        if spec.type in ("int", "number"):
+            value = exponent_number(value)
+        if isinstance(value, str) and not self.placeholders_ok(rid, fpath, spec, value, aliases, where):
+            return _REFUSED
+        problem = self.vocab.check_value(spec, value)
+        if problem and not (isinstance(value, str) and PLACEHOLDER.search(value)):
+            hint = _suggest(value, self.vocab.enums[spec.enum].values) if spec.type == "enum" else ""
+            self.error(problem, fpath, rid, where, hint)
+            return _REFUSED
+        return value
+
+    def placeholders_ok(self, rid: str, fpath: tuple, spec: FieldSpec, value: str, aliases: dict[str, str],
+                        where: str) -> bool:
+        ok = True
+        for alias, pfield, shown in PLACEHOLDER.findall(value):
+            ref = self.build_ref(rid, fpath, f"{alias}.{pfield}", aliases, where)
+            if ref is None or not self.filter_ok(rid, fpath, ref, shown[1:], aliases, where):
+                ok = False
+        stray = re.search(r"\$\{[^}]*\}?", PLACEHOLDER.sub("", value))
+        if stray:
+            self.error(f"{stray.group(0)!r} is no placeholder; write ${{alias.field}}, "
+                       "${alias.field|label}, ${alias.field|lower} or ${alias.field|<enum attribute>}",
+                       fpath, rid, where, "bind the fact with `as: alias` in `when`")
+            ok = False
+        whole = PLACEHOLDER.fullmatch(value)
+        if ok and whole and spec.type != "str" and whole.group(1) != MATCH_ALIAS:
+            # a typed field that is one placeholder takes the value as it is (placeholders.fill)
+            ref = Ref(whole.group(1), whole.group(2))
+            if whole.group(3) is None:
+                ok = self.copy_ok(rid, fpath, spec, ref, aliases, where)
+            elif whole.group(3) == "|label":  # an empty field has no label either
+                ok = self.required_filled(rid, fpath, spec, ref, aliases, where)
+        return ok
+
+    def required_filled(self, rid: str, fpath: tuple, spec: FieldSpec, ref: Ref, aliases: dict[str, str],
+                        where: str) -> bool:
+        """A required field may copy only a field the rule's conditions make sure is filled:
+        copying an empty one would fail each time the rule fires."""
+        if not spec.required or not self.may_be_empty(ref, aliases):
+            return True
+        self.error(f"a required field, but it copies {ref}, which can be empty (neither required nor defaulted in "
+                   f"{aliases.get(ref.alias, ref.alias)!r}, and no condition tests that it is filled): the rule "
+                   "would fail whenever it fires on such a fact", fpath, rid, where,
+                   f"test it in the condition that binds {ref.alias} (e.g. `{ref.field}: {{ne: null}}`), "
+                   f"or give {where} a value of its own")
+        return False
+
+    def may_be_empty(self, ref: Ref, aliases: dict[str, str]) -> bool:
+        """Whether the field a ref names can be empty when the rule fires."""
+        if ref.alias == MATCH_ALIAS:
+            return False  # a text rule's match: its groups are checked by text_rules
+        if ref.alias == READ_ALIAS:
+            reads = self.text.reads if self.text else ()
+            return any(_nullable(self.vocab.types[t].fields[ref.field]) and (t, ref.field) not in reads
+                       for t, _ in reads)
+        if not _nullable(self.vocab.types[aliases[ref.alias]].fields[ref.field]):
+            return False
+        bound = next((c for c in self.conditions if c.alias == ref.alias), None)
+        compared = any(t.is_join and t.value.alias == ref.alias and t.value.field == ref.field
+                       for c in self.conditions for t in c.tests)  # the engines require both sides filled
+        return not compared and not (bound and any(t.field == ref.field and _fills(t) for t in bound.tests))
 
     def filter_ok(self, rid: str, path: tuple, ref: Ref, shown: str, aliases: dict[str, str], where: str) -> bool:
         """`|label` and `|lower` go with any field; `|<attribute>` with an enum value that has it
@@ -464,27 +565,85 @@ class _FileChecker:
         text field, or into an enum whose values include all of its own."""
         if target.type == "str" and source.type in ("str", "enum"):
             return True
-        if _kind(source) != _kind(target):
-            return False
+        if _kind(source) != _kind(target) or (target.type == "int" and source.type == "number"):
+            return False  # a number such as 0.5 is no whole number
         return target.type != "enum" or self.vocab.enum_within(source.enum, target.enum)
+
+
+_REFUSED = object()  # a conclusion field that is wrong (the error is recorded)
+
+
+def _nullable(spec: FieldSpec) -> bool:
+    """A field a fact may leave empty: neither required nor defaulted."""
+    return not spec.required and spec.default is None
+
+
+def _fills(test: Test) -> bool:
+    """A test that holds only on a filled field (the engines' semantics, compiler.py)."""
+    if test.is_join or test.op in ("lt", "le", "gt", "ge", "contains"):
+        return True
+    if test.op in ("eq", "in"):
+        return None not in (test.value if test.op == "in" else [test.value])
+    return None in (test.value if test.op == "not_in" else [test.value])  # ne null, not_in [null, ...]
 
 
 def _kind(spec: FieldSpec) -> str:
     return "number" if spec.type in ("int", "number") else spec.type
 
 
-def _rule_file_message(err: "jsonschema.ValidationError") -> str | None:
-    """What only a rule file's schema needs said; None: the shared translation says it."""
+def _id_of(items: Any, index: Any) -> str | None:
+    """The `id` of items[index], if the items are a list of mappings that far."""
+    if isinstance(items, list) and isinstance(index, int) and index < len(items) and isinstance(items[index], dict):
+        found = items[index].get("id")
+        return str(found) if found is not None else None
+    return None
+
+
+def _field_shown(path: tuple, rule_id: str | None) -> str | None:
+    """The key path shown after `rule <id>:`: within the rule (or table row) when one is named."""
+    if rule_id is not None:
+        path = path[4:] if path[:1] == ("tables",) else path[2:]
+    return ".".join(str(p) for p in path) or None
+
+
+def _rule_file_message(err: "jsonschema.ValidationError") -> tuple[tuple, str] | None:
+    """(key path, message) of what only a rule file's schema needs said; None: the shared
+    translation says it."""
+    path = tuple(err.absolute_path)
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict) and "extends" in err.instance:
+        extra = sorted(set(map(str, err.instance)) - set(err.schema.get("properties") or {}))
+        return path + (extra[0],), (f"a table that extends {shown(err.instance['extends'])} adds rows (and "
+                                    f"examples) only; {extra[0]!r} comes from the table it extends")
+    message = _rule_message(err)
+    return (path, message) if message else None
+
+
+def _rule_message(err: "jsonschema.ValidationError") -> str | None:
     if err.validator == "oneOf" and isinstance(err.instance, dict) and ("then" in err.instance or "id" in err.instance):
         if "when" in err.instance and "match" in err.instance:
             return "a rule has either `when:` (conditions on facts) or `match:` (a text rule), not both"
         return "a rule needs `when:` (conditions on facts) or `match:` (a text rule that reads free text)"
+    if err.validator == "anyOf" and not err.absolute_path:
+        return "a rule file has `rules:` (a list of rules) or `tables:` (decision tables), or both"
     if err.validator == "anyOf" and isinstance(err.instance, dict):
         limit = _size_limit(err)
         if limit is not None:
             return limit[0]
+        pattern = next((sub for sub in err.context or () if sub.validator == "pattern"), None)
+        if pattern is not None:
+            return f"`{pattern.relative_path[-1]}`: {_not_matching(pattern)}"
         return f"not a valid test: {shown(err.instance, 200)}"  # cut short: a 5,000-value list is no message
+    if err.validator == "pattern":
+        return _not_matching(err)
     return None
+
+
+def _not_matching(err: "jsonschema.ValidationError") -> str:
+    """A text the schema's pattern refuses, with what the schema says is expected."""
+    value = str(err.instance)
+    why = " (it ends in a line break)" if value.endswith("\n") else ""
+    expected = err.schema.get("description") or f"text matching {err.validator_value}"
+    return f"{shown(value, 80)} is not {expected}{why}"
 
 
 def _size_limit(err: "jsonschema.ValidationError") -> tuple[str, str] | None:
@@ -512,6 +671,11 @@ def _schema_hint(err: "jsonschema.ValidationError") -> str | None:
                 "{in|not_in: [values]}, {contains: word}")
     if err.validator in ("maxProperties", "minProperties") and err.schema.get("maxProperties") == 2:
         return "write `- <type>: {<field>: <value>}` (optionally with `as: <alias>`) or `- not: {<type>: {...}}`"
+    if err.validator == "required" and list(err.absolute_path)[:1] == ["tables"]:
+        if "rows" in err.absolute_path:
+            return "a row is a mapping with an id and its cells"
+        return ("a table has id, columns, then and rows (docs/AUTHORING.md §2d); one that adds rows to "
+                "a table of a file loaded before has extends and rows")
     if err.validator == "required":
         return "every rule has id, title, then, and `when:` or (a text rule) `match:`"
     return None

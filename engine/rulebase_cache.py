@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,11 +30,11 @@ KEEP = 16  # entries kept; older ones are removed when a new one is written
 _ENGINE_DIR = Path(__file__).resolve().parent
 
 
+@lru_cache(maxsize=1)
 def _engine_sources() -> bytes:
-    return _ENGINE_SOURCES
-
-
-def _hash_engine_sources() -> bytes:
+    """A hash of the engine's source files, made when a cache key is first needed (a run
+    that uses no cache hashes nothing) and kept for the process: its entries are all stored
+    under the code it read then."""
     digest = hashlib.sha256()
     for path in sorted(_ENGINE_DIR.iterdir()):
         if path.suffix in (".py", ".json"):
@@ -99,8 +100,3 @@ def _prune(folder: Path, kind: str) -> None:
     entries = sorted(folder.glob(f"{kind}-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
     for old in entries[KEEP:]:
         old.unlink(missing_ok=True)
-
-
-# Hashed when the engine is imported, so that the key describes the code this process runs
-# (a process started before an edit must not store its entries under the edited code's key).
-_ENGINE_SOURCES = _hash_engine_sources()

@@ -111,6 +111,8 @@ class FactType:
     written_as: str = ""
     # feature name -> the fields whose values make two runs alike (the case library's similarity)
     similar_by: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # an input type: the modules that write its facts (probes/<name>.py; `evidence`: app/evidence.py)
+    probes: tuple[str, ...] = ()
 
     @property
     def written_fields(self) -> list[str]:
@@ -135,70 +137,11 @@ class Vocabulary:
         declared = _declared_attributes(data.get("enum_attributes"), origin)
         naming: list[tuple[str, str, Any]] = []  # (where, kind, value) of attributes naming an enum (value)
         for name, spec in (data.get("enums") or {}).items():
-            if not isinstance(spec, dict) or not isinstance(spec.get("values"), dict):
-                raise VocabularyError(f"{origin}: enum {name!r} needs a 'values' mapping")
-            values = tuple(str(v) for v in spec["values"])
-            attrs = {str(k): dict(v or {}) for k, v in spec["values"].items()}
-            for value, value_attrs in attrs.items():
-                for key, attr_value in value_attrs.items():
-                    kind = declared.get(key)
-                    if kind is None:
-                        raise VocabularyError(
-                            f"{origin}: enum {name}.{value}: unknown attribute {key!r} "
-                            f"(quote values that contain commas); declared: {', '.join(sorted(declared))}"
-                        )
-                    if kind.startswith("enum"):
-                        naming.append((f"{origin}: enum {name}.{value}.{key}", kind, attr_value))
-                    elif not _attribute_ok(kind, attr_value):
-                        raise VocabularyError(f"{origin}: enum {name}.{value}.{key}: expected {kind}, "
-                                              f"got {attr_value!r}")
-                for key in [k for k in value_attrs if k == "aliases" or k.endswith("_aliases")]:
-                    value_attrs[key] = tuple(str(a) for a in value_attrs[key])
-            vocab.enums[name] = EnumSpec(name, str(spec.get("meaning", "")), values, attrs,
-                                         closed=spec.get("closed") is True)
-        for where, kind, value in naming:
+            vocab.enums[name] = _enum_spec(name, spec, declared, naming, origin)
+        for where, kind, value in naming:  # once every enum is known
             _check_enum_attribute(vocab, where, kind, value)
         for tname, tspec in data["types"].items():
-            if not isinstance(tspec, dict):
-                raise VocabularyError(f"{origin}: type {tname!r} must be a mapping")
-            fields: dict[str, FieldSpec] = {}
-            for fname, fspec in (tspec.get("fields") or {}).items():
-                if fname in RESERVED_FIELDS:
-                    raise VocabularyError(
-                        f"{origin}: type {tname!r}: field name {fname!r} is reserved"
-                    )
-                ftype = fspec.get("type")
-                if ftype not in FIELD_TYPES:
-                    raise VocabularyError(
-                        f"{origin}: {tname}.{fname}: type must be one of {', '.join(FIELD_TYPES)}"
-                    )
-                enum = fspec.get("enum")
-                if ftype == "enum" and enum not in vocab.enums:
-                    raise VocabularyError(f"{origin}: {tname}.{fname}: unknown enum {enum!r}")
-                fields[fname] = FieldSpec(
-                    name=fname,
-                    type=ftype,
-                    enum=enum,
-                    required=bool(fspec.get("required", False)),
-                    default=fspec.get("default"),
-                    meaning=str(fspec.get("meaning", "")),
-                )
-            origin_kind = tspec.get("origin", "derived")
-            if origin_kind not in ("input", "derived"):
-                raise VocabularyError(f"{origin}: type {tname!r}: origin must be input or derived")
-            exclusive = tuple(tspec.get("exclusive") or ())
-            unknown_fields = [f for f in exclusive if f not in fields]
-            if unknown_fields:
-                raise VocabularyError(f"{origin}: type {tname!r}: exclusive field {unknown_fields[0]!r} is not a field")
-            written = tspec.get("written_as", "")
-            if not isinstance(written, str):
-                raise VocabularyError(f"{origin}: type {tname!r}: written_as must be text with {{field}} placeholders")
-            unknown_placeholders = [f for f in WRITTEN_PLACEHOLDER.findall(written) if f not in fields]
-            if unknown_placeholders:
-                raise VocabularyError(f"{origin}: type {tname!r}: written_as names no field {unknown_placeholders[0]!r}")
-            similar_by = _similar_by(tspec.get("similar_by"), fields, f"{origin}: type {tname!r}")
-            vocab.types[tname] = FactType(tname, origin_kind, str(tspec.get("meaning", "")), fields, exclusive, written,
-                                          similar_by)
+            vocab.types[tname] = _fact_type(tname, tspec, vocab.enums, origin)
         vocab.text = lexicon_from_data(data.get("text_context"), data.get("text_terms"),
                                        {name: spec.values for name, spec in vocab.enums.items()}, origin)
         return vocab
@@ -248,6 +191,80 @@ class Vocabulary:
                 raise VocabularyError(f"{type_name}.{name}: {problem}")
             out[name] = value
         return out
+
+
+def _enum_spec(name: str, spec: Any, declared: dict[str, str], naming: list[tuple[str, str, Any]],
+               origin: str) -> EnumSpec:
+    """An enum with its values' attributes, each of a declared kind. Attributes that name an
+    enum (or one of its values) are added to `naming`: they are checked once all enums exist."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("values"), dict):
+        raise VocabularyError(f"{origin}: enum {name!r} needs a 'values' mapping")
+    attrs = {str(k): dict(v or {}) for k, v in spec["values"].items()}
+    for value, value_attrs in attrs.items():
+        for key, attr_value in value_attrs.items():
+            kind = declared.get(key)
+            if kind is None:
+                raise VocabularyError(
+                    f"{origin}: enum {name}.{value}: unknown attribute {key!r} "
+                    f"(quote values that contain commas); declared: {', '.join(sorted(declared))}"
+                )
+            if kind.startswith("enum"):
+                naming.append((f"{origin}: enum {name}.{value}.{key}", kind, attr_value))
+            elif not _attribute_ok(kind, attr_value):
+                raise VocabularyError(f"{origin}: enum {name}.{value}.{key}: expected {kind}, got {attr_value!r}")
+        for key in [k for k in value_attrs if k == "aliases" or k.endswith("_aliases")]:
+            value_attrs[key] = tuple(str(a) for a in value_attrs[key])
+    return EnumSpec(name, str(spec.get("meaning", "")), tuple(str(v) for v in spec["values"]), attrs,
+                    closed=spec.get("closed") is True)
+
+
+def _field_spec(origin: str, tname: str, fname: str, fspec: Any, enums: dict[str, EnumSpec]) -> FieldSpec:
+    where = f"{origin}: {tname}"
+    if fname in RESERVED_FIELDS:
+        raise VocabularyError(f"{origin}: type {tname!r}: field name {fname!r} is reserved")
+    if not isinstance(fspec, dict):
+        raise VocabularyError(f"{where}.{fname}: expected a mapping with the field's type")
+    ftype = fspec.get("type")
+    if ftype not in FIELD_TYPES:
+        raise VocabularyError(f"{where}.{fname}: type must be one of {', '.join(FIELD_TYPES)}")
+    enum = fspec.get("enum")
+    if ftype == "enum" and enum not in enums:
+        raise VocabularyError(f"{where}.{fname}: unknown enum {enum!r}")
+    return FieldSpec(name=fname, type=ftype, enum=enum, required=bool(fspec.get("required", False)),
+                     default=fspec.get("default"), meaning=str(fspec.get("meaning", "")))
+
+
+def _fact_type(tname: str, tspec: Any, enums: dict[str, EnumSpec], origin: str) -> FactType:
+    where = f"{origin}: type {tname!r}"
+    if not isinstance(tspec, dict):
+        raise VocabularyError(f"{where} must be a mapping")
+    fields = {fname: _field_spec(origin, tname, fname, fspec, enums) for fname, fspec in (tspec.get("fields") or {}).items()}
+    origin_kind = tspec.get("origin", "derived")
+    if origin_kind not in ("input", "derived"):
+        raise VocabularyError(f"{where}: origin must be input or derived")
+    exclusive = tuple(tspec.get("exclusive") or ())
+    unknown_fields = [f for f in exclusive if f not in fields]
+    if unknown_fields:
+        raise VocabularyError(f"{where}: exclusive field {unknown_fields[0]!r} is not a field")
+    written = tspec.get("written_as", "")
+    if not isinstance(written, str):
+        raise VocabularyError(f"{where}: written_as must be text with {{field}} placeholders")
+    unknown_placeholders = [f for f in WRITTEN_PLACEHOLDER.findall(written) if f not in fields]
+    if unknown_placeholders:
+        raise VocabularyError(f"{where}: written_as names no field {unknown_placeholders[0]!r}")
+    return FactType(tname, origin_kind, str(tspec.get("meaning", "")), fields, exclusive, written,
+                    _similar_by(tspec.get("similar_by"), fields, where), _probes(tspec.get("probes"), origin_kind, where))
+
+
+def _probes(raw: Any, origin_kind: str, where: str) -> tuple[str, ...]:
+    """`probes: [name, ...]` of an input type: who writes its facts (docs/AUTHORING.md §1)."""
+    if raw is None:
+        return ()
+    if origin_kind != "input":
+        raise VocabularyError(f"{where}: probes: only an input type is written by probes (rules derive the others)")
+    if not isinstance(raw, list) or not raw or not all(isinstance(n, str) and n.isidentifier() for n in raw):
+        raise VocabularyError(f"{where}: probes: expected a list of probe names, e.g. [case_file]")
+    return tuple(raw)
 
 
 def _similar_by(raw: Any, fields: dict[str, FieldSpec], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:

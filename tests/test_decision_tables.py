@@ -146,7 +146,8 @@ tables:
      "table 'demo' (hit: unique): rows a (line 12) and b (line 13) can match the same facts", 13),
     ("any", "      - {id: a, first: qat_bc, colour: red, stage: export}",
      "row a: 'colour' is not a column of table 'demo'; columns: first, normal, stage", 12),
-    ("maybe", "      - {id: a, first: qat_bc, stage: export}", "hit policy 'maybe': allowed: unique, any", 5),
+    ("maybe", "      - {id: a, first: qat_bc, stage: export}", 'hit: "maybe" is not allowed; allowed: unique, any, collect',
+     5),
     ("any", "      - {id: a, first: qat_bc, stage: export}\n      - {id: a, first: qat_pt, stage: export}",
      "row id 'a' repeats in table 'demo'", 13),
 ])
@@ -155,6 +156,37 @@ def test_a_broken_table_names_its_line(tmp_path, hit, rows, fragment, line):
     with pytest.raises(RuleBaseErrors) as caught:
         RuleBase.load([tmp_path], vocabulary(), {tmp_path: "p"})
     assert fragment in str(caught.value) and f"p/t.yaml:{line}" in str(caught.value), str(caught.value)
+
+
+# What engine/rule_schema.json states about a table is checked by the schema alone (not again
+# in decision_table.py): each message still names the file, the line, the key and what is expected.
+SCHEMA_STATED = {
+    "unknown key": (TABLE.format(hit="any", rows="      - {id: a, first: qat_bc, stage: export}").replace(
+        "    hit: any\n", "    hit: any\n    colour: red\n"), 6,
+        "tables.0.colour: unknown key 'colour' under tables.0 (did you mean 'columns'?); allowed: id, title"),
+    "list is each / any / whole": (TABLE.format(hit="any", rows="      - {id: a, first: qat_bc, stage: export}").replace(
+        "one: true}", "one: true, list: some}"), 7,
+        'columns.first.list: "some" is not allowed; allowed: each, any, whole'),
+    "a row without an id": (TABLE.format(hit="any", rows="      - {first: qat_bc, stage: export}"), 12,
+                            "rows.0: 'id' is required\n  hint: a row is a mapping with an id and its cells"),
+    "no rows": (TABLE.format(hit="any", rows="").replace("    rows:\n", ""), 4,
+                "'rows' is required\n  hint: a table has id, columns, then and rows"),
+    "a row id with a line break": (TABLE.format(hit="any", rows='      - {id: "a\\n", first: qat_bc, stage: export}'),
+                                   12, "rule a\n: id: \"a\\n\" is not a rule id: a letter, then letters"),
+    "an extension that redefines": ("tables:\n  - extends: stage_mapping\n    title: mine\n    rows: []\n", 3,
+                                    "a table that extends \"stage_mapping\" adds rows (and examples) only; "
+                                    "'title' comes from the table it extends"),
+}
+
+
+@pytest.mark.parametrize("label", list(SCHEMA_STATED))
+def test_what_the_schema_states_of_a_table_is_refused_with_its_line(tmp_path, label):
+    text, line, fragment = SCHEMA_STATED[label]
+    write_file(tmp_path, "t.yaml", text)
+    with pytest.raises(RuleBaseErrors) as caught:
+        RuleBase.load([BUNDLED_RULES_DIR, tmp_path], vocabulary(), {BUNDLED_RULES_DIR: "rules", tmp_path: "p"})
+    assert str(caught.value).startswith(f"p/t.yaml:{line}: "), str(caught.value)
+    assert fragment in str(caught.value), str(caught.value)
 
 
 def test_rows_that_differ_in_a_one_column_are_exclusive_under_unique(tmp_path):

@@ -225,12 +225,27 @@ def test_action_failure_is_raised_not_swallowed(tmp_path):
         seed: test
         rules:
           - id: bad
-            title: puts a name into an enum field
+            title: puts a colour's label (红) into an enum field
             when: [{item: {}, as: i}]
-            then: [{note: {text: x, color: "${i.name}"}}]
+            then: [{note: {text: x, color: "${i.color|label}"}}]
     """)
     with pytest.raises(EngineRunError, match="rule bad"):
         rb.run(items(("purple", 1, {})))
+
+
+def test_a_copy_the_field_cannot_hold_is_refused_at_load(tmp_path):
+    """A typed field that is one placeholder takes the value as it is: a name into an enum
+    field would fail each time the rule fires, so the rule is refused when it loads."""
+    with pytest.raises(RuleBaseErrors, match=r"r.yaml:7: rule bad: note.color: note.color \(enum color\) "
+                                             r"cannot take i.name \(str\)"):
+        load(tmp_path, """
+            seed: test
+            rules:
+              - id: bad
+                title: puts a name into an enum field
+                when: [{item: {}, as: i}]
+                then: [{note: {text: x, color: "${i.name}"}}]
+        """)
 
 
 def test_vocabulary_checks():
