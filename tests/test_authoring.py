@@ -169,7 +169,7 @@ LINT_CASES = [
             title: bad regex
             match: ['layout (不一致']
             then: [{text_fact: {topic: layout, kind: stated}}]
-     """, "pack.yaml:7: error: rule site.text: match: not a valid pattern"),
+     """, "pack.yaml:7: error: rule site.text: match: not a valid regular expression"),
     ("text rule reading a non-text field", """
         seed: t
         rules:

@@ -103,7 +103,7 @@ def _probe_imports(path: Path) -> set[str]:
 # version or platform another input already stated becomes a note, and so does a number that is
 # nan or inf in a fact with number fields (FactList.add).
 FUNNELS = {".add_version(": {"version", "intake_note"}, ".add_platform(": {"platform", "intake_note"},
-           ".signals(": {"check_signal"}}
+           ".signals(": {"check_signal"}, ".skipped(": {"intake_note"}}  # lines a reader skipped, named
 
 
 def _writes(path: Path) -> set[str]:
