@@ -166,7 +166,7 @@ SLOW_MODULES = frozenset({
     "test_real_reports", "test_real_report_dev_set", "test_bundled_cases", "test_output_safety", "test_procedure", "test_progress",
     "test_engine_choice", "test_ask", "test_rulebase_cache", "test_vocabulary_packs", "test_rule_examples",
     "test_free_text_phrasings", "test_columnar_reading", "test_candidates_and_order",
-    "test_rule_condition_coverage",
+    "test_rule_condition_coverage", "test_processes",
 })
 # Tests of size limits and generated trees: seconds each.
 SLOW_WORDS = ("million", "bomb", "large", "thousand", "truncation", "hostile", "pack", "many_rules", "key_limit",
