@@ -22,6 +22,7 @@ import atexit
 import os
 import pickle
 import signal
+import sys
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -345,8 +346,6 @@ def _serve_forked(read_fd: int, write_fd: int, err_fd: int, parent_ends: tuple[i
 def live_children() -> list:
     """The engine children of this process that are running now (multiprocessing's
     handles: pid, name, is_alive, kill, join); finished ones are reaped on the way."""
-    import sys
-
     if "multiprocessing" not in sys.modules:  # no child was ever started here
         return []
     import multiprocessing
@@ -379,7 +378,7 @@ _WORKER_LOCK = threading.Lock()
 
 
 def close_shared_worker() -> None:
-    """Stop the shared worker, if one was started (at exit, or before a fast process exit)."""
+    """Stop the shared worker, if one was started (at exit, and when a command ends)."""
     with _WORKER_LOCK:
         worker = _WORKER
     if worker is not None:
@@ -403,9 +402,12 @@ def shared_worker() -> EngineWorker:
 
 def _forget_shared_worker() -> None:
     """In a forked child (a pool process): the parent's worker is the parent's; this
-    process starts its own on first use."""
-    global _WORKER
+    process starts its own on first use (under a lock of its own: another thread of the
+    parent may have held the parent's when it forked)."""
+    global _WORKER, _WORKER_LOCK
     _WORKER = None
+    _WORKER_LOCK = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_shared_worker)
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_shared_worker)
