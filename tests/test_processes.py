@@ -185,13 +185,8 @@ def test_triage_in_one_process_reaps_its_engine_child(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory) -> str:
-    """A case library of more cases than one rediagnose chunk (so that it runs a pool)."""
-    from synthetic import library_copies
-
-    from j6doctor.store.library import open_library
-    from j6doctor.store.rediagnose import CHUNK
-
+def library_export(tmp_path_factory) -> list[str]:
+    """The bundled cases as a case-library export (`j6doctor cases export`), one line each."""
     folder = tmp_path_factory.mktemp("library")
     seed = str(folder / "seed.db")
     cases = [str(p) for p in EXAMPLE_CASES if p.suffix == ".yaml"]
@@ -200,18 +195,32 @@ def store(tmp_path_factory) -> str:
     export = folder / "seed.jsonl"
     subprocess.run([sys.executable, "-m", "j6doctor", "cases", "export", "--store", seed, "-o", str(export)],
                    cwd=folder, capture_output=True, check=True, timeout=300)
+    return export.read_text(encoding="utf-8").splitlines()
+
+
+def library(folder: Path, export: list[str], count: int) -> str:
+    """A case library of `count` distinct copies of the exported cases."""
+    from synthetic import library_copies
+
+    from j6doctor.store.library import open_library
+
     path = str(folder / "library.db")
-    count = 8 * CHUNK
-    library = open_library(path)
-    lines = library_copies(export.read_text(encoding="utf-8").splitlines(), count)
-    assert library.import_jsonl(lines, "copies.jsonl") == (count, 0)
-    library.engine.dispose()
+    opened = open_library(path)
+    assert opened.import_jsonl(library_copies(export, count), "copies.jsonl") == (count, 0)
+    opened.engine.dispose()
     return path
 
 
-@pytest.mark.parametrize("jobs", ["1", "2"])
-def test_rediagnose_reaps_its_pool_or_engine_child(tmp_path, store, jobs):
-    assert_nothing_left(watch(["cases", "rediagnose", "--store", store, "--jobs", jobs], tmp_path), 0)
+def test_rediagnose_in_one_process_reaps_its_engine_child(tmp_path, library_export):
+    store = library(tmp_path, library_export, 20)
+    assert_nothing_left(watch(["cases", "rediagnose", "--store", store, "--jobs", "1"], tmp_path), 0)
+
+
+def test_rediagnose_reaps_its_pool(tmp_path, library_export):
+    from j6doctor.store.rediagnose import CHUNK
+
+    store = library(tmp_path, library_export, 2 * CHUNK + 5)  # three chunks: a pool of two
+    assert_nothing_left(watch(["cases", "rediagnose", "--store", store, "--jobs", "2"], tmp_path), 0)
 
 
 # ------------------------------------------------------------------ interrupted
@@ -240,7 +249,10 @@ def test_an_interrupted_triage_in_one_process_reaps_its_busy_engine_child(tmp_pa
 
 
 @pytest.mark.parametrize("signal, whole_job, rc", [("SIGINT", True, 130), ("SIGTERM", False, -15)])
-def test_an_interrupted_rediagnose_reaps_its_pool(tmp_path, store, signal, whole_job, rc):
+def test_an_interrupted_rediagnose_reaps_its_pool(tmp_path, library_export, signal, whole_job, rc):
+    from j6doctor.store.rediagnose import CHUNK
+
+    store = library(tmp_path, library_export, 4 * CHUNK)
     result = watch(["cases", "rediagnose", "--store", store, "--jobs", "2"], tmp_path, signal=signal,
                    whole_job=whole_job, busy=2, settle=0.2)
     assert_nothing_left(result, rc, interrupted=True)
