@@ -35,7 +35,7 @@ def _cli(args: list[str], cache_home, extra_env: dict | None = None) -> subproce
 
 def test_help_loads_no_record_classes(tmp_path):
     code = ("import sys\nfrom j6doctor.cli import main\n"
-            "try:\n    main(['--help'], exit_fast=False)\nexcept SystemExit:\n    pass\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print('dataclasses' in sys.modules, file=sys.stderr)")
     proc = _python(code, tmp_path / "cache")
     assert proc.returncode == 0 and "diagnose" in proc.stdout
@@ -55,7 +55,7 @@ def test_a_cold_run_gives_the_same_report_with_and_without_caches(tmp_path):
 def test_a_warm_run_imports_only_what_it_uses(tmp_path):
     """No TOML parser without a j6doctor table, no spelling suggestions without a typo."""
     code = ("import sys\nfrom j6doctor.cli import main\n"
-            f"main({['diagnose', str(CASE), '--format', 'json', '--no-env']!r}, exit_fast=False)\n"
+            f"main({['diagnose', str(CASE), '--format', 'json', '--no-env']!r})\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tomllib', 'difflib')), file=sys.stderr)")
     home = tmp_path / "cache"
     assert _python(code, home).returncode == 0  # fills the caches
