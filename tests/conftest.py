@@ -26,17 +26,9 @@ from pathlib import Path
 import pytest
 
 from j6doctor.config import user_config_path
+from j6doctor.diagnose import diagnose_data, load_rulebase
+from j6doctor.engine.backends import available as engine_available
 from j6doctor.user_cache import cache_dir
-
-# Before any test (or test module) can load a rule base: the user's folders, then ours.
-USER_FOLDERS = tuple(folder for folder in (cache_dir({**os.environ, "J6DOCTOR_CACHE": "1"}),
-                                           user_config_path().parent) if folder is not None)
-SESSION_CACHE = Path(tempfile.mkdtemp(prefix="j6doctor-test-cache-"))
-os.environ["XDG_CACHE_HOME"] = str(SESSION_CACHE)
-os.environ["XDG_CONFIG_HOME"] = str(SESSION_CACHE / "no-config")  # replaced per test below
-
-from j6doctor.diagnose import diagnose_data, load_rulebase  # noqa: E402
-from j6doctor.engine.backends import available as engine_available  # noqa: E402
 
 CROSS_CHECK_GIVEN = os.environ.get("J6DOCTOR_CROSS_CHECK")  # "0": turned off for this run
 os.environ.setdefault("J6DOCTOR_CROSS_CHECK", "1")
@@ -92,7 +84,19 @@ def _folder_state(folder: Path) -> dict[str, tuple[int, int]]:
     return state
 
 
-USER_STATE = {folder: _folder_state(folder) for folder in USER_FOLDERS}
+# The user's folders as they were, and the session's cache: set up when the session starts
+# (pytest_configure, before any test module is imported), not when a subprocess of a test
+# imports this module for its helpers.
+USER_STATE: dict[Path, dict[str, tuple[int, int]]] = {}
+SESSION_CACHE: list[Path] = []
+
+
+def pytest_configure(config):
+    folders = (cache_dir({**os.environ, "J6DOCTOR_CACHE": "1"}), user_config_path().parent)
+    USER_STATE.update({folder: _folder_state(folder) for folder in folders if folder is not None})
+    SESSION_CACHE.append(Path(tempfile.mkdtemp(prefix="j6doctor-test-cache-")))
+    os.environ["XDG_CACHE_HOME"] = str(SESSION_CACHE[0])
+    os.environ["XDG_CONFIG_HOME"] = str(SESSION_CACHE[0] / "no-config")  # replaced per test below
 
 
 @pytest.fixture(autouse=True)
@@ -103,7 +107,8 @@ def own_config_folder(tmp_path_factory, monkeypatch):
 
 def pytest_sessionfinish(session, exitstatus):
     """Remove the session's cache; fail the run if the user's j6doctor folders changed."""
-    shutil.rmtree(SESSION_CACHE, ignore_errors=True)
+    for folder in SESSION_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
     changed = [str(folder) for folder, before in USER_STATE.items() if _folder_state(folder) != before]
     if changed:
         writer = session.config.get_terminal_writer()
