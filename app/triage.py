@@ -27,12 +27,14 @@ invalid rule pack, a missing engine, an unusable --out), 1 an internal error in 
 Nothing in the output depends on the number of processes, the time or the machine (unless
 --env is asked for): paths are shown as given.
 
-The pool: `jobs` processes (default: every core this process may use), forked where the
-platform can fork (the rule base, modules and templates loaded once, before the fork),
-spawned elsewhere (each process then loads them once). Each pool process runs the rule
-engine in its own engine worker process (engine/worker.py: the wall-clock and memory wall
-of `diagnose` holds for every case). Items go out in chunks; per-case reports are rendered
-and written by the pool process that diagnosed the case, the summary files by the parent.
+The pool (app/process_pool.py): `jobs` processes (default: every core this process may
+use), forked where the platform can fork (the rule base, modules and templates loaded once,
+before the fork), spawned elsewhere (each process then loads them once). Each pool process
+runs the rule engine in its own engine worker process (engine/worker.py: the wall-clock and
+memory wall of `diagnose` holds for every case). Items go out in chunks, each with the run's
+Settings; per-case reports are rendered and written by the pool process that diagnosed the
+case, the summary files by the parent. Interrupted (Ctrl-C, SIGTERM), the run stops at once
+and every process it started is ended and reaped.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import stat
 import sys
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, TextIO
 from urllib.parse import quote
@@ -192,15 +195,37 @@ def _same_dir(a: os.stat_result, b: os.stat_result | None) -> bool:
     return b is not None and (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
+Folder = tuple[str, ...]  # a folder's path below the PATH given, as parts
+
+
+@dataclass
+class _FolderScan:
+    """What a walk of one PATH found (paths relative to it as parts)."""
+
+    cases: list[Folder] = field(default_factory=list)  # case files, as the folder parts + the name
+    case_dirs: set[Folder] = field(default_factory=set)  # folders holding a case file
+    other_files: dict[Folder, list[Path]] = field(default_factory=dict)  # per folder: maybe artifacts
+    folders: list[Folder] = field(default_factory=list)  # every folder walked, in walk order
+
+
 def _expand_folder(root: Path, expansion: Expansion, exclude: os.stat_result | None) -> list[Item]:
+    scan = _scan_folder(root, expansion, exclude)
+    if not scan.case_dirs:
+        return [Item("workdir", root, root.as_posix(), name=root.name or root.as_posix())]
+    items = [(parts, Item("case", root / Path(*parts), (root / Path(*parts)).as_posix(), name="/".join(parts)))
+             for parts in scan.cases]
+    items += [(folder, item) for folder, item in _work_folders(root, scan, expansion)]
+    items.sort(key=lambda pair: pair[0])
+    return [item for _, item in items]
+
+
+def _scan_folder(root: Path, expansion: Expansion, exclude: os.stat_result | None) -> _FolderScan:
+    """Walk `root` (sorted, each folder once, the --out folder and _SKIP_DIRS left out),
+    within the depth and file bounds (a bound hit is a warning on `expansion`)."""
     from j6doctor.probes.artifacts import _SKIP_DIRS
 
-    cases: list[tuple[tuple[str, ...], Path]] = []
-    case_dirs: set[tuple[str, ...]] = set()
-    other_files: dict[tuple[str, ...], list[Path]] = {}  # per folder: files that may be artifacts
-    folders: list[tuple[str, ...]] = []
+    scan = _FolderScan()
     seen: set[tuple[int, int]] = set()
-    stopped = False
     for current, dirs, files in os.walk(root, followlinks=True):
         here = Path(current)
         rel = here.relative_to(root).parts
@@ -213,70 +238,67 @@ def _expand_folder(root: Path, expansion: Expansion, exclude: os.stat_result | N
             dirs[:] = []  # a symlink loop, or the --out folder: not expanded
             continue
         seen.add((info.st_dev, info.st_ino))
-        folders.append(rel)
+        scan.folders.append(rel)
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
         if len(rel) >= MAX_EXPAND_DEPTH and dirs:
             expansion.warnings.append(f"{(root / Path(*rel)).as_posix()}: folders deeper than {MAX_EXPAND_DEPTH} "
                                       "levels were not expanded; give them as PATHs of their own")
             expansion.bound_hit = True
             dirs[:] = []
-        for name in sorted(files):
-            if expansion.files_seen >= expansion.max_files:
-                stopped = True
-                break
-            expansion.files_seen += 1
-            path = here / name
-            if name.lower().endswith(CASE_SUFFIXES):
-                what, why = classify(path)
-                if what == "case":
-                    cases.append((rel + (name,), path))
-                    case_dirs.add(rel)
-                    continue
-                if what == "other":
-                    expansion.skipped_count += 1
-                    if len(expansion.skipped) < MAX_SKIPPED_LISTED:
-                        expansion.skipped.append(((root / Path(*rel, name)).as_posix(), why))
-                    continue
-            other_files.setdefault(rel, []).append(path)
-        if stopped:
+        if not _scan_files(root, rel, sorted(files), scan, expansion):
             expansion.warnings.append(
                 f"{root.as_posix()}: more than {expansion.max_files} files looked at; the rest was not expanded "
                 "(give its subfolders as separate PATHs)")
             expansion.bound_hit = True
             break
-    if not case_dirs:
-        return [Item("workdir", root, root.as_posix(), name=root.name or root.as_posix())]
+    return scan
 
-    above_cases = {d[:i] for d in case_dirs for i in range(len(d) + 1)}
 
-    def has_cases_below(folder: tuple[str, ...]) -> bool:
-        return folder in above_cases
+def _scan_files(root: Path, rel: Folder, names: list[str], scan: _FolderScan, expansion: Expansion) -> bool:
+    """Sort the files of one folder into cases, skipped files and maybe-artifacts; False
+    when the bound on files looked at is reached."""
+    here = root / Path(*rel)
+    for name in names:
+        if expansion.files_seen >= expansion.max_files:
+            return False
+        expansion.files_seen += 1
+        path = here / name
+        what, why = classify(path) if name.lower().endswith(CASE_SUFFIXES) else ("artifact", "")
+        if what == "case":
+            scan.cases.append(rel + (name,))
+            scan.case_dirs.add(rel)
+        elif what == "other":
+            expansion.skipped_count += 1
+            if len(expansion.skipped) < MAX_SKIPPED_LISTED:
+                expansion.skipped.append(((root / Path(*rel, name)).as_posix(), why))
+        else:
+            scan.other_files.setdefault(rel, []).append(path)
+    return True
 
-    def claimed(folder: tuple[str, ...]) -> bool:
-        return any(folder[:i] in case_dirs for i in range(len(folder) + 1))
 
-    def holds_artifacts(folder: tuple[str, ...]) -> bool:
-        return any(_is_artifact(p) for d, files in other_files.items() if d[:len(folder)] == folder for p in files)
-
-    items = [(parts, Item("case", root / Path(*parts), (root / Path(*parts)).as_posix(), name="/".join(parts)))
-             for parts, _ in cases]
-    for folder in folders:
-        if claimed(folder):
-            continue
-        if has_cases_below(folder):
-            loose = [p for p in other_files.get(folder, []) if _is_artifact(p)]
+def _work_folders(root: Path, scan: _FolderScan, expansion: Expansion) -> Iterable[tuple[Folder, Item]]:
+    """Beside folders with case files: each largest folder holding recognised artifacts
+    and no case file is a work-folder item; artifacts loose beside case folders are a
+    warning (not diagnosed)."""
+    above_cases = {d[:i] for d in scan.case_dirs for i in range(len(d) + 1)}
+    for folder in scan.folders:
+        if any(folder[:i] in scan.case_dirs for i in range(len(folder) + 1)):
+            continue  # a ticket folder (or below one): read through its case
+        if folder in above_cases:
+            loose = [p for p in scan.other_files.get(folder, []) if _is_artifact(p)]
             if loose:
-                shown = (root / Path(*folder)).as_posix()
                 expansion.warnings.append(
-                    f"{shown}: {len(loose)} artifact file(s) beside folders with case files were not diagnosed "
-                    f"(e.g. {loose[0].name}); list them under a case's `artifacts:` or move them into a folder of "
-                    "their own")
-            continue
-        if folder and has_cases_below(folder[:-1]) and holds_artifacts(folder):
+                    f"{(root / Path(*folder)).as_posix()}: {len(loose)} artifact file(s) beside folders with case "
+                    f"files were not diagnosed (e.g. {loose[0].name}); list them under a case's `artifacts:` or "
+                    "move them into a folder of their own")
+        elif folder and folder[:-1] in above_cases and _holds_artifacts(scan, folder):
             path = root / Path(*folder)
-            items.append((folder, Item("workdir", path, path.as_posix(), name="/".join(folder))))
-    items.sort(key=lambda pair: pair[0])
-    return [item for _, item in items]
+            yield folder, Item("workdir", path, path.as_posix(), name="/".join(folder))
+
+
+def _holds_artifacts(scan: _FolderScan, folder: Folder) -> bool:
+    return any(_is_artifact(p) for d, files in scan.other_files.items() if d[:len(folder)] == folder
+               for p in files)
 
 
 def expand(paths: Iterable[Path], exclude: Path | None = None, max_files: int = MAX_EXPAND_FILES,
@@ -335,9 +357,6 @@ class Settings:
     store: str | None = None  # the case library every diagnosis is recorded in (--store)
 
 
-_SETTINGS = Settings()
-
-
 class _ItemError(Exception):
     def __init__(self, status: str, message: str):
         super().__init__(message)
@@ -345,58 +364,33 @@ class _ItemError(Exception):
         self.message = message
 
 
-def _init_worker(settings: Settings, in_pool: bool) -> None:
-    global _SETTINGS
-    _SETTINGS = settings
-    if in_pool:
-        import signal
+def _start_pool_process(settings: Settings) -> None:
+    """A pool process (app/process_pool.py) before its first chunk: forked, it must not use
+    the parent's database connections (it opens its own); spawned, it loads the rule base
+    once, before the first case."""
+    if "j6doctor.store.keep" in sys.modules:
+        sys.modules["j6doctor.store.keep"].forget_connections()
+    try:
+        from j6doctor.diagnose import load_rulebase
 
-        from j6doctor.engine import worker
-
-        # A forked pool process must not talk to the parent's engine worker (if it has one):
-        # it starts its own on first use.
-        worker._WORKER = None
-        # ... nor use the parent's database connections: it opens its own.
-        if "j6doctor.store.keep" in sys.modules:
-            sys.modules["j6doctor.store.keep"].forget_connections()
-        if hasattr(signal, "SIGINT"):
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-        if hasattr(signal, "SIGTERM"):
-            signal.signal(signal.SIGTERM, _end_pool_process)
-        try:  # spawned (no fork): load the rule base once per process, before the first case
-            from j6doctor.diagnose import load_rulebase
-
-            load_rulebase(settings.rule_packs, settings.engine)
-        except Exception:  # noqa: BLE001 - the first case reports the same error as its row
-            pass
-
-
-def _end_pool_process(signum, frame) -> None:
-    """SIGTERM in a pool process (the parent was interrupted): end its engine worker too,
-    now. A forked engine worker holds copies of this process's pipes; left behind, it
-    would keep the parent waiting for them to close; killed, it is reaped here, not left
-    to init as a zombie."""
-    from j6doctor.engine.worker import live_children
-
-    for child in live_children():
-        child.kill()
-        child.join(2)
-    os._exit(128 + signum)
-
-
-_CONFIGS: dict[str, Any] = {}
+        load_rulebase(settings.rule_packs, settings.engine)
+    except Exception:  # noqa: BLE001 - the first case reports the same error as its row
+        pass
 
 
 def _config(folder: Path):
     """The settings for an item in `folder` (load_config: j6doctor.toml found upward, the
-    user file) and its `environment` setting for triage; read once per folder."""
+    user file) and its `environment` setting for triage."""
+    return _config_of(os.path.abspath(folder))
+
+
+@lru_cache(maxsize=None)
+def _config_of(folder: str):
+    """_config, read once per folder and process."""
     from j6doctor.config import load_config
 
-    key = os.path.abspath(folder)
-    if key not in _CONFIGS:
-        config = load_config(folder)
-        _CONFIGS[key] = (config, _environment_setting(config))
-    return _CONFIGS[key]
+    config = load_config(Path(folder))
+    return config, _environment_setting(config)
 
 
 def _environment_setting(config) -> bool:
@@ -497,9 +491,8 @@ def _write_reports(diagnosis, stem: str, settings: Settings, row: dict[str, Any]
         row["reports"][fmt] = name
 
 
-def run_item(index: int, item: Item, stem: str | None, settings: Settings | None = None) -> dict[str, Any]:
+def run_item(index: int, item: Item, stem: str | None, settings: Settings) -> dict[str, Any]:
     """Diagnose one item; its summary row (never raises for the item's own problems)."""
-    settings = settings or _SETTINGS
     row = _empty_row(index, item)
     try:
         diagnosis = _diagnose(item, settings)
@@ -543,8 +536,8 @@ def _keep(diagnosis, store: str, row: dict[str, Any]) -> None:
         raise _ItemError("input_error", str(exc)) from None
 
 
-def _run_chunk(chunk: list[tuple[int, Item, str | None]]) -> list[dict[str, Any]]:
-    return [run_item(index, item, stem) for index, item, stem in chunk]
+def _run_chunk(chunk: list[tuple[int, Item, str | None]], settings: Settings) -> list[dict[str, Any]]:
+    return [run_item(index, item, stem, settings) for index, item, stem in chunk]
 
 
 # ---------------------------------------------------------------------------------------
@@ -606,43 +599,51 @@ def _chunks(work: list, jobs: int) -> list[list]:
     return [work[i:i + size] for i in range(0, len(work), size)]
 
 
+def _run_items(work: list[tuple[int, Item, str | None]], jobs: int, settings: Settings,
+               bar: ProgressBar) -> list[dict[str, Any]]:
+    """The rows of every item, in this process (one job or one item) or in a pool."""
+    if jobs == 1 or len(work) <= 1:
+        rows = []
+        for entry in work:
+            rows.append(run_item(*entry, settings=settings))
+            bar.update(len(rows), entry[1].display)
+        return rows
+    return _run_pool(work, jobs, settings, bar)
+
+
 def _run_pool(work: list[tuple[int, Item, str | None]], jobs: int, settings: Settings,
               bar: ProgressBar) -> list[dict[str, Any]]:
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    from j6doctor.process_pool import ProcessPool
 
     rows: list[dict[str, Any]] = []
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    executor = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
-                                   initargs=(settings, True))
-    try:
-        pending = {executor.submit(_run_chunk, chunk): chunk for chunk in _chunks(work, jobs)}
+    with ProcessPool(jobs, _start_pool_process, (settings,)) as executor:
+        pending = {executor.submit(_run_chunk, chunk, settings): chunk for chunk in _chunks(work, jobs)}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 chunk = pending.pop(future)
-                try:
-                    rows.extend(future.result())
-                except BrokenProcessPool as exc:
-                    for index, item, _ in chunk:
-                        row = _empty_row(index, item)
-                        row.update({"status": "internal_error",
-                                    "error": f"internal error: a pool process died ({exc}); diagnose this item "
-                                             "alone with `j6doctor diagnose`"})
-                        rows.append(row)
+                rows.extend(_chunk_rows(future, chunk))
                 bar.update(len(rows), chunk[-1][1].display)
-    except BaseException:  # Ctrl-C: stop now, without waiting for the chunks in progress
-        processes = list((getattr(executor, "_processes", None) or {}).values())
-        executor.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.terminate()  # its SIGTERM handler ends its engine worker first
-        for process in processes:
-            process.join(5)
-        raise
-    executor.shutdown(wait=True)
     return rows
+
+
+def _chunk_rows(future, chunk: list[tuple[int, Item, str | None]]) -> list[dict[str, Any]]:
+    """The rows a pool process sent for a chunk; internal-error rows if it died."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return future.result()
+    except BrokenProcessPool as exc:
+        rows = []
+        for index, item, _ in chunk:
+            row = _empty_row(index, item)
+            row.update({"status": "internal_error",
+                        "error": f"internal error: a pool process died ({exc}); diagnose this item "
+                                 "alone with `j6doctor diagnose`"})
+            rows.append(row)
+        return rows
 
 
 def _prepare_out(out: Path, protected: list[Path], stems: list[str], formats: tuple[str, ...]) -> str | None:
@@ -660,19 +661,34 @@ def _prepare_out(out: Path, protected: list[Path], stems: list[str], formats: tu
         if (out / name).exists() and is_protected(out / name, protected):
             return f"{(out / name).as_posix()}: refusing to overwrite a file given as input; choose another --out"
     keep = {f"{stem}.{EXTENSIONS[f]}" for stem in stems for f in formats}
+    for name in _earlier_reports(out):
+        target = out / name
+        if name not in keep and target.is_file() and not is_protected(target, protected):
+            target.unlink(missing_ok=True)
+    return None
+
+
+def _earlier_reports(out: Path) -> list[str]:
+    """The per-case report files the summary.json of an earlier triage in `out` lists."""
     try:
         previous = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
+        return []
     if not isinstance(previous, dict) or previous.get("tool") != TOOL:
-        return None
-    for row in previous.get("items") or []:
-        for name in (row.get("reports") or {}).values() if isinstance(row, dict) else ():
-            if (isinstance(name, str) and re.fullmatch(r"\d+-[^/\\]+\.(md|html|json)", name) and name not in keep):
-                target = out / name
-                if target.is_file() and not is_protected(target, protected):
-                    target.unlink(missing_ok=True)
-    return None
+        return []
+    rows = [row for row in previous.get("items") or [] if isinstance(row, dict)]
+    names = [name for row in rows if isinstance(row.get("reports"), dict) for name in row["reports"].values()]
+    return [name for name in names if isinstance(name, str) and re.fullmatch(r"\d+-[^/\\]+\.(md|html|json)", name)]
+
+
+class _Refused(Exception):
+    """The run cannot start (bad arguments, an invalid rule pack, an unusable --out): the
+    message, and the exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_INPUT):
+        super().__init__(message)
+        self.message = message
+        self.code = code
 
 
 def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = None,
@@ -690,92 +706,127 @@ def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = N
     stderr when it is a terminal (never otherwise). Returns the exit code."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-
-    def fail(message: str, code: int = EXIT_INPUT) -> int:
-        stderr.write(f"j6doctor: error: {message}\n")
-        return code
-
     paths = [Path(p) for p in paths]
+    rule_packs = tuple(Path(p) for p in rule_packs)
+    engine = engine.lower() if engine else None
+    try:
+        formats = _check_arguments(paths, jobs, formats, rule_packs)
+        _load_rules(rule_packs, engine)
+        _check_out(out, paths)
+        expansion = expand(paths, out)
+        stems = report_stems(expansion.items)
+        explicit = [p for p in paths if p.is_file()]
+        if out is not None:
+            _refuse_if(_prepare_out(out, explicit, stems, formats))
+        _warm_up(formats if out is not None else ())
+        _open_store(store)
+    except _Refused as exc:
+        stderr.write(f"j6doctor: error: {exc.message}\n")
+        return exc.code
+    settings = Settings(rule_packs, engine, env, formats, out, tuple(explicit), store)
+    work = [(i, item, stems[i]) for i, item in enumerate(expansion.items)]
+    bar = ProgressBar(len(work), stderr, None if progress else False)
+    try:
+        rows = _run_items(work, min(jobs or default_jobs(), max(1, len(work))), settings, bar)
+    finally:
+        bar.done()
+    rows.sort(key=lambda r: r["n"])
+    printed = _print_table(rows, stdout, stderr)
+    code = _exit_code(rows, expansion) or (EXIT_OK if printed else EXIT_INPUT)
+    _print_problems(rows, expansion, stderr)
+    if out is not None:
+        problem = write_summaries(out, rows, expansion, formats, code)
+        if problem:
+            stderr.write(f"j6doctor: error: {problem}\n")
+            return EXIT_INPUT
+        stderr.write(f"j6doctor: wrote {out.as_posix()}/index.html, summary.csv, summary.json and "
+                     f"{sum(len(r['reports']) for r in rows)} report(s)\n")
+    return _fail_on(code, rows, fail_on, stderr)
+
+
+def _refuse_if(problem: str | None) -> None:
+    if problem:
+        raise _Refused(problem)
+
+
+def _check_arguments(paths: list[Path], jobs: int | None, formats: tuple[str, ...] | None,
+                     rule_packs: tuple[Path, ...]) -> tuple[str, ...]:
+    """The report formats to write; _Refused for arguments no run can start from."""
     if not paths:
-        return fail("give at least one case file or folder (see --help)")
+        raise _Refused("give at least one case file or folder (see --help)")
     if jobs is not None and jobs < 1:
-        return fail("--jobs must be at least 1")
+        raise _Refused("--jobs must be at least 1")
     formats = tuple(dict.fromkeys(formats)) if formats else DEFAULT_FORMATS
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
-        return fail(f"--format: unknown format {unknown[0]!r}; allowed: {', '.join(FORMATS)}")
-    engine = engine.lower() if engine else None
+        raise _Refused(f"--format: unknown format {unknown[0]!r}; allowed: {', '.join(FORMATS)}")
     for pack in rule_packs:
-        if not Path(pack).is_dir():
-            return fail(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml files"
-                                       if Path(pack).exists() else "no such rule pack folder; --rules takes a "
-                                       "folder of *.yaml rule files"))
+        if not pack.is_dir():
+            raise _Refused(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml files"
+                                          if pack.exists() else "no such rule pack folder; --rules takes a "
+                                          "folder of *.yaml rule files"))
+    return formats
+
+
+def _load_rules(rule_packs: tuple[Path, ...], engine: str | None) -> None:
+    """Load the rule base once, before the pool forks: every pool process starts with it."""
     from j6doctor.diagnose import load_rulebase
     from j6doctor.engine import EngineUnavailableError, RuleBaseErrors
 
-    rule_packs = tuple(Path(p) for p in rule_packs)
-    try:  # once, before the pool forks: every pool process starts with it loaded
+    try:
         load_rulebase(rule_packs, engine)
     except EngineUnavailableError as exc:
-        return fail(str(exc))
+        raise _Refused(str(exc)) from None
     except RuleBaseErrors as exc:
         if rule_packs:
-            return fail(f"the rule base is invalid:\n{exc}")
-        return fail(f"the rule base is invalid:\n{exc}\n(the bundled rules are broken: a defect of j6doctor; "
-                    "please report it with this message)", EXIT_INTERNAL)
-    if out is not None and out.exists() and not out.is_dir():
-        return fail(f"{out.as_posix()}: not a folder; --out takes a folder")
-    if out is not None and out.is_dir():
+            raise _Refused(f"the rule base is invalid:\n{exc}") from None
+        raise _Refused(f"the rule base is invalid:\n{exc}\n(the bundled rules are broken: a defect of j6doctor; "
+                       "please report it with this message)", EXIT_INTERNAL) from None
+
+
+def _check_out(out: Path | None, paths: list[Path]) -> None:
+    """--out is a folder (or nothing yet), and none of the input folders."""
+    if out is None:
+        return
+    if out.exists() and not out.is_dir():
+        raise _Refused(f"{out.as_posix()}: not a folder; --out takes a folder")
+    if out.is_dir():
         from j6doctor.atomic_write import same_file
 
         for given in paths:
             if given.is_dir() and same_file(given, out):
-                return fail(f"{out.as_posix()}: --out is the input folder {given.as_posix()}; choose a folder of "
-                            "its own (a subfolder is fine: it is not read as input)")
+                raise _Refused(f"{out.as_posix()}: --out is the input folder {given.as_posix()}; choose a folder "
+                               "of its own (a subfolder is fine: it is not read as input)")
 
-    expansion = expand(paths, out)
-    items = expansion.items
-    stems = report_stems(items)
-    explicit = [p for p in paths if p.is_file()]
-    if out is not None:
-        problem = _prepare_out(out, explicit, stems, formats)
-        if problem:
-            return fail(problem)
-    _warm_up(formats if out is not None else ())
 
-    if store is not None:  # opened (and migrated) once here: the pool processes then find it ready
-        from j6doctor.store.keep import library
-        from j6doctor.store.library import StoreError
+def _open_store(store: str | None) -> None:
+    """Open (and migrate) the case library once here: the pool processes then find it ready."""
+    if store is None:
+        return
+    from j6doctor.store.keep import library
+    from j6doctor.store.library import StoreError
 
-        try:
-            library(store)
-        except StoreError as exc:
-            return fail(str(exc))
-    settings = Settings(rule_packs, engine, env, formats, out, tuple(explicit), store)
-    work = [(i, item, stems[i]) for i, item in enumerate(items)]
-    jobs = min(jobs or default_jobs(), max(1, len(work)))
-    bar = ProgressBar(len(work), stderr, None if progress else False)
     try:
-        if jobs == 1 or len(work) <= 1:
-            _init_worker(settings, False)
-            rows = []
-            for entry in work:
-                rows.append(run_item(*entry, settings=settings))
-                bar.update(len(rows), entry[1].display)
-        else:
-            rows = _run_pool(work, jobs, settings, bar)
-    finally:
-        bar.done()
-    rows.sort(key=lambda r: r["n"])
+        library(store)
+    except StoreError as exc:
+        raise _Refused(str(exc)) from None
 
-    code = _exit_code(rows, expansion)
+
+def _print_table(rows: list[dict[str, Any]], stdout: TextIO, stderr: TextIO) -> bool:
+    """The summary table on stdout; False (said on stderr) when it cannot be written."""
     try:
         stdout.write(render_table(rows, _terminal_width(stdout)))
         stdout.flush()
     except OSError as exc:  # a closed pipe (`| head`), a full disk behind a redirection
         _silence(stdout)
         stderr.write(f"j6doctor: error: cannot write the table to standard output: {exc.strerror or exc}\n")
-        code = code or EXIT_INPUT
+        return False
+    return True
+
+
+def _print_problems(rows: list[dict[str, Any]], expansion: Expansion, stderr: TextIO) -> None:
+    """The items' errors (the first MAX_ERRORS_SHOWN), the expansion's warnings and what it
+    skipped, on stderr."""
     failed = [row for row in rows if row["error"]]
     for row in failed[:MAX_ERRORS_SHOWN]:
         message = row["error"]
@@ -791,18 +842,17 @@ def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = N
         named = ", ".join(p for p, _ in expansion.skipped[:3])
         stderr.write(f"j6doctor: note: {expansion.skipped_count} .yaml/.json file(s) are not case files and were "
                      f"skipped (e.g. {named}); summary.json lists them\n")
-    if out is not None:
-        problem = write_summaries(out, rows, expansion, formats, code)
-        if problem:
-            return fail(problem)
-        stderr.write(f"j6doctor: wrote {out.as_posix()}/index.html, summary.csv, summary.json and "
-                     f"{sum(len(r['reports']) for r in rows)} report(s)\n")
-    if not code and fail_on:
-        hit = [row["path"] for row in rows if row["stage"] in fail_on]
-        if hit:
-            stderr.write(f"j6doctor: {len(hit)} case(s) concluded {' / '.join(fail_on)} (--fail-on), e.g. {hit[0]}\n")
-            code = EXIT_FAIL_ON
-    return code
+
+
+def _fail_on(code: int, rows: list[dict[str, Any]], fail_on: list[str] | None, stderr: TextIO) -> int:
+    """EXIT_FAIL_ON when every item was diagnosed and one concluded a stage --fail-on names."""
+    if code or not fail_on:
+        return code
+    hit = [row["path"] for row in rows if row["stage"] in fail_on]
+    if not hit:
+        return code
+    stderr.write(f"j6doctor: {len(hit)} case(s) concluded {' / '.join(fail_on)} (--fail-on), e.g. {hit[0]}\n")
+    return EXIT_FAIL_ON
 
 
 def _silence(stream: TextIO) -> None:

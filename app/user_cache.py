@@ -1,11 +1,9 @@
 """The folder where j6doctor keeps what it computed for the next run (compiled rule bases,
-schema checks, generated dataclass code): `$XDG_CACHE_HOME/j6doctor` or `~/.cache/j6doctor`.
+vocabularies): `$XDG_CACHE_HOME/j6doctor` or `~/.cache/j6doctor`.
 
-What is kept there is pickled or marshalled code, so a file is only ever read when it and
-its folder belong to this user and nobody else can write to them; anything else is ignored
-and rebuilt, never trusted. J6DOCTOR_CACHE=0 turns every cache off. Of j6doctor this module
-imports only atomic_write.py (no record classes): the dataclass code cache needs it before
-any other module is loaded.
+What is kept there is pickled, so a file is only ever read when it and its folder belong to
+this user and nobody else can write to them; anything else is ignored and rebuilt, never
+trusted. J6DOCTOR_CACHE=0 turns every cache off.
 """
 
 from __future__ import annotations

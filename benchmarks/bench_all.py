@@ -70,7 +70,9 @@ SECTIONS = (1, 2, 3, 4, 5, 6, 7, 8)
 WORKDIR_SIZES = (1_000, 20_000, 100_000, 1_000_000)
 WORKDIR_TARGETS = {20_000: 1.5, 100_000: 2.0, 1_000_000: 2.0}  # rows -> max CPU ratio to the floor
 WORKDIR_MEMORY_TARGET = (1_000_000, 2.0)  # at this many rows, peak RSS at most this × pandas'
-COLD_TARGETS = {"diagnose": 2.5, "help": 2.0}
+# CPU ratio to the floor. Issue 25: nothing patched or cached as generated code, so the aim for a
+# cold diagnosis is 4x (was 2.5x with the dataclass / regex / schema-check caches).
+COLD_TARGETS = {"diagnose": 4.0, "help": 2.0}
 TRIAGE_COPIES, TRIAGE_TARGET_S = 1_000, 10.0
 LARGEST_TARGET_BYTES = 1024 ** 3
 LIBRARY_CASES = 10_000

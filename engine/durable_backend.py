@@ -12,9 +12,8 @@ import itertools
 import threading
 from typing import Any
 
-import durable.engine
 import durable_rules_engine
-from durable.engine import Host, MessageNotHandledException, MessageObservedException
+from durable.engine import Host, MessageNotHandledException, MessageObservedException, Promise, Ruleset
 
 from j6doctor.engine import engine_json
 from j6doctor.engine.compiler import READY_TYPE, SHADOW_PREFIX, START_TYPE, CompiledRule, CompiledRuleBase, Partition
@@ -38,11 +37,6 @@ _ERROR_CODES = {
     304: "a rule matches more than 16 facts",
     311: "a rule compares with a field that a fact does not have",
 }
-
-# durable-rules writes the JSON its C engine parses with the json module, whose `1e-05`
-# that parser cannot read (error 204): it gets the same text with positional numbers.
-durable.engine.json = engine_json
-
 
 # Modules whose files identify the installed build (backends.build_id).
 NATIVE_MODULES = ("durable_rules_engine", "durable.engine")
@@ -69,11 +63,35 @@ def check(compiled: CompiledRuleBase, vocab) -> list:
     return check_rulebase(compiled, vocab)
 
 
+class _EngineTextRuleset(Ruleset):
+    """A durable-rules ruleset whose rules and facts reach its C engine as engine_json text.
+
+    Upstream (durable-rules 2.0.28, durable/engine.py, Ruleset.__init__ and assert_fact)
+    writes both with the json module, which writes small and large floats with an exponent
+    (`1e-05`, `1e+16`); the C engine's number parser reads positional notation only, so such
+    a fact fails with error 204 and such a threshold gets its ruleset refused. These two steps
+    are therefore ours; the rest (actions, state) is durable-rules' own
+    (tests/test_engine_wall.py: the upstream behaviour, and thresholds written with exponents)."""
+
+    def __init__(self, name: str, host: "_SyncHost", definition: dict[str, Any]):
+        # What Ruleset.__init__ does for rules whose action is named, with our encoding.
+        self._name = name
+        self._host = host
+        self._actions = {rule_name: Promise(host.get_action(rule.pop("run"))) for rule_name, rule in definition.items()}
+        self._handle = durable_rules_engine.create_ruleset(name, engine_json.dumps(definition))
+        self._definition = definition
+
+    def assert_fact(self, fact: dict[str, Any]):
+        return self._handle_result(durable_rules_engine.assert_fact(self._handle, engine_json.dumps(fact)), fact)
+
+
 class _SyncHost(Host):
-    """A Host without the two background threads the stock one starts (docs/engine_notes.md §5.1)."""
+    """A Host without the two background threads the stock one starts (docs/engine_notes.md §5.1),
+    holding _EngineTextRuleset rulesets."""
 
     def __init__(self) -> None:
         self._handlers: dict[str, Any] = {}
+        self._rulesets: dict[str, _EngineTextRuleset] = {}
         super().__init__()
 
     def _run(self) -> None:  # no dispatch / timer threads: everything runs synchronously
@@ -81,6 +99,14 @@ class _SyncHost(Host):
 
     def get_action(self, action_name: str):
         return self._handlers[action_name]
+
+    def add_ruleset(self, name: str, definition: dict[str, Any]) -> None:
+        if name in self._rulesets:
+            raise EngineRunError(f"durable-rules ruleset {name} is registered already")
+        self._rulesets[name] = _EngineTextRuleset(name, self, definition)
+
+    def get_ruleset(self, ruleset_name: str) -> _EngineTextRuleset:
+        return self._rulesets[ruleset_name]
 
 
 _HOST_LOCK = threading.RLock()
@@ -147,7 +173,7 @@ class Program:
                 for crule in part.rules:
                     host._handlers[f"{part.name}:{crule.key}"] = _make_action(crule, number_of[id(crule.rule)])
                 try:
-                    host.register_rulesets({part.name: _encoded_definition(part)})
+                    host.add_ruleset(part.name, _encoded_definition(part))
                 except Exception as exc:  # durable raises its own error type with a code
                     raise EngineRunError(
                         f"durable-rules refused ruleset {part.name}: {_translate(exc)}"

@@ -51,48 +51,67 @@ def messages(err: "jsonschema.ValidationError") -> Iterator[tuple[tuple, str]]:
     """(key path, message) per problem of one validation error: an object with three unknown
     keys gives three."""
     path = tuple(err.absolute_path)
-    validator = err.validator
-    if validator == "additionalProperties" and isinstance(err.instance, dict):
-        allowed = [str(k) for k in (err.schema.get("properties") or {})]
-        where = f"under {key_of(path)}" if path else "at the top level"
-        for name in sorted(set(err.instance) - set(allowed), key=str):  # YAML keys: str, int, null, date
-            if allowed:
-                yield path + (name,), f"unknown key {name!r} {where}{suggestion(name, allowed)}; allowed: {', '.join(allowed)}"
-            else:
-                yield path + (name,), f"unknown key {name!r} {where}; nothing is allowed there"
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        yield from _unknown_keys(err, path)
         return
-    if validator == "enum":
-        allowed = [str(v) for v in err.validator_value]
-        yield path, (f"{shown(err.instance)} is not allowed{suggestion(str(err.instance).lower(), allowed)}; "
-                     f"allowed: {', '.join(allowed)}")
-        return
-    if validator == "type":
-        expected = err.validator_value
-        expected = " or ".join(expected) if isinstance(expected, list) else expected
-        extra = ""
-        if expected == "string" and isinstance(err.instance, (int, float)) and not isinstance(err.instance, bool):
-            extra = " (quote it, e.g. \"4.4.2\": YAML reads 4.4 as a number)"
-        yield path, f"expected {_WORDS.get(expected, expected)}, got {describe_type(err.instance)}{extra}"
-        return
-    if validator == "required":
-        missing = err.message.split("'")[1] if "'" in err.message else err.message
-        yield path, f"{missing!r} is required"
-        return
-    if validator in ("maxItems", "maxProperties"):
-        what = "entries" if validator == "maxItems" else "keys"
-        yield path, (f"{len(err.instance)} {what}; at most {err.validator_value} are read "
-                     "(keep the ones that matter for this report)")
-        return
-    if validator in ("minItems", "minProperties"):
-        what = "entries" if validator == "minItems" else "keys"
-        yield path, f"{len(err.instance)} {what}; at least {err.validator_value} needed"
-        return
-    if validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
-        word = {"minimum": "at least", "exclusiveMinimum": "greater than",
-                "maximum": "at most", "exclusiveMaximum": "less than"}[validator]
-        yield path, f"must be {word} {err.validator_value}"
-        return
-    if validator == "maxLength":
-        yield path, f"at most {err.validator_value} characters; this one has {len(err.instance)}"
-        return
-    yield path, err.message
+    explain = _EXPLAIN.get(err.validator)
+    yield path, explain(err) if explain is not None else err.message
+
+
+def _unknown_keys(err: "jsonschema.ValidationError", path: tuple) -> Iterator[tuple[tuple, str]]:
+    allowed = [str(k) for k in (err.schema.get("properties") or {})]
+    where = f"under {key_of(path)}" if path else "at the top level"
+    for name in sorted(set(err.instance) - set(allowed), key=str):  # YAML keys: str, int, null, date
+        if allowed:
+            yield path + (name,), f"unknown key {name!r} {where}{suggestion(name, allowed)}; allowed: {', '.join(allowed)}"
+        else:
+            yield path + (name,), f"unknown key {name!r} {where}; nothing is allowed there"
+
+
+def _not_allowed(err: "jsonschema.ValidationError") -> str:
+    allowed = [str(v) for v in err.validator_value]
+    return (f"{shown(err.instance)} is not allowed{suggestion(str(err.instance).lower(), allowed)}; "
+            f"allowed: {', '.join(allowed)}")
+
+
+def _wrong_type(err: "jsonschema.ValidationError") -> str:
+    expected = err.validator_value
+    expected = " or ".join(expected) if isinstance(expected, list) else expected
+    extra = ""
+    if expected == "string" and isinstance(err.instance, (int, float)) and not isinstance(err.instance, bool):
+        extra = " (quote it, e.g. \"4.4.2\": YAML reads 4.4 as a number)"
+    return f"expected {_WORDS.get(expected, expected)}, got {describe_type(err.instance)}{extra}"
+
+
+def _missing(err: "jsonschema.ValidationError") -> str:
+    missing = err.message.split("'")[1] if "'" in err.message else err.message
+    return f"{missing!r} is required"
+
+
+def _too_many(err: "jsonschema.ValidationError") -> str:
+    what = "entries" if err.validator == "maxItems" else "keys"
+    return (f"{len(err.instance)} {what}; at most {err.validator_value} are read "
+            "(keep the ones that matter for this report)")
+
+
+def _too_few(err: "jsonschema.ValidationError") -> str:
+    what = "entries" if err.validator == "minItems" else "keys"
+    return f"{len(err.instance)} {what}; at least {err.validator_value} needed"
+
+
+_BOUND_WORDS = {"minimum": "at least", "exclusiveMinimum": "greater than",
+                "maximum": "at most", "exclusiveMaximum": "less than"}
+
+
+def _out_of_range(err: "jsonschema.ValidationError") -> str:
+    return f"must be {_BOUND_WORDS[err.validator]} {err.validator_value}"
+
+
+def _too_long(err: "jsonschema.ValidationError") -> str:
+    return f"at most {err.validator_value} characters; this one has {len(err.instance)}"
+
+
+# The message of each JSON-Schema keyword that has one of ours (others: jsonschema's own).
+_EXPLAIN = {"enum": _not_allowed, "type": _wrong_type, "required": _missing,
+            "maxItems": _too_many, "maxProperties": _too_many, "minItems": _too_few, "minProperties": _too_few,
+            **{keyword: _out_of_range for keyword in _BOUND_WORDS}, "maxLength": _too_long}

@@ -8,16 +8,21 @@ has a memory cap. A timeout kills the child, a crash is seen as its death: both 
 EngineLimitError naming what to simplify, never a hang or a signal. The next run starts a
 fresh child.
 
-Where `fork` is available the child starts as a copy of the parent (no imports to redo)
-and talks through two pipes (_ForkedChild, _PipeChannel: multiprocessing and the socket,
-tempfile and subprocess modules it imports would double the start-up of a one-case run);
-elsewhere multiprocessing's `spawn` is used, through the same interface.
+The child is a multiprocessing process: forked where the platform can fork (a copy of the
+parent, no imports to redo, talking through two plain pipes, _PipeChannel), spawned
+elsewhere. It is a daemon process: it never outlives its parent, and multiprocessing ends
+and reaps it when its parent is a multiprocessing process that ends (a triage pool
+process). In the main process the shared worker is closed at exit (atexit), and a SIGTERM
+that would end the process ends and reaps the child first (exit_by_signal).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
+import signal
+import sys
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -98,20 +103,21 @@ class EngineWorker:
 
     def __init__(self, limits: Limits | None = None):
         self.limits = limits or Limits.from_environment()
-        self._process = None
+        self._process = None  # a multiprocessing.Process
         self._conn = None
+        self._stderr = -1  # the read end of a forked child's fd 2 (-1: none)
         self._sent: set[str] = set()  # fingerprints the current child knows
         self._lock = threading.Lock()
 
     def _start(self) -> None:
-        if hasattr(os, "fork"):
-            process, parent = _ForkedChild.start(self.limits.memory_mb)
-            # A forked child starts with the rule bases registered so far: nothing to send.
-            self._process, self._conn, self._sent = process, parent, set(_INHERITED)
-            return
-        import multiprocessing  # no fork here (Windows): a spawned child, sent each rule base
+        import multiprocessing
 
-        context = multiprocessing.get_context("spawn")
+        if "fork" in multiprocessing.get_all_start_methods():
+            # A forked child starts with the rule bases registered so far: nothing to send.
+            self._process, self._conn, self._stderr = _start_forked(self.limits.memory_mb)
+            self._sent = set(_INHERITED)
+            return
+        context = multiprocessing.get_context("spawn")  # no fork here (Windows): sent each rule base
         parent, child = context.Pipe()
         process = context.Process(target=_serve, args=(child, self.limits.memory_mb), daemon=True,
                                   name=WORKER_NAME)
@@ -119,31 +125,37 @@ class EngineWorker:
         child.close()
         self._process, self._conn, self._sent = process, parent, set()
 
+    def _ready(self, compiled, vocab) -> None:
+        """A running child (started now if there is none)."""
+        if self._process is None or not self._process.is_alive():
+            self.stop()
+            _INHERITED.setdefault(f"{compiled.engine}:{compiled.fingerprint}", (compiled, vocab))
+            self._start()
+
     @property
     def pid(self) -> int | None:
         """The running child's process id (None before the first run or after a stop)."""
         return self._process.pid if self._process is not None and self._process.is_alive() else None
 
     def stop(self) -> None:
+        """Kill the child (if it runs) and reap it."""
         if self._process is not None:
             if self._process.is_alive():
                 self._process.kill()
             self._process.join(5)
-            if isinstance(self._process, _ForkedChild):
-                self._process.close()
         if self._conn is not None:
             self._conn.close()
+        if self._stderr >= 0:
+            os.close(self._stderr)
         self._process = self._conn = None
+        self._stderr = -1
         self._sent = set()
 
     def warm_up(self, compiled, vocab) -> None:
         """Start the child now, so that it registers the rule base while this process reads
         the inputs (a forked child registers what it inherits before its first request)."""
         with self._lock:
-            if self._process is None or not self._process.is_alive():
-                self.stop()
-                _INHERITED.setdefault(f"{compiled.engine}:{compiled.fingerprint}", (compiled, vocab))
-                self._start()
+            self._ready(compiled, vocab)
 
     def close(self, timeout: float = 5.0) -> None:
         """End the child the quiet way: its input closes, it returns, it is reaped (so its
@@ -158,28 +170,13 @@ class EngineWorker:
 
     def run(self, compiled, vocab, facts, *, what: str = "the rule base", **limits):
         with self._lock:
-            key = f"{compiled.engine}:{compiled.fingerprint}"
-            if self._process is None or not self._process.is_alive():
-                self.stop()
-                _INHERITED.setdefault(key, (compiled, vocab))
-                self._start()
-            fresh = key not in self._sent
+            self._ready(compiled, vocab)
             try:
-                self._conn.send((key, compiled if fresh else None, vocab if fresh else None, facts, limits))
-            except (OSError, ValueError):
-                raise EngineLimitError(self._crash(what, compiled)) from None
-            self._sent.add(key)
-            if not self._conn.poll(self.limits.timeout):
-                self.stop()
-                raise EngineLimitError(
-                    f"the rule engine did not finish within {self.limits.timeout:g} s on {what}: a rule "
-                    "probably joins many facts of one type with each other (three or more conditions on "
-                    f"the same type), or tests hundreds of values{_suspects(compiled)}; simplify those rules "
-                    "(J6DOCTOR_ENGINE_TIMEOUT raises the limit)")
-            try:
-                status, payload = self._conn.recv()
-            except (EOFError, OSError):
-                raise EngineLimitError(self._crash(what, compiled)) from None
+                status, payload = self._exchange(compiled, vocab, facts, what, limits)
+            except BaseException:  # Ctrl-C while the child works: its answer would come to no one
+                if self._process is not None:
+                    self.stop()
+                raise
         if status == "ok":
             return payload
         if status == "memory":
@@ -187,15 +184,45 @@ class EngineWorker:
             raise EngineLimitError(self._out_of_memory(what, compiled))
         raise EngineRunError(payload)
 
+    def _exchange(self, compiled, vocab, facts, what: str, limits: dict) -> tuple[str, Any]:
+        """Send one run to the child and wait for its answer, within the time limit."""
+        key = f"{compiled.engine}:{compiled.fingerprint}"
+        fresh = key not in self._sent
+        try:
+            self._conn.send((key, compiled if fresh else None, vocab if fresh else None, facts, limits))
+        except (OSError, ValueError):
+            raise EngineLimitError(self._crash(what, compiled)) from None
+        self._sent.add(key)
+        if not self._conn.poll(self.limits.timeout):
+            self.stop()
+            raise EngineLimitError(
+                f"the rule engine did not finish within {self.limits.timeout:g} s on {what}: a rule "
+                "probably joins many facts of one type with each other (three or more conditions on "
+                f"the same type), or tests hundreds of values{_suspects(compiled)}; simplify those rules "
+                "(J6DOCTOR_ENGINE_TIMEOUT raises the limit)")
+        try:
+            return self._conn.recv()
+        except (EOFError, OSError):
+            raise EngineLimitError(self._crash(what, compiled)) from None
+
     def _out_of_memory(self, what: str, compiled) -> str:
         return (f"the rule engine ran out of its {self.limits.memory_mb} MB on {what}: a rule probably "
                 f"matches too many combinations of facts{_suspects(compiled)}; simplify it "
                 "(J6DOCTOR_ENGINE_MEMORY_MB raises the limit)")
 
+    def _c_output(self) -> bytes:
+        """What a forked child wrote on its stderr (the C engines' messages), up to 64 KiB."""
+        if self._stderr < 0:
+            return b""
+        try:
+            return os.read(self._stderr, 65536)
+        except OSError:  # nothing written (would block)
+            return b""
+
     def _crash(self, what: str, compiled) -> str:
         """Why the child died: an allocation its C code could not make under the memory cap
         (CLIPS says `[MEMORY1] Out of memory` on its stderr and exits), or another crash."""
-        said = self._process.c_output() if isinstance(self._process, _ForkedChild) else b""
+        said = self._c_output()
         self.stop()
         if b"Out of memory" in said or b"MemoryError" in said:
             return self._out_of_memory(what, compiled)
@@ -280,105 +307,67 @@ class _PipeChannel:
         self._read = self._write = -1
 
 
-class _ForkedChild:
-    """The engine child started by os.fork, with the part of multiprocessing.Process the
-    worker uses: pid, is_alive, kill, join."""
+def _start_forked(memory_mb: int):
+    """A forked child serving on two pipes: (process, the parent's channel, the read end of
+    the child's stderr)."""
+    import multiprocessing
 
-    def __init__(self, pid: int, stderr: int):
-        self.pid = pid
-        self.exitcode: int | None = None
-        self.name = WORKER_NAME
-        self._stderr = stderr  # the read end of the child's fd 2
-
-    def c_output(self) -> bytes:
-        """What the child wrote on its stderr (the C engines' messages), up to 64 KiB."""
-        try:
-            return os.read(self._stderr, 65536)
-        except OSError:  # nothing written (would block), or closed
-            return b""
-
-    def close(self) -> None:
-        if self._stderr >= 0:
-            os.close(self._stderr)
-            self._stderr = -1
-
-    @classmethod
-    def start(cls, memory_mb: int) -> tuple["_ForkedChild", _PipeChannel]:
-        to_child, from_parent = os.pipe()[::-1]
-        to_parent, from_child = os.pipe()[::-1]
-        # The child's fd 2 goes to a pipe the parent reads after a crash: a C engine's dying
-        # words (CLIPS's out-of-memory) become the message, not stray text on the user's
-        # terminal. Non-blocking on the child's side: a full pipe drops text, never stalls.
-        err_read, err_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: serve, then leave without running the parent's exit code
-            code = 1
-            try:
-                os.close(to_child)  # the parent's end: its death is then an end of input here
-                os.close(from_child)
-                os.close(err_read)
-                os.set_blocking(err_write, False)
-                os.dup2(err_write, 2)
-                os.close(err_write)
-                _serve(_PipeChannel(from_parent, to_parent), memory_mb)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(from_parent)
-        os.close(to_parent)
-        os.close(err_write)
-        os.set_blocking(err_read, False)
-        _LIVE[pid] = child = cls(pid, err_read)
-        return child, _PipeChannel(from_child, to_child)
-
-    def _reap(self, flags: int) -> bool:
-        if self.exitcode is not None:
-            return True
-        try:
-            pid, status = os.waitpid(self.pid, flags)
-        except ChildProcessError:
-            pid, status = self.pid, 0  # already reaped
-        if pid == 0:
-            return False
-        self.exitcode = os.waitstatus_to_exitcode(status)
-        _LIVE.pop(self.pid, None)
-        return True
-
-    def is_alive(self) -> bool:
-        return not self._reap(os.WNOHANG)
-
-    def kill(self) -> None:
-        if self.exitcode is None:
-            try:
-                os.kill(self.pid, 9)  # SIGKILL: a child stuck in C code ignores anything else
-            except ProcessLookupError:
-                pass
-
-    def join(self, timeout: float | None = None) -> None:
-        import time
-
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pause = 0.0005
-        while not self._reap(os.WNOHANG):
-            if deadline is not None and time.monotonic() >= deadline:
-                return
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
+    to_child, from_parent = os.pipe()[::-1]
+    to_parent, from_child = os.pipe()[::-1]
+    # The child's fd 2 goes to a pipe the parent reads after a crash: a C engine's dying
+    # words (CLIPS's out-of-memory) become the message, not stray text on the user's
+    # terminal. Non-blocking on the child's side: a full pipe drops text, never stalls.
+    err_read, err_write = os.pipe()
+    process = multiprocessing.get_context("fork").Process(
+        target=_serve_forked, name=WORKER_NAME, daemon=True,
+        args=(from_parent, to_parent, err_write, (to_child, from_child, err_read), memory_mb))
+    process.start()
+    for fd in (from_parent, to_parent, err_write):
+        os.close(fd)
+    os.set_blocking(err_read, False)
+    return process, _PipeChannel(from_child, to_child), err_read
 
 
-# Forked children not yet reaped, by pid (what multiprocessing.active_children lists for a
-# spawned one).
-_LIVE: dict[int, _ForkedChild] = {}
+def _serve_forked(read_fd: int, write_fd: int, err_fd: int, parent_ends: tuple[int, ...], memory_mb: int) -> None:
+    """The forked child: the parent's ends of the pipes closed (its death is then an end of
+    input here), stderr to the parent's pipe, Ctrl-C left to the parent (which ends this
+    child by closing its pipe or killing it), SIGTERM ending it at once even inside C code
+    (not through a handler copied from the parent)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for fd in parent_ends:
+        os.close(fd)
+    os.set_blocking(err_fd, False)
+    os.dup2(err_fd, 2)
+    os.close(err_fd)
+    _serve(_PipeChannel(read_fd, write_fd), memory_mb)
 
 
 def live_children() -> list:
-    """The engine children of this process that are running now (forked or spawned)."""
-    children = [child for child in list(_LIVE.values()) if child.is_alive()]
-    if not hasattr(os, "fork"):
-        import multiprocessing
+    """The engine children of this process that are running now (multiprocessing's
+    handles: pid, name, is_alive, kill, join); finished ones are reaped on the way."""
+    if "multiprocessing" not in sys.modules:  # no child was ever started here
+        return []
+    import multiprocessing
 
-        children += [p for p in multiprocessing.active_children() if p.name == WORKER_NAME]
-    return children
+    return [child for child in multiprocessing.active_children() if child.name == WORKER_NAME]
+
+
+def end_children() -> None:
+    """Kill and reap this process's engine children now. Safe in a signal handler: it takes
+    no lock the interrupted code may hold."""
+    for child in live_children():
+        child.kill()
+        child.join(2)
+
+
+def exit_by_signal(signum: int, frame=None) -> None:
+    """A signal handler for a signal that ends the process (SIGTERM): end and reap the
+    engine children, then end as the signal's default action does (its exit status says
+    which signal), without running exit handlers that could wait on a busy child."""
+    end_children()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 _WORKER: EngineWorker | None = None
@@ -389,7 +378,7 @@ _WORKER_LOCK = threading.Lock()
 
 
 def close_shared_worker() -> None:
-    """Stop the shared worker, if one was started (before a fast process exit)."""
+    """Stop the shared worker, if one was started (at exit, and when a command ends)."""
     with _WORKER_LOCK:
         worker = _WORKER
     if worker is not None:
@@ -397,8 +386,28 @@ def close_shared_worker() -> None:
 
 
 def shared_worker() -> EngineWorker:
+    """The worker every diagnosis of this process uses; created on first use, closed at
+    exit. In the main thread of a process whose SIGTERM still ends it at once, SIGTERM
+    first ends and reaps the child (exit_by_signal)."""
     global _WORKER
     with _WORKER_LOCK:
         if _WORKER is None:
             _WORKER = EngineWorker()
+            atexit.register(close_shared_worker)
+            if (threading.current_thread() is threading.main_thread()
+                    and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL):
+                signal.signal(signal.SIGTERM, exit_by_signal)
         return _WORKER
+
+
+def _forget_shared_worker() -> None:
+    """In a forked child (a pool process): the parent's worker is the parent's; this
+    process starts its own on first use (under a lock of its own: another thread of the
+    parent may have held the parent's when it forked)."""
+    global _WORKER, _WORKER_LOCK
+    _WORKER = None
+    _WORKER_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_shared_worker)

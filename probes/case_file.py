@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from j6doctor.engine import Fact, Source
-from j6doctor.engine.schema_check import fast_check
 from j6doctor.engine.schema_errors import describe_type as _describe_type
 from j6doctor.engine.schema_errors import key_of, messages
 from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
@@ -32,7 +31,7 @@ from j6doctor.probes.input_error import InputError
 from j6doctor.probes.pasted_text import mentions, platforms_named, versions_printed
 from j6doctor.probes.text_file import decode_written_text, read_bytes
 
-if TYPE_CHECKING:  # jsonschema is imported only to explain a case that fails the fast check
+if TYPE_CHECKING:  # jsonschema is imported when a case is checked, not on every start
     import jsonschema
 
 MAX_CASE_BYTES = 4 * 1024 * 1024
@@ -569,13 +568,10 @@ def case_from_data(data: dict[str, Any], display: str = "<example>", base: Path 
 
 
 def _schema_errors(data: dict[str, Any]) -> Iterator["jsonschema.ValidationError"]:
-    """The schema errors of a case: none when the fast check passes it, else jsonschema's."""
-    schema = case_schema()
-    if fast_check(schema, "case")(data):
-        return
+    """The schema errors of a (normalised) case, in one pass of jsonschema."""
     import jsonschema
 
-    yield from jsonschema.Draft202012Validator(schema).iter_errors(data)
+    yield from jsonschema.Draft202012Validator(case_schema()).iter_errors(data)
 
 
 def validate_case(doc: LocatedDocument, display: str, path: Path | None) -> Case:

@@ -4,19 +4,31 @@ starts the installed console entry point in a subprocess.
 Every engine run of the suite is cross-checked: J6DOCTOR_CROSS_CHECK=1 repeats it on the
 other installed engine (durable-rules / CLIPS) and fails on the first difference
 (engine/differential.py). Where only one engine is installed (Python 3.13) it is a no-op.
-J6DOCTOR_ENGINE picks the engine the suite runs on (default: durable-rules where installed)."""
+J6DOCTOR_ENGINE picks the engine the suite runs on (default: durable-rules where installed).
+
+The suite keeps to itself: it never reads or writes the user's j6doctor folders. Each test
+gets an empty config folder of its own (XDG_CONFIG_HOME, autouse fixture); the cache
+(XDG_CACHE_HOME) is one temporary folder for the whole session, removed at its end — shared
+because a compiled rule base rebuilt in every CLI subprocess of every test would cost
+seconds each. Both are set in os.environ, so the CLI subprocesses, which inherit it, use them
+too. At the end of the session the user's own cache and config folders are compared with
+what they were at its start: a difference fails the run."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from j6doctor.config import user_config_path
 from j6doctor.diagnose import diagnose_data, load_rulebase
 from j6doctor.engine.backends import available as engine_available
+from j6doctor.user_cache import cache_dir
 
 CROSS_CHECK_GIVEN = os.environ.get("J6DOCTOR_CROSS_CHECK")  # "0": turned off for this run
 os.environ.setdefault("J6DOCTOR_CROSS_CHECK", "1")
@@ -58,6 +70,53 @@ FULL_INFO = {
 
 def ok(status: str, evidence: str = "dataset_eval") -> dict:
     return {"status": status, "evidence": evidence}
+
+
+def _folder_state(folder: Path) -> dict[str, tuple[int, int]]:
+    """(size, modification time) of a folder and everything in it; {} when it does not exist."""
+    state = {}
+    for path in (folder, *(folder.rglob("*") if folder.is_dir() else ())):
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        state[str(path)] = (info.st_size, info.st_mtime_ns)
+    return state
+
+
+# The user's folders as they were, and the session's cache: set up when the session starts
+# (pytest_configure, before any test module is imported), not when a subprocess of a test
+# imports this module for its helpers.
+USER_STATE: dict[Path, dict[str, tuple[int, int]]] = {}
+SESSION_CACHE: list[Path] = []
+
+
+def pytest_configure(config):
+    folders = (cache_dir({**os.environ, "J6DOCTOR_CACHE": "1"}), user_config_path().parent)
+    USER_STATE.update({folder: _folder_state(folder) for folder in folders if folder is not None})
+    SESSION_CACHE.append(Path(tempfile.mkdtemp(prefix="j6doctor-test-cache-")))
+    os.environ["XDG_CACHE_HOME"] = str(SESSION_CACHE[0])
+    os.environ["XDG_CONFIG_HOME"] = str(SESSION_CACHE[0] / "no-config")  # replaced per test below
+
+
+@pytest.fixture(autouse=True)
+def own_config_folder(tmp_path_factory, monkeypatch):
+    """An empty config folder of the test's own: no user config.toml is read."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Remove the session's cache; fail the run if the user's j6doctor folders changed."""
+    for folder in SESSION_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
+    changed = [str(folder) for folder, before in USER_STATE.items() if _folder_state(folder) != before]
+    if changed:
+        writer = session.config.get_terminal_writer()
+        writer.line()
+        writer.line(
+            f"j6doctor test suite: the user's folders changed during the run: {', '.join(changed)} "
+            "(a test wrote outside its own cache / config folders)", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")
@@ -166,7 +225,7 @@ SLOW_MODULES = frozenset({
     "test_real_reports", "test_real_report_dev_set", "test_bundled_cases", "test_output_safety", "test_procedure", "test_progress",
     "test_engine_choice", "test_ask", "test_rulebase_cache", "test_vocabulary_packs", "test_rule_examples",
     "test_free_text_phrasings", "test_columnar_reading", "test_candidates_and_order",
-    "test_rule_condition_coverage",
+    "test_rule_condition_coverage", "test_processes",
 })
 # Tests of size limits and generated trees: seconds each.
 SLOW_WORDS = ("million", "bomb", "large", "thousand", "truncation", "hostile", "pack", "many_rules", "key_limit",

@@ -1,14 +1,12 @@
-"""What a cold start skips must not change what it does: the dataclass code kept between
-runs (app/dataclass_code.py), the engine child forked with its own pipes (engine/worker.py),
-facts handed to durable-rules through the json module when that writes the same text
-(engine/engine_json.py), a pyproject.toml without j6doctor settings left unparsed
-(app/config.py), and the case check run without fastjsonschema (engine/schema_check.py)."""
+"""What a cold start skips must not change what it does: the engine child forked with its
+own pipes (engine/worker.py), facts handed to durable-rules through the json module when that
+writes the same text (engine/engine_json.py), a pyproject.toml without j6doctor settings left
+unparsed (app/config.py), modules a command does not use left unimported."""
 
 from __future__ import annotations
 
 import json
 import os
-import stat
 import subprocess
 import sys
 import threading
@@ -35,63 +33,7 @@ def _cli(args: list[str], cache_home, extra_env: dict | None = None) -> subproce
     return _python(f"import sys; from j6doctor.cli import main; main({args!r})", cache_home, extra_env)
 
 
-# ---------------------------------------------------------------- dataclass code cache
-
-PROBE = """
-import dataclasses, json, sys
-import j6doctor.dataclass_code as kept
-from j6doctor.engine import Fact
-from j6doctor.engine.rule_model import Condition, Test
-fact = Fact("f1", "symptom", {"text": "x"})
-cond = Condition("symptom", (Test("text", "eq", "x"),), alias="s")
-print(json.dumps({
-    "patched": getattr(dataclasses, "exec", None) is kept._cached_exec,
-    "loaded": len(kept._code), "added": kept._added,
-    "repr": repr(cond), "eq": cond == Condition("symptom", (Test("text", "eq", "x"),), alias="s"),
-    "hash": hash(cond) == hash(Condition("symptom", (Test("text", "eq", "x"),), alias="s")),
-    "fact": repr(fact),
-}))
-kept.save()
-"""
-
-
-def _probe(cache_home, extra_env=None) -> dict:
-    proc = _python(PROBE, cache_home, extra_env)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
-
-
-def test_the_second_process_reuses_the_generated_code_and_classes_behave_alike(tmp_path):
-    home = tmp_path / "cache"
-    first = _probe(home)
-    assert first["patched"] and first["loaded"] > 0 and first["added"] == first["loaded"]
-    kept = list((home / "j6doctor").glob("dataclass-code-*.marshal"))
-    assert len(kept) == 1
-    assert stat.S_IMODE(kept[0].stat().st_mode) == 0o600
-    assert stat.S_IMODE((home / "j6doctor").stat().st_mode) == 0o700
-    second = _probe(home)
-    assert second["patched"] and second["added"] == 0 and second["loaded"] >= first["loaded"]
-    off = _probe(tmp_path / "other", {"J6DOCTOR_CACHE": "0"})
-    assert not off["patched"]
-    for key in ("repr", "eq", "hash", "fact"):  # the same classes, cached code or not
-        assert first[key] == second[key] == off[key]
-    assert first["eq"] and first["hash"]
-
-
-def test_a_kept_file_others_can_write_or_a_damaged_one_is_never_used(tmp_path):
-    home = tmp_path / "cache"
-    _probe(home)
-    (kept,) = (home / "j6doctor").glob("dataclass-code-*.marshal")
-    kept.chmod(0o666)
-    assert _probe(home)["added"] > 0  # not read: everything compiled again
-    kept.chmod(0o600)
-    kept.write_bytes(b"\x00not marshal")
-    again = _probe(home)
-    assert again["patched"] and again["added"] > 0
-    assert _probe(home)["added"] == 0  # rewritten by the run before
-
-
-def test_help_loads_neither_dataclasses_nor_the_kept_code(tmp_path):
+def test_help_loads_no_record_classes(tmp_path):
     code = ("import sys\nfrom j6doctor.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print('dataclasses' in sys.modules, file=sys.stderr)")
@@ -110,11 +52,11 @@ def test_a_cold_run_gives_the_same_report_with_and_without_caches(tmp_path):
     assert json.loads(warm.stdout)["stage"]
 
 
-def test_a_warm_run_imports_no_schema_library(tmp_path):
+def test_a_warm_run_imports_only_what_it_uses(tmp_path):
+    """No TOML parser without a j6doctor table, no spelling suggestions without a typo."""
     code = ("import sys\nfrom j6doctor.cli import main\n"
             f"main({['diagnose', str(CASE), '--format', 'json', '--no-env']!r})\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('jsonschema', 'fastjsonschema', 'multiprocessing', 'tomllib', 'shutil', 'difflib')), file=sys.stderr)")
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tomllib', 'difflib')), file=sys.stderr)")
     home = tmp_path / "cache"
     assert _python(code, home).returncode == 0  # fills the caches
     proc = _python(code, home)

@@ -213,7 +213,8 @@ def test_many_rules_are_partitioned_and_run(tmp_path):
         "from test_engine import VOCAB, items\n", encoding="utf-8")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                           cwd=str(tmp_path), env={"PYTHONPATH": f"{tmp_path}:{__import__('os').path.dirname(__file__)}",
-                                                  "PATH": "/usr/bin:/bin"})
+                                                  "PATH": "/usr/bin:/bin",
+                                                  "XDG_CACHE_HOME": __import__('os').environ["XDG_CACHE_HOME"]})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[0] == "3"
     # both rules fired; their identical conclusion is one fact

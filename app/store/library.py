@@ -231,33 +231,16 @@ class CaseLibrary:
         """The stored cases with their latest verdict, filtered; oldest first."""
         query = self._latest(*([diagnoses.c.verdict_json] if finding else []),
                              *([cases.c.case_text] if text else []))
-        if stage:
-            query = query.where(diagnoses.c.stage == stage)
-        if platform:
-            query = query.where(cases.c.platform == platform)
-        if flow:
-            query = query.where(cases.c.flow == flow)
+        for column, value in ((diagnoses.c.stage, stage), (cases.c.platform, platform), (cases.c.flow, flow)):
+            if value:
+                query = query.where(column == value)
         if since:
             query = query.where(cases.c.created_at >= since)
         if until:
             query = query.where(cases.c.created_at < until)
         with self.engine.connect() as connection:
             found = [dict(r._mapping) for r in connection.execute(query.order_by(cases.c.id))]
-        out = []
-        for row in found:
-            if candidate and candidate not in json.loads(row["candidates_json"]):
-                continue
-            if missing and missing not in json.loads(row["missing_json"]):
-                continue
-            if finding and not any(finding == f["topic"] or finding in f["text"]
-                                   for f in json.loads(row["verdict_json"])["findings"]):
-                continue
-            if op_type and f"origin_op:{op_type}" not in json.loads(row["signature_json"]):
-                continue
-            if text and text not in row["title"] and text not in (row["case_text"] or ""):
-                continue
-            out.append(_summary(row))
-        return out
+        return [_summary(row) for row in found if _kept(row, candidate, missing, finding, op_type, text)]
 
     def show(self, case_id: int) -> dict[str, Any]:
         with self.engine.connect() as connection:
@@ -464,6 +447,22 @@ def _check_fields(part: Any, fields: dict[str, tuple], where: str) -> dict[str, 
                 raise ValueError(f"{where}.{name}{'' if problem.startswith('[') else ': '}{problem}")
         out[name] = value
     return out
+
+
+def _kept(row: dict[str, Any], candidate: str | None, missing: str | None, finding: str | None,
+          op_type: str | None, text: str | None) -> bool:
+    """Whether a stored case passes the filters the database does not apply (values inside
+    its JSON columns, words in its title or text)."""
+    if candidate and candidate not in json.loads(row["candidates_json"]):
+        return False
+    if missing and missing not in json.loads(row["missing_json"]):
+        return False
+    if finding and not any(finding == f["topic"] or finding in f["text"]
+                           for f in json.loads(row["verdict_json"])["findings"]):
+        return False
+    if op_type and f"origin_op:{op_type}" not in json.loads(row["signature_json"]):
+        return False
+    return not text or text in row["title"] or text in (row["case_text"] or "")
 
 
 def _summary(row: dict[str, Any]) -> dict[str, Any]:

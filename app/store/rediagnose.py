@@ -2,18 +2,19 @@
 rule base — no original files needed — and what would change: stage, candidates, missing
 items, mistakes, with the rules behind the old and the new verdict.
 
-The parent hands out chunks of case ids; each worker reads its chunk from the store itself,
-so neither the parent nor a pipe ever holds the whole library."""
+The parent hands out chunks of case ids to a process pool (app/process_pool.py: nothing left
+behind, also when interrupted); each worker reads its chunk from the store itself, so neither
+the parent nor a pipe ever holds the whole library."""
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
 from j6doctor.engine import EngineRunError, Fact, Source, VocabularyError
+from j6doctor.process_pool import ProcessPool
 from j6doctor.store.library import StoreError, open_library
 from j6doctor.verdict import build_verdict
 
@@ -107,7 +108,7 @@ def rediagnose(library, packs: tuple[str, ...] = (), engine: str | None = None,
     else:
         library.engine.dispose()  # no pooled connection of the parent is carried into a worker
         try:
-            with ProcessPoolExecutor(jobs, initializer=_init, initargs=(library.given, packs, engine)) as pool:
+            with ProcessPool(jobs, _init, (library.given, packs, engine)) as pool:
                 changes = [c for part in pool.map(_chunk, chunks) for c in part]
         except BrokenProcessPool:  # a worker could not start (say, no connection left on the server)
             raise StoreError(f"{library.given}: a rediagnose worker stopped (its message is above); try fewer "
