@@ -68,7 +68,7 @@ def cache_key(files: list[tuple[str, str, bytes]], vocab: Any, engine: str, engi
 def load_or_build(key: str, build: Callable[[], Any], folder: Path | None = None, kind: str = "rulebase") -> Any:
     """The cached value of `key`, or `build()` (stored for next time). Any problem with the
     cache itself is silent: the value is built as if there were no cache. `kind` names the
-    entry (rulebase, vocabulary, schema_check): each kind keeps its own KEEP entries."""
+    entry (rulebase, vocabulary): each kind keeps its own KEEP entries."""
     folder = folder if folder is not None else cache_dir()
     if folder is None:
         return build()

@@ -24,7 +24,6 @@ import pickle
 import signal
 import sys
 import threading
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,21 +229,11 @@ class EngineWorker:
 
 
 def _suspects(compiled) -> str:
-    """The rules most likely behind a timeout: several conditions on one fact type that no
-    literal equality narrows, so the engine joins every fact of the type with every other
-    (a 3-way self-join over 100 facts is a million matches). The pack folder alone does not
-    say which of its rules to simplify."""
-    found = []
-    for rule in compiled.rules:
-        if rule.text is not None:
-            continue
-        open_ = Counter(c.type for c in rule.when if not c.negated and not any(
-            t.op in ("eq", "in") and not t.is_join for t in c.tests))
-        if open_ and max(open_.values()) >= 2:
-            type_name, count = open_.most_common(1)[0]
-            text = f"{rule.id} ({rule.file}:{rule.line}: {count} conditions on {type_name} joined with each other)"
-            found.append((-count, rule.id, text))
-    return "; most likely " + ", ".join(text for *_, text in sorted(found)[:3]) if found else ""
+    """The rules most likely behind a timeout or the memory cap: the open joins `rules lint`
+    warns about (engine/join_growth.py), named with their file and line."""
+    from j6doctor.engine.join_growth import suspects
+
+    return suspects(compiled.rules)
 
 
 def _crashed(what: str, engine: str) -> str:

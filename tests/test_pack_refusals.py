@@ -241,8 +241,6 @@ def test_the_rule_to_simplify_after_the_memory_cap_is_the_growing_join_even_with
     assert suspects(rules) == "; most likely site.sixteen (pack/pack.yaml:3: 16 conditions on tried_fix joined with each other)"
 
 
-@pytest.mark.xfail(strict=True, reason="engine/worker.py's _suspects does not use engine.join_growth.suspects yet "
-                                       "(a change for the worker's owner, see the report of issue 26)")
 @slow
 def test_a_pack_rule_past_the_memory_cap_is_named_with_its_file_and_line(tmp_path):
     values = ", ".join(f'"fix {i}"' for i in range(20))
