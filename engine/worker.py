@@ -30,7 +30,7 @@ from typing import Any
 from j6doctor.engine.errors import EngineRunError
 
 DEFAULT_TIMEOUT = 60.0  # seconds of one diagnosis; a normal one takes milliseconds
-DEFAULT_MEMORY_MB = 2048  # address space of the worker; a normal diagnosis needs ~300 MB
+DEFAULT_MEMORY_MB = 2048  # address space the worker may add to what it starts with; a diagnosis needs ~50 MB
 
 
 class EngineLimitError(EngineRunError):
@@ -58,16 +58,33 @@ class Limits:
                    int(number("J6DOCTOR_ENGINE_MEMORY_MB", DEFAULT_MEMORY_MB)))
 
 
-def _serve(conn, memory_mb: int) -> None:
-    """The child: register rule bases on first use, run diagnoses, answer each request;
-    return at the end of input (the parent closed its end, or died)."""
+def _mapped_bytes() -> int:
+    """The address space this process maps now (Linux: /proc/self/statm; 0 where unknown)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _cap_memory(memory_mb: int) -> None:
+    """Cap the address space at what the child maps already plus `memory_mb`. A forked child
+    inherits its parent's mappings (thread stacks and math-library buffers of a large
+    process count, several GB on a many-core machine), so a cap that ignored them could sit
+    below what the child already has and fail the first allocation of a tiny diagnosis."""
     try:
         import resource
 
-        cap = memory_mb * 1024 * 1024
+        cap = _mapped_bytes() + memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     except (ImportError, ValueError, OSError):  # no RLIMIT_AS here (e.g. Windows): the timeout still holds
         pass
+
+
+def _serve(conn, memory_mb: int) -> None:
+    """The child: register rule bases on first use, run diagnoses, answer each request;
+    return at the end of input (the parent closed its end, or died)."""
+    _cap_memory(memory_mb)
     from j6doctor.engine.runtime import program_for, run
 
     known: dict[str, tuple[Any, Any]] = dict(_INHERITED)  # a forked child has them already

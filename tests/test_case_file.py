@@ -97,9 +97,11 @@ def test_binary_and_non_utf8(tmp_path, content, message):
 def test_missing_file_and_wrong_suffix(tmp_path, cli):
     proc = cli("diagnose", str(tmp_path / "nope.yaml"))
     assert proc.returncode == 2 and "no such file" in proc.stderr and "Traceback" not in proc.stderr
-    other = write_case(tmp_path, "symptom: x", "case.txt")
-    with pytest.raises(InputError, match=r"\.yaml, \.yml or \.json"):
+    other = write_case(tmp_path, "mod_name,cosine", "case.csv")
+    with pytest.raises(InputError, match=r"\.yaml, \.yml or \.json .*\.txt or \.md"):
         read_case(other)
+    post = write_case(tmp_path, "symptom: x", "post.txt")  # a post saved as text is read as words
+    assert read_case(post).data["symptom"] == "symptom: x"
 
 
 def test_json_case_with_errors_has_lines(tmp_path):

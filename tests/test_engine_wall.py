@@ -171,8 +171,8 @@ def test_three_way_self_join_over_100_tried_fixes_hits_the_timeout(tmp_path):
     write_pack(tmp_path, TRIPLE_JOIN, "triple.yaml")
     tried_case(tmp_path, 100)
     proc, took = run_cli("diagnose", "case.yaml", "--rules", "pack", "--no-env", cwd=tmp_path,
-                         env={"J6DOCTOR_ENGINE_TIMEOUT": "3"})
-    assert_clean_failure(proc)
+                         env={"J6DOCTOR_ENGINE_TIMEOUT": "3", "J6DOCTOR_ENGINE_MEMORY_MB": "8192"})
+    assert_clean_failure(proc)  # the join grows ~1 GB a second: a memory cap it cannot reach in 3 s
     message = proc.stderr
     assert "did not finish within 3 s" in message
     assert "the rule base rules, pack" in message  # the bundled rules plus the pack, as given
@@ -222,6 +222,22 @@ def test_a_normal_diagnosis_is_far_below_the_memory_cap(tmp_path):
     assert default.returncode == 0 and low.returncode == 0, (default.stderr[-2000:], low.stderr[-2000:])
     assert json.loads(default.stdout)["stage"] == json.loads(low.stdout)["stage"] == "convert"
     assert default.stdout == low.stdout
+
+
+def test_the_cap_counts_from_what_the_forked_worker_inherits(tmp_path):
+    """A process that maps 3 GB before its first diagnosis (as a test runner or a notebook
+    with many threads' stacks and BLAS buffers does on a many-core machine) still diagnoses
+    under the default cap: the worker is forked from it, and its cap is headroom above the
+    inherited mappings, not an absolute size below them."""
+    script = ("import mmap, sys\n"
+              "reserved = mmap.mmap(-1, 3 << 30)  # mapped, never touched: address space, no memory\n"
+              "from j6doctor.cli import main\n"
+              "main(sys.argv[1:])\n")
+    args = ["diagnose", str(EXAMPLES / "convert_j6m.yaml"), "--no-env", "--format", "json"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("J6DOCTOR_ENGINE")}
+    proc = subprocess.run([sys.executable, "-c", script, *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["stage"] == "convert", proc.stderr[-2000:]
 
 
 # ================================================================ 3. a crash of the worker

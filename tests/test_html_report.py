@@ -97,12 +97,12 @@ def test_renders_in_headless_chromium(qa_case, rulebase, tmp_path):
     shot = tmp_path / "shot.png"
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars", "--window-size=1000,3200"]
+             f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars", "--window-size=1000,4800"]
     dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0 and 'class="chart compare-chart"' in dom.stdout and "结论摘要" in dom.stdout
     subprocess.run([browser, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
     width, height, channels, rows = read_png(shot.read_bytes())
-    assert (width, height) == (1000, 3200)
+    assert (width, height) == (1000, 4800)  # tall enough for the charts below the checks run
     assert count_near(rows, channels, RED, 30) > 500  # the dashed origin line and the top sensitivity bar
     assert count_near(rows, channels, BLUE, 30) > 1000  # the per-layer series and bars
     white = count_near(rows, channels, (255, 255, 255), 4)

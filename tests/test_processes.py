@@ -32,6 +32,10 @@ libc = ctypes.CDLL(None, use_errno=True)
 if libc.prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER: orphans below come to this process
     raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 me = os.getpid()
+# Ctrl-C as on a terminal: a job started in the background of a script (`cmd &`, as CI runs
+# other interpreters' suites) inherits SIGINT ignored, and an ignored signal stays ignored
+# across exec; set to default here, the command below starts with Python's own handler.
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def parent_of() -> dict:
@@ -163,7 +167,8 @@ def slow_diagnosis(tmp_path: Path) -> list[str]:
     return ["diagnose", str(case), "--no-env", "--rules", str(pack)]
 
 
-SLOW_ENGINE = {"J6DOCTOR_ENGINE_TIMEOUT": "120"}
+# Neither limit may end the slow join before the signal does (it grows ~1 GB a second).
+SLOW_ENGINE = {"J6DOCTOR_ENGINE_TIMEOUT": "120", "J6DOCTOR_ENGINE_MEMORY_MB": "6144"}
 
 
 # ------------------------------------------------------------------ ended normally
