@@ -13,7 +13,9 @@ written to `EscapedTerminal.unescaped`.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from typing import TextIO
 
 # C0 without \t (0x09) and \n (0x0a), DEL, C1
@@ -56,3 +58,19 @@ def for_terminal(stream: TextIO) -> TextIO:
     except (AttributeError, ValueError, OSError):  # no stream, or a closed one
         terminal = False
     return EscapedTerminal(stream) if terminal else stream  # type: ignore[return-value]
+
+
+def terminal_columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal on stdout, else 80. A
+    terminal that reports 0 columns (a fresh pseudo-terminal, a serial console) counts as
+    unknown on every Python (3.10's shutil took the 0 as the width)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80

@@ -45,7 +45,6 @@ import json
 import math
 import os
 import re
-import shutil
 import stat
 import sys
 import unicodedata
@@ -57,6 +56,7 @@ from urllib.parse import quote
 
 from j6doctor.exit_codes import EXIT_FAIL_ON, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK
 from j6doctor.progress import Progress
+from j6doctor.terminal_text import terminal_columns
 
 if TYPE_CHECKING:
     from j6doctor.verdict_model import Verdict
@@ -928,7 +928,7 @@ def _terminal_width(stream: TextIO) -> int | None:
             return None
     except (AttributeError, ValueError):
         return None
-    return shutil.get_terminal_size((120, 24)).columns
+    return terminal_columns()
 
 
 def _cells(row: dict[str, Any]) -> list[str]:

@@ -32,9 +32,12 @@ def _broken_durable(tmp_path) -> dict:
     """A `durable` package that fails like durable-rules' C extension on Python 3.13."""
     fake = tmp_path / "fake_site"
     (fake / "durable").mkdir(parents=True)
-    (fake / "durable" / "__init__.py").write_text(
-        "raise ImportError('/site-packages/durable_rules_engine.cpython-313-x86_64-linux-gnu.so: "
-        "undefined symbol: PyEval_CallObject')\n", encoding="utf-8")
+    failing = ("raise ImportError('/site-packages/durable_rules_engine.cpython-313-x86_64-linux-gnu.so: "
+               "undefined symbol: PyEval_CallObject')\n")
+    # Both modules the backend imports, so that the same failure shows on a Python where
+    # durable-rules is installed and on one where it is not (3.13).
+    (fake / "durable" / "__init__.py").write_text(failing, encoding="utf-8")
+    (fake / "durable_rules_engine.py").write_text(failing, encoding="utf-8")
     return {"PYTHONPATH": os.pathsep.join(filter(None, [str(fake), os.environ.get("PYTHONPATH", "")])),
             "J6DOCTOR_CROSS_CHECK": "0"}
 

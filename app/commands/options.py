@@ -7,10 +7,10 @@ from __future__ import annotations
 import argparse
 import os
 import stat
-import sys
 from pathlib import Path
 
 from j6doctor.exit_codes import EXIT_FAIL_ON
+from j6doctor.terminal_text import terminal_columns
 
 # ---------------------------------------------------------------------------- formatting
 
@@ -31,20 +31,6 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
                 and action.option_strings and not isinstance(action.default, (list, tuple)):
             text += "  [default: %(default)s]"
         return text
-
-
-def terminal_columns() -> int:
-    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal on stdout, else 80."""
-    try:
-        columns = int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else 80
 
 
 def exit_status_text() -> str:
