@@ -90,8 +90,12 @@ def check(version: str, with_tests: bool, workdir: Path, wheel: Path) -> Outcome
     if pip.returncode != 0:
         out.problem, out.log = "pip install failed", pip.stdout + pip.stderr
         return out
+    # Its own cache and config folders: the check leaves the user's home as it was (and a
+    # suite running beside it sees no change there).
+    own = {**os.environ, "XDG_CACHE_HOME": str(workdir / f"cache{version}"),
+           "XDG_CONFIG_HOME": str(workdir / f"config{version}")}
     diagnosis = _run([str(venv / "bin" / "j6doctor"), "diagnose", str(CASE), "--format", "json", "--no-env"],
-                     cwd=workdir)
+                     cwd=workdir, env=own)
     if diagnosis.returncode != 0:
         out.problem, out.log = f"diagnose exited {diagnosis.returncode}", diagnosis.stderr
         return out
@@ -101,7 +105,7 @@ def check(version: str, with_tests: bool, workdir: Path, wheel: Path) -> Outcome
         started = time.perf_counter()
         # The default interpreter's run cross-checks every engine call on both engines; here
         # tests/test_engine_differential.py compares them, and the rest runs once.
-        environ = {**os.environ, "J6DOCTOR_CROSS_CHECK": os.environ.get("J6DOCTOR_CROSS_CHECK", "0")}
+        environ = {**own, "J6DOCTOR_CROSS_CHECK": os.environ.get("J6DOCTOR_CROSS_CHECK", "0")}
         suite = _run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=REPO,
                      env=environ)
         summary = (suite.stdout.strip().splitlines() or ["(no output)"])[-1]
