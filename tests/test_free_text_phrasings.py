@@ -247,3 +247,24 @@ def test_no_text_rule_restates_a_context_trigger():
         assert rule.get("context", "asserted") in readings, rule["id"]
         for pattern in rule.get("match", []) + rule.get("unless", []):
             assert not [t for t in triggers if t in pattern], rule["id"]
+
+
+# (text, the clauses it is cut into)
+CLAUSE_CUTS = [
+    # a sentence wrapped after a model or file name goes on: its subject stays with its status
+    ("生成的 onnx\n无法检测到目标，而原版的 yolov8n.onnx 可以", ["生成的 onnx\n无法检测到目标，而原版的 yolov8n.onnx 可以"]),
+    ("the exported model\nloses 10 points on the board", ["the exported model\nloses 10 points on the board"]),
+    # a line that ends in Chinese, or a list item, or a yaml key, is a statement of its own
+    ("量化模型精度正常\n板端掉点严重", ["量化模型精度正常", "板端掉点严重"]),
+    ("现象如下：\n- 板端没有检测框\n- x86 仿真正常", ["现象如下：", "- 板端没有检测框", "- x86 仿真正常"]),
+    ("配置：\ninput_type_rt: nv12\n板端送的是 RGB", ["配置：", "input_type_rt: nv12", "板端送的是 RGB"]),
+    ("板端结果不对。\n已确认 march 一致", ["板端结果不对", "已确认 march 一致"]),
+]
+
+
+@pytest.mark.parametrize("text,expected", CLAUSE_CUTS, ids=[t[:16] for t, _ in CLAUSE_CUTS])
+def test_clauses_follow_wrapped_lines_and_stop_at_statements(rulebase, text, expected):
+    from j6doctor.engine.text_rules import clauses
+
+    lexicon = rulebase.compiled.text_rules[0].lexicon
+    assert [text[start:end] for start, end in clauses(text, lexicon)] == expected
