@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, EXAMPLE_CASES
+from test_engine_wall import TRIPLE_JOIN
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a child subreaper is Linux only")
 
@@ -137,24 +138,9 @@ def cases_folder(tmp_path: Path, count: int) -> Path:
     return folder
 
 
-# A rule whose join grows with the `tried:` entries: the engine child stays busy for seconds.
-SLOW_PACK = """\
-seed: t
-rules:
-  - id: site.quad
-    title: four tried fixes that differ in turn, with a compare table no case here has
-    when:
-      - tried_fix: {}
-        as: a
-      - tried_fix: {text: {ne: {ref: a.text}}}
-        as: b
-      - tried_fix: {text: {ne: {ref: b.text}}}
-        as: c
-      - tried_fix: {text: {ne: {ref: c.text}}}
-      - compare_summary: {}
-    then:
-      - finding: {topic: t, text: "${a.text} ${b.text} ${c.text}"}
-"""
+# A rule whose join grows with the `tried:` entries (the engine-wall tests' pack): the engine
+# child stays busy for seconds.
+SLOW_PACK = TRIPLE_JOIN
 
 
 def slow_diagnosis(tmp_path: Path) -> list[str]:
