@@ -3,7 +3,9 @@
 A case's symptom, a file name or a log line may hold escape sequences (`\\x1b[2J` clears the
 screen, `\\x1b]0;...\\x07` retitles the window). On a terminal every C0 control character
 except newline and tab, DEL and every C1 control character is written as a visible escape
-(`\\x1b`, `\\x07`, `\\x7f`, `\\x9b`), so the rest of a sequence prints as plain text.
+(`\\x1b`, `\\x07`, `\\x7f`, `\\x9b`), so the rest of a sequence prints as plain text. The
+Unicode bidirectional controls (U+202A-U+202E, U+2066-U+2069), which reorder what a line
+shows, are written as `\\u202e`.
 
 Only a terminal gets escapes. A pipe or a file receives the text unchanged: redirected or
 piped, a report is the same bytes `-o` writes (the program or viewer reading it decides how
@@ -18,13 +20,18 @@ import re
 import sys
 from typing import TextIO
 
-# C0 without \t (0x09) and \n (0x0a), DEL, C1
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 without \t (0x09) and \n (0x0a), DEL, C1, the bidirectional embeddings, overrides and isolates
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def visible(text: str) -> str:
     """`text` with its control characters (but newline and tab) written as `\\xNN`."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 class EscapedTerminal:

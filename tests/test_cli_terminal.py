@@ -71,6 +71,8 @@ def test_visible_escapes_c0_del_and_c1_but_not_newline_and_tab():
     assert visible(HOSTILE) == "清屏\\x1b[2J 标题\\x1b]0;pwned\\x07 C1\\x9b31m DEL\\x7f 尾"
     assert visible("行一\n\t行二\r\x00") == "行一\n\t行二\\x0d\\x00"
     assert visible("plain ü 中文 \u00a0") == "plain ü 中文 \u00a0"  # printable text is untouched
+    # a right-to-left override reorders what the terminal shows ("evil.yaml" shown as "lmay.live")
+    assert visible("file \u202elmay.live\u2069 \u200f") == "file \\u202elmay.live\\u2069 \u200f"
 
 
 def test_a_report_on_a_terminal_shows_the_symptom_escapes_and_a_pipe_gets_them_raw(tmp_path):
