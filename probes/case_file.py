@@ -342,7 +342,7 @@ def _parse(text: str, suffix: str, display: str) -> LocatedDocument:
             return out
         try:
             data = json.loads(text, object_pairs_hook=no_duplicates,
-                              parse_constant=lambda c: _reject_constant(display, c))
+                              parse_constant=lambda c: _reject_constant(display, c, text))
         except InputError as exc:  # a duplicate key: the YAML reader knows its line
             try:
                 load_yaml(text)
@@ -371,9 +371,17 @@ def _parse(text: str, suffix: str, display: str) -> LocatedDocument:
         raise InputError(display, exc.message, exc.line) from None
 
 
-def _reject_constant(display: str, name: str):
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _reject_constant(display: str, name: str, text: str):
+    """NaN / Infinity in JSON: refused, on the line of its first use outside a string (the
+    decoder's hook is not told where it is)."""
+    blanked = _JSON_STRING.sub(lambda m: " " * len(m.group()), text)
+    found = re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", blanked)
+    line = blanked.count("\n", 0, found.start()) + 1 if found else None
     raise InputError(display, f"{name} is not a valid number in a case file; write a finite number or leave "
-                              "the key out")
+                              "the key out", line)
 
 
 # ---------------------------------------------------------------------------- normalisation

@@ -120,6 +120,11 @@ def test_json_duplicate_keys_and_nan_are_refused(tmp_path):
     nan = write_case(tmp_path, '{"results": {"qat_bc": {"status": "normal", "value": NaN}}}', "nan.json")
     with pytest.raises(InputError, match="NaN is not a valid number"):
         read_case(nan)
+    # the line of the value, not of a string that mentions it
+    text = '{\n  "symptom": "NaN and -Infinity in the logs",\n  "results": {\n    "qat_bc": {\n      "value": -Infinity\n    }\n  }\n}\n'
+    with pytest.raises(InputError, match="Infinity is not a valid number") as info:
+        read_case(write_case(tmp_path, text, "inf.json"))
+    assert info.value.line == 5
 
 
 @pytest.mark.parametrize("given,family", [
