@@ -330,13 +330,19 @@ class _Scan:
             return
         summary = ScanSummary(shown)
         self.summaries.append(summary)
-        candidates = [given] if not given.is_dir() else _walk(given, summary, self.notes, self.base)
-        for path in candidates:
-            if self.seen >= MAX_FILES:
-                summary.bound = f"more than {MAX_FILES} files; the rest were not scanned"
-                break
+        if not given.is_dir():  # a file listed by name is always read: the bound is for folder walks
             self.seen += 1
-            self._file(path, summary)
+            self._file(given, summary)
+        elif self.seen >= MAX_FILES:
+            summary.bound = (f"not scanned: the folders listed before it used up the limit of {MAX_FILES} "
+                             "files; list this folder or its files on their own")
+        else:
+            for path in _walk(given, summary, self.notes, self.base):
+                if self.seen >= MAX_FILES:
+                    summary.bound = f"more than {MAX_FILES} files; the rest were not scanned"
+                    break
+                self.seen += 1
+                self._file(path, summary)
         if summary.bound:
             self.problems.append((shown, summary.bound))
 

@@ -99,6 +99,15 @@ def test_scan_bounds_are_reported(tmp_path, monkeypatch):
     _, problems, summaries = find_artifacts([tmp_path], tmp_path)
     assert problems == [(".", "more than 3 files; the rest were not scanned")]
     assert summaries[0].files == 3
+    # after a folder used up the limit: a file listed by name is still read, a further
+    # folder is named as not scanned (and why), not given the first folder's message
+    other = tmp_path / "d0"
+    script = tmp_path / "ok.py"
+    script.write_text("import torch\n", encoding="utf-8")
+    found, problems, summaries = find_artifacts([tmp_path, script, other], tmp_path)
+    assert problems[0] == (".", "more than 3 files; the rest were not scanned")
+    assert problems[1][0] == "d0" and problems[1][1].startswith("not scanned: the folders listed before it used up")
+    assert len(problems) == 2 and "ok.py" in [f.display for f in found]
 
 
 def test_a_folder_with_nothing_recognised_says_so(diagnose, tmp_path):
