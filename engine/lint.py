@@ -13,6 +13,7 @@ from j6doctor.engine.limits import check_rulebase
 from j6doctor.engine.errors import RuleBaseError, RuleBaseErrors
 from j6doctor.engine.explain import producers_of
 from j6doctor.engine.join_growth import MAX_OPEN_CONDITIONS, growth
+from j6doctor.engine.pattern_backtracking import backtracking_rules
 from j6doctor.engine.rule_loader import load_rule_dirs
 from j6doctor.engine.rule_model import Ref, Rule
 from j6doctor.engine.vocabulary import Vocabulary
@@ -109,6 +110,16 @@ def _join_growth(rules: list[Rule]) -> list[LintIssue]:
     return issues
 
 
+def _backtracking(rules: list[Rule]) -> list[LintIssue]:
+    """Text rules whose pattern repeats a repeating group (engine/pattern_backtracking.py):
+    one clause can take minutes, and the diagnosis then ends at the engine's time limit."""
+    return [_issue("warning", rule, f"its pattern {pattern[:80]!r} repeats a group that itself repeats without "
+                   "bound: on a long clause it can backtrack for minutes",
+                   "make the inner repetition bounded (`{1,20}`) or delimit each repetition with a literal "
+                   "(`(?:\\.\\d+)+`)")
+            for rule, pattern in backtracking_rules(rules)]
+
+
 def _cycles(rules: list[Rule]) -> list[LintIssue]:
     """Positive derivation cycles. They end when a round derives nothing new (identical
     facts are one fact), unless a rule in the cycle writes new text every round."""
@@ -176,6 +187,7 @@ def lint(directories: list[Path], vocab: Vocabulary, display: dict[Path, str] | 
     issues += _disagreements(rules, vocab)
     issues += _cycles(rules)
     issues += _join_growth(rules)
+    issues += _backtracking(rules)
     for rule in rules:
         if not rule.examples:
             issues.append(_issue("warning", rule, "has no example case", "add `examples:` with a case that fires it"))

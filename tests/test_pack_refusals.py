@@ -271,3 +271,48 @@ def test_refusals_come_without_durable_rules_too(tmp_path):
     _pack(tmp_path, _rule("site.order", ["{version: {}, as: v}"], ORDER_FROM_VERSION))
     proc = _run(tmp_path, "diagnose", "case.yaml", "--rules", "pack", "--no-env", *engine)
     assert proc.returncode == 2 and "rule site.order: next_step.order: a required field" in proc.stderr, proc.stderr
+
+
+# ------------------------------------------------------------------ text patterns that backtrack
+
+BACKTRACKING = [("(x+x+)+y", True), (r"(\w+\s?)*:", True), (r"(?:\s*\w+)*x", True), ("(a+){2,}", True),
+                (r"(?P<v>(?:\d+\s*)+)x", True),
+                ("(a|b)+", False), (r"\(x+\)+", False), ("[(]x+[)]+", False), ("(a+){2}", False),
+                ("((a+)b)*", False), (r"(?:\.\d+)+", False), (r"(?:\s*,\s*\d+)*", False), ("(?i)(ab)+", False)]
+
+
+@pytest.mark.parametrize("pattern, flagged", BACKTRACKING, ids=[p for p, _ in BACKTRACKING])
+def test_a_repeated_group_that_repeats_inside_is_flagged_unless_delimited(pattern, flagged):
+    from j6doctor.engine.pattern_backtracking import nested_repetition
+
+    assert nested_repetition(pattern) is flagged
+
+
+def test_no_bundled_text_rule_backtracks(rulebase):
+    from j6doctor.engine.pattern_backtracking import backtracking_rules
+
+    assert backtracking_rules(rulebase.rules) == []
+
+
+REDOS = """\
+seed: site
+read: [symptom.text]
+rules:
+  - id: site.redos
+    title: a pattern that backtracks on a run of x
+    match: ['(x+x+)+y']
+    then:
+      - text_fact: {topic: layout, kind: stated, item: layout}
+"""
+
+
+@slow
+def test_a_backtracking_text_rule_is_warned_and_named_when_the_time_runs_out(tmp_path):
+    write_file(tmp_path / "pack", "pack.yaml", REDOS)
+    write_file(tmp_path, "case.yaml", "symptom: " + "x" * 40 + "\n")
+    lint = _run(tmp_path, "rules", "lint", "pack")
+    assert "pack/pack.yaml:4: warning: rule site.redos: its pattern '(x+x+)+y' repeats a group" in lint.stdout
+    proc = _run(tmp_path, "diagnose", "case.yaml", "--rules", "pack", "--no-env", env={"J6DOCTOR_ENGINE_TIMEOUT": "2"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "did not finish within 2 s" in proc.stderr
+    assert "most likely site.redos (pack/pack.yaml:4: its pattern repeats a group that itself repeats)" in proc.stderr
