@@ -731,19 +731,29 @@ def rule_file_bytes(directories: list[Path], display_root: dict[Path, str] | Non
     what a cached rule base is keyed by. Raises like load_rule_file on a file it refuses."""
     out = []
     for directory in directories:
-        for path in rule_files_in(directory) if directory.is_dir() else [directory]:
+        try:
+            files = rule_files_in(directory) if directory.is_dir() else [directory]
+        except OSError as exc:
+            raise RuleBaseErrors([RuleBaseError(f"cannot read this folder: {exc.strerror}",
+                                                file=str(directory))]) from None
+        for path in files:
             shown = (display_root or {}).get(directory)
             display = f"{shown}/{path.name}" if shown else str(path)
             out.append((str(path.resolve()), display, _read_regular(path, display)))
     return out
 
 
+RULE_FILE_SUFFIXES = (".yaml", ".yml")
+
+
 def rule_files_in(directory: Path) -> list[Path]:
-    """The rule files of a folder, in a stable order. Every `*.yaml` entry is listed, not only
-    regular files: a pipe, a device (or a link to one) or a folder named like a rule file is
-    refused by load_rule_file with a message, instead of being dropped without a word. A
-    pack's vocabulary additions (PACK_VOCABULARY) are not rules."""
-    return sorted(p for p in directory.glob("*.yaml") if p.name != PACK_VOCABULARY)
+    """The rule files of a folder, in a stable order: every entry named `*.yaml` or `*.yml`
+    (in any case, as the case files), not only regular files: a pipe, a device (or a link to
+    one) or a folder named like a rule file is refused by load_rule_file with a message,
+    instead of being dropped without a word. A pack's vocabulary additions (PACK_VOCABULARY)
+    are not rules; subfolders are not read (a pack keeps its fixtures there)."""
+    return sorted(p for p in directory.iterdir()
+                  if p.suffix.lower() in RULE_FILE_SUFFIXES and p.name != PACK_VOCABULARY)
 
 
 def load_rule_dirs(directories: list[Path], vocab: Vocabulary,
@@ -756,9 +766,13 @@ def load_rule_dirs(directories: list[Path], vocab: Vocabulary,
     errors: list[RuleBaseError] = []
     tables: dict[str, dict] = {}  # decision tables by id, for the files that add rows to them
     for directory in directories:
-        files = rule_files_in(directory) if directory.is_dir() else [directory]
+        try:
+            files = rule_files_in(directory) if directory.is_dir() else [directory]
+        except OSError as exc:  # a folder that cannot be listed
+            errors.append(RuleBaseError(f"cannot read this folder: {exc.strerror}", file=str(directory)))
+            continue
         if directory.is_dir() and not files and not (directory / PACK_VOCABULARY).is_file():
-            errors.append(RuleBaseError("no *.yaml rule files in this folder; give the folder that holds the "
+            errors.append(RuleBaseError("no *.yaml or *.yml rule files in this folder; give the folder that holds the "
                                         "pack's rule files", file=str(directory)))
         seen_here: dict[str, Rule] = {}
         for path in files:

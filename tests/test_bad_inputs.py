@@ -699,7 +699,7 @@ def test_corpus(reader, corpus_dir):
 def _message_says_what_was_expected(exc: BaseException) -> bool:
     text = str(exc).lower()
     return any(word in text for word in ("expected", "allowed", "must", "not valid", "is required", "lacks",
-                                        "limit", "neither", "too large", "not a ", "no *.yaml rule files", "give a "))
+                                        "limit", "neither", "too large", "not a ", "no *.yaml or *.yml rule files", "give a "))
 
 
 @pytest.mark.parametrize("reader", [r.name for r in TEXT_READERS])

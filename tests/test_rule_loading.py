@@ -92,6 +92,20 @@ def test_pack_overrides_bundled_rule_by_id(tmp_path):
     assert rule.title == "site-specific convert steps" and rule.overrides.endswith("80_next_steps.yaml:" + str(rule.overrides.split(":")[-1]))
 
 
+def test_rule_files_are_yaml_or_yml_in_any_case_and_subfolders_are_not_rules(tmp_path):
+    def pack_rule(rid: str) -> str:
+        return (f"seed: t\nrules:\n  - id: {rid}\n    title: {rid}\n    when:\n      - symptom: {{}}\n"
+                "    then:\n      - finding: {topic: t, text: x}\n")
+    (tmp_path / "a.yaml").write_text(pack_rule("site.a"), encoding="utf-8")
+    (tmp_path / "b.yml").write_text(pack_rule("site.b"), encoding="utf-8")
+    (tmp_path / "c.YAML").write_text(pack_rule("site.c"), encoding="utf-8")
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "d.yaml").write_text(pack_rule("site.d"), encoding="utf-8")
+    (tmp_path / "README.txt").write_text("not a rule file", encoding="utf-8")
+    rb = RuleBase.load([tmp_path], vocabulary())
+    assert sorted(r.id for r in rb.rules) == ["site.a", "site.b", "site.c"]
+
+
 def test_bundled_rules_load_and_have_metadata():
     rb = RuleBase.load([BUNDLED_RULES_DIR], vocabulary())
     assert len(rb.rules) >= 50
