@@ -698,7 +698,8 @@ def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None,
     try:
         doc = load_yaml(text)
     except YamlInputError as exc:
-        raise RuleBaseErrors([RuleBaseError(exc.message, file=name, line=exc.line)]) from None
+        raise RuleBaseErrors([RuleBaseError(exc.message, file=name, line=exc.line,
+                                            rule_id=_rule_around(text, exc.line))]) from None
     checker = _FileChecker(name, doc, vocab, str(path.resolve().parent), known_tables)
     rule_file = checker.build()
     if checker.errors or rule_file is None:
@@ -708,6 +709,26 @@ def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None,
 
 
 MAX_RULE_FILE_BYTES = 4 * 1024 * 1024
+_ID_LINE = re.compile(r"^(\s*)-\s*id:\s*['\"]?([^'\"\s#]+)")
+_ITEM_LINE = re.compile(r"^(\s*)-\s")
+
+
+def _rule_around(text: str, line: int | None) -> str | None:
+    """The id of the rule whose entry holds `line` (a YAML error has a line, not a rule):
+    the last `- id:` line at or before it, read as text, unless a list item at its indent
+    (an entry that does not start with its id) began after it."""
+    if not line:
+        return None
+    found, indent = None, None
+    for current in text.splitlines()[:line]:
+        match = _ID_LINE.match(current)
+        if match:
+            found, indent = match.group(2), match.group(1)
+            continue
+        item = _ITEM_LINE.match(current)
+        if item and item.group(1) == indent:
+            found = None
+    return found
 
 
 def _read_regular(path: Path, name: str) -> bytes:

@@ -123,3 +123,19 @@ def test_exponent_numbers_are_numbers_in_tests(tmp_path):
     rb = RuleBase.load([tmp_path], vocabulary())
     (rule,) = [r for r in rb.compiled.rules if r.id == "ok"]
     assert [t.value for c in rule.when for t in c.tests if t.field == "value"] == [1e-05, [5000.0, 2.5e-07]]
+
+
+@pytest.mark.parametrize("text, line, rule_id", [
+    # a YAML-level refusal (no rule is built) still names the rule whose entry holds the line
+    ("seed: &s t\nrules:\n  - id: site.one\n    title: one\n  - id: site.two\n    title: *s\n", 6, "site.two"),
+    ("seed: t\nrules:\n  - id: site.one\n    title: one\n    title: again\n", 5, "site.one"),
+    # an entry that does not start with its id, or a header line: no rule is guessed
+    ("seed: &s t\nrules:\n  - id: site.one\n    title: one\n  - title: *s\n    id: site.two\n", 5, None),
+    ("seed: t\nseed: u\nrules: []\n", 2, None),
+])
+def test_a_yaml_refusal_names_the_rule_around_its_line(tmp_path, text, line, rule_id):
+    (tmp_path / "pack.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(RuleBaseErrors) as info:
+        RuleBase.load([tmp_path], vocabulary())
+    (error,) = info.value.errors
+    assert (error.line, error.rule_id) == (line, rule_id)
