@@ -37,7 +37,9 @@ class RuleBaseError(EngineError):
         where = ""
         if self.file:
             where = self.file + (f":{self.line}" if self.line else "")
-        parts = [p for p in (where, f"rule {self.rule_id}" if self.rule_id else "", self.field or "") if p]
+        # an id as written may hold a line break (refused as an id): shown escaped, on one line
+        shown_id = self.rule_id if self.rule_id is None or self.rule_id.isprintable() else repr(self.rule_id)
+        parts = [p for p in (where, f"rule {shown_id}" if self.rule_id else "", self.field or "") if p]
         text = ": ".join(parts + [self.message])
         if self.hint:
             text += f"\n  hint: {self.hint}"

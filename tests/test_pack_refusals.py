@@ -112,7 +112,7 @@ def test_a_contains_word_of_2000_letters_names_the_limit(tmp_path):
 
 @pytest.mark.parametrize("label, rule, key, fragment", [
     ("rule id", _rule('"site.trailing\\n"', ["symptom: {}"]), "id:",
-     'rule site.trailing\n: id: "site.trailing\\n" is not a rule id: a letter, then letters, digits'),
+     "rule 'site.trailing\\n': id: \"site.trailing\\n\" is not a rule id: a letter, then letters, digits"),
     ("contains word", _rule("site.word", ['symptom: {text: {contains: "layout\\n"}}']), "contains:",
      'rule site.word: when.0.symptom.text: `contains`: "layout\\n" is not a word found in a text field'),
 ])
