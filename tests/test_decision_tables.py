@@ -172,7 +172,7 @@ SCHEMA_STATED = {
     "no rows": (TABLE.format(hit="any", rows="").replace("    rows:\n", ""), 4,
                 "'rows' is required\n  hint: a table has id, columns, then and rows"),
     "a row id with a line break": (TABLE.format(hit="any", rows='      - {id: "a\\n", first: qat_bc, stage: export}'),
-                                   12, "rule a\n: id: \"a\\n\" is not a rule id: a letter, then letters"),
+                                   12, "rule 'a\\n': id: \"a\\n\" is not a rule id: a letter, then letters"),
     "an extension that redefines": ("tables:\n  - extends: stage_mapping\n    title: mine\n    rows: []\n", 3,
                                     "a table that extends \"stage_mapping\" adds rows (and examples) only; "
                                     "'title' comes from the table it extends"),
