@@ -50,7 +50,7 @@ BAD = {
                               ("case.json:3: duplicate key 'platform' (first at line 2)", "keep one of them"),
                               {"case.json": '{\n  "platform": "J6M",\n  "platform": "J6E"\n}\n'}),
     "NaN in a JSON case": Bad(("diagnose", "case.json"), 2,
-                              ("case.json: NaN is not a valid number", "write a finite number or leave the key out"),
+                              ("case.json:1: NaN is not a valid number", "write a finite number or leave the key out"),
                               {"case.json": '{"results": {"qat_pt": {"status": "normal", "value": NaN}}}\n'}),
     "missing metrics file": Bad(("diagnose", "--metrics", "eval.csv", "--no-env"), 2,
                                 ("eval.csv: no such file", "--metrics takes an evaluation results file")),
@@ -70,7 +70,7 @@ BAD = {
                                       {"pack/a.yaml": "rules:\n  - id: pack.x\n    title: t\n    seed: s\n"
                                                       "    then: [{key_finding: {text: x}}]\n"}),
     "rule file with a duplicate key": Bad(("diagnose", EMPTY, "--rules", "pack"), 2,
-                                          ("pack/a.yaml:3: duplicate key 'id' (first at line 2)", "keep one of them"),
+                                          ("pack/a.yaml:3: rule pack.x: duplicate key 'id' (first at line 2)", "keep one of them"),
                                           {"pack/a.yaml": "rules:\n  - id: pack.x\n    id: pack.y\n"}),
     "unknown config setting": Bad(("diagnose", "case.yaml"), 2,
                                   ("j6doctor.toml:2: unknown setting 'engin'", "known: environment, engine"),
