@@ -762,9 +762,9 @@ def _check_arguments(paths: list[Path], jobs: int | None, formats: tuple[str, ..
         raise _Refused(f"--format: unknown format {unknown[0]!r}; allowed: {', '.join(FORMATS)}")
     for pack in rule_packs:
         if not pack.is_dir():
-            raise _Refused(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml files"
+            raise _Refused(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml / *.yml files"
                                           if pack.exists() else "no such rule pack folder; --rules takes a "
-                                          "folder of *.yaml rule files"))
+                                          "folder of *.yaml / *.yml rule files"))
     return formats
 
 

@@ -197,7 +197,7 @@ def test_rules_test_takes_a_single_rule_file(tmp_path):
     assert "no such rule pack folder or rule file" in missing.stderr
     write_file(tmp_path, "notes.txt", "x\n")
     other = run(tmp_path, "rules", "test", "notes.txt")
-    assert other.returncode == 2 and "not a rule pack folder or a rule file (*.yaml)" in other.stderr
+    assert other.returncode == 2 and "not a rule pack folder or a rule file (*.yaml, *.yml)" in other.stderr
 
 
 # ------------------------------------------------------------------ 5. help texts

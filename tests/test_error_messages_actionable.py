@@ -64,7 +64,7 @@ BAD = {
                                      {"case.yaml": "platform: J6M\nmetrics: {file: eval.csv}\n",
                                       "eval.csv": "artifact,metric,value\nqat_bc,mAP,abc\n"}),
     "missing --rules pack": Bad(("diagnose", EMPTY, "--rules", "no_pack"), 2,
-                                ("no_pack: no such rule pack folder", "--rules takes a folder of *.yaml rule files")),
+                                ("no_pack: no such rule pack folder", "--rules takes a folder of *.yaml / *.yml rule files")),
     "rule without when or match": Bad(("diagnose", EMPTY, "--rules", "pack"), 2,
                                       ("pack/a.yaml:2: rule pack.x", "a rule needs `when:`", "or `match:`"),
                                       {"pack/a.yaml": "rules:\n  - id: pack.x\n    title: t\n    seed: s\n"

@@ -18,17 +18,19 @@ REPORT_IT = "(a defect of j6doctor: please report it with this message and the c
 
 
 def _check_packs(rule_packs: tuple[Path, ...], rule_files: bool) -> None:
+    from j6doctor.engine.rule_loader import RULE_FILE_SUFFIXES
+
     for pack in rule_packs:
-        if rule_files and pack.suffix == ".yaml" and pack.is_file():
+        if rule_files and pack.suffix.lower() in RULE_FILE_SUFFIXES and pack.is_file():
             continue
         if rule_files and not pack.is_dir():
-            raise Refusal(f"{pack}: " + ("not a rule pack folder or a rule file (*.yaml)" if pack.exists()
+            raise Refusal(f"{pack}: " + ("not a rule pack folder or a rule file (*.yaml, *.yml)" if pack.exists()
                                          else "no such rule pack folder or rule file")
-                          + "; give a folder of *.yaml rule files or one *.yaml rule file")
+                          + "; give a folder of *.yaml / *.yml rule files or one such file")
         if not pack.is_dir():
-            raise Refusal(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml files"
+            raise Refusal(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml / *.yml files"
                                          if pack.exists() else "no such rule pack folder; --rules takes a folder of "
-                                         "*.yaml rule files"))
+                                         "*.yaml / *.yml rule files"))
 
 
 def load_rules(rule_packs: tuple[Path, ...], engine: str | None = None, rule_files: bool = False):

@@ -44,7 +44,7 @@ def _register_lint(sub) -> None:
                                        "rule base is still\nchecked, and the messages of the matching rules (and "
                                        "those that name no rule:\nfile-level problems) are shown and counted.")
     q.add_argument("dirs", nargs="*", type=Path, metavar="PACK",
-                   help="A rule pack folder, or a single rule file (*.yaml).")
+                   help="A rule pack folder, or a single rule file (*.yaml, *.yml).")
     q.add_argument("--strict", action="store_true", help="Warnings fail too.")
     q.add_argument("-k", dest="pattern", metavar="PATTERN",
                    help="Only the messages of the rules whose id contains PATTERN (or matches it as a glob: "

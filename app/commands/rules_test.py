@@ -17,13 +17,13 @@ def register(sub) -> None:
         sub, "test", help="Run every rule's examples; show coverage.",
         verbose_help="List every example, not only failures (and say which config, packs and engine).",
         description="Run the example cases of the rules of the PACKs (rule pack folders, or single\n"
-                    "*.yaml rule files); of every bundled rule when no PACK is given, or with --all.\n"
+                    "*.yaml or *.yml rule files); of every bundled rule when no PACK is given, or with --all.\n"
                     "Report per-rule coverage: examples that fire the rule, and conditions an example\n"
                     "decides (every other condition holds, this one does not). Fails when an example\n"
                     "fails, a rule has no example that fires it, or condition coverage is below\n"
                     "--min-coverage.")
     q.add_argument("dirs", nargs="*", type=Path, metavar="PACK",
-                   help="A rule pack folder, or a single rule file (*.yaml): its rules and their examples.")
+                   help="A rule pack folder, or a single rule file (*.yaml, *.yml): its rules and their examples.")
     q.add_argument("-k", dest="pattern", metavar="PATTERN",
                    help="Only the rules whose id contains PATTERN (or matches it as a glob: *, ?, [...]).")
     q.add_argument("--all", dest="everything", action="store_true",
