@@ -281,9 +281,10 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     at = len(facts.facts)  # the artifact_file facts, once the files are read and hashed
     if metrics_path is None:
         metrics_path = next((f.path for f in found if f.kind == "metrics"), None)
+    unread: dict[str, str] = {}
     if found or metrics_path is not None:  # else nothing to read: the readers are not imported
-        _read_files(facts, found, metrics_path, tolerance, base, options, metrics_named)
-    facts.insert(at, lambda: _add_artifact_files(facts, found))
+        unread = _read_files(facts, found, metrics_path, tolerance, base, options, metrics_named)
+    facts.insert(at, lambda: _add_artifact_files(facts, found, unread))
     if options.use_environment:
         _add_environment(facts, base, options)
     read = [f.path for f in found] + ([metrics_path] if metrics_path is not None else [])
@@ -343,8 +344,9 @@ def _scan(facts: FactList, paths: list[Path], base: Path | None, display_of: dic
 
 
 def _read_files(facts: FactList, found: list[FoundFile], metrics_path: Path | None, tolerance: Tolerance,
-                base: Path | None, options: EvidenceOptions, metrics_named: str = "") -> None:
-    """The artifacts found and the metrics file, each hashed from the bytes its reader read."""
+                base: Path | None, options: EvidenceOptions, metrics_named: str = "") -> dict[str, str]:
+    """The artifacts found and the metrics file, each hashed from the bytes its reader read;
+    returns the found files left unread on purpose, with why."""
     from j6doctor.probes import registry
     from j6doctor.probes.artifacts import hashing_reads
 
@@ -365,9 +367,10 @@ def _read_files(facts: FactList, found: list[FoundFile], metrics_path: Path | No
                 _add_metrics(facts, metrics_path, display, tolerance, digests, metrics_named)
             elif exists is False:
                 _metrics_problem(facts, InputError(display, _not_a_metrics_file(metrics_path)), metrics_named)
+    return out.unread
 
 
-def _add_artifact_files(facts: FactList, found: list[FoundFile]) -> None:
+def _add_artifact_files(facts: FactList, found: list[FoundFile], unread: dict[str, str]) -> None:
     for item in found:
         if item.kind == "metrics":
             continue  # an evaluation results file is read as the metrics file
@@ -377,7 +380,8 @@ def _add_artifact_files(facts: FactList, found: list[FoundFile]) -> None:
             _problem(facts, item.display, f"cannot read: {exc.strerror}")
             continue
         facts.add("artifact_file", {"kind": item.kind, "path": item.display, "size": item.size,
-                                    "sha256": sha256, "by": item.by, "hashed": item.hashed}, _file_source(item))
+                                    "sha256": sha256, "by": item.by, "hashed": item.hashed,
+                                    "unread": unread.get(item.display, "")}, _file_source(item))
 
 
 def _not_a_metrics_file(path: Path) -> str:

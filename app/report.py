@@ -89,8 +89,9 @@ def _results(results: list[Fact], run, describe: Callable[[Fact], str]) -> dict[
 def _file_line(artifact) -> str:
     how = "按内容识别" if artifact.by == "content" else "按文件名识别"
     part = f"（只算前 {artifact.hashed // (1024 * 1024)} MiB）" if artifact.hashed >= 0 else ""
+    unread = f"；未读取：{artifact.unread}" if artifact.unread else ""
     return (f"{artifact.path}（{label('file_kind', artifact.kind)}，{how}，"
-            f"{artifact.size} 字节，sha256 {artifact.sha256[:12]}{part}）")
+            f"{artifact.size} 字节，sha256 {artifact.sha256[:12]}{part}{unread}）")
 
 
 MAX_SHOWN_TEXT = 300  # characters of a free text shown in the report (a pasted post is long)

@@ -78,7 +78,8 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> Verdict:
         mistakes=_mistakes(result),
         next_steps=_next_steps(result),
         retain=_retained(result),
-        artifacts=[ArtifactEntry(f["kind"], f["path"], f["size"], f["sha256"], f["by"], f["hashed"], f.id)
+        artifacts=[ArtifactEntry(f["kind"], f["path"], f["size"], f["sha256"], f["by"], f["hashed"], f.id,
+                                 f.fields.get("unread", ""))  # a case stored before the field existed has none
                    for f in result.by_type("artifact_file")],
         trace=[trace_entry(f) for f in result.facts],
         rulebase=RulebaseInfo(rulebase.compiled.fingerprint, len(rulebase.rules), rulebase.engine),

@@ -11,7 +11,7 @@ from typing import Any
 
 # The version of the JSON verdict's layout: a new key raises the minor number, a removed or
 # changed key the major one (docs/CONTRACT.md).
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,7 @@ class ArtifactEntry:
     by: str
     hashed: int | None
     fact: str
+    unread: str = ""  # why the file was found but left unread on purpose ("": read, or only recorded)
 
 
 @dataclass(frozen=True)

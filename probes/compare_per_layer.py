@@ -1291,6 +1291,7 @@ def add_facts(found, out) -> None:
     from j6doctor.probes.probe_output import folder_of
 
     if found.kind == "compare_per_layer_txt" and folder_of(found) in out.csv_folders:
+        out.unread[found.display] = "同一文件夹的 compare_per_layer_out.csv 已读取（同一张表，csv 的数值更完整）"
         return
     table = read_compare_per_layer(found.path, found.display)
     out.compare_tables[folder_of(found)] = table

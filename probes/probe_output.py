@@ -48,6 +48,7 @@ class ProbeOutput:
     compare_tables: dict[str, CompareTable] = field(default_factory=dict)  # by folder
     csv_folders: set[str] = field(default_factory=set)   # folders with a compare csv (read it, not the txt)
     txt_twins: set[str] = field(default_factory=set)     # sensitivity .txt files, without the suffix
+    unread: dict[str, str] = field(default_factory=dict)  # found files left unread on purpose: display -> why
 
     def source(self, found: FoundFile, line: int | None = None, key: str | None = None) -> Source:
         from j6doctor.engine.facts import Source  # the diagnosis has it loaded; `inspect` needs no engine

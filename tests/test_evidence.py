@@ -12,6 +12,7 @@ from synthetic import write_workdir
 from j6doctor.diagnose import diagnose, diagnose_data
 from j6doctor.evidence import EvidenceOptions
 from j6doctor.probes.case_file import case_from_data
+from j6doctor.report import render_markdown
 from j6doctor.rules import BUNDLED_RULES_DIR
 
 FIXTURES = BUNDLED_RULES_DIR / "fixtures"
@@ -162,6 +163,11 @@ def test_workdir_without_case(tmp_path, rulebase):
     assert d.title.startswith("工作目录")
     assert [a["path"] for a in d.verdict_json["artifacts"]] == [
         "compare_per_layer_out.csv", "compare_per_layer_out.txt", "output_0_L1_sensitive_ops.txt"]
+    # the txt of the same table is found, not read, and says so (in the JSON and on its report line)
+    unread = {a["path"]: a["unread"] for a in d.verdict_json["artifacts"]}
+    assert unread["compare_per_layer_out.csv"] == "" and unread["output_0_L1_sensitive_ops.txt"] == ""
+    assert "compare_per_layer_out.csv 已读取" in unread["compare_per_layer_out.txt"]
+    assert "未读取：同一文件夹的 compare_per_layer_out.csv 已读取" in render_markdown(d)
 
 
 def test_environment_facts_satisfy_the_gate(tmp_path, rulebase):
