@@ -9,7 +9,8 @@ What a PATH is:
   - every case file in it is a case. A `.yaml` / `.json` file is no case when it is
     recognised as an artifact (metrics file, compile / bc_editor config, quant_info) or its
     top-level keys are mostly foreign to a case (a hb_mapper conversion yaml, a CI file):
-    those are skipped, and listed as skipped (`classify`);
+    those are skipped, and listed as skipped (`classify`). A Markdown file (a README, a
+    post) is listed as skipped too: a post is a case when given by name;
   - a folder holding a case file is that case's ticket folder: it and its subfolders are
     read through the case (its `artifacts:`), never diagnosed again as a work folder;
   - a folder with no case file anywhere in it is one work-folder diagnosis (like
@@ -263,7 +264,12 @@ def _scan_files(root: Path, rel: Folder, names: list[str], scan: _FolderScan, ex
             return False
         expansion.files_seen += 1
         path = here / name
-        what, why = classify(path) if name.lower().endswith(CASE_SUFFIXES) else ("artifact", "")
+        if name.lower().endswith(CASE_SUFFIXES):
+            what, why = classify(path)
+        elif name.lower().endswith(MARKDOWN_SUFFIXES):
+            what, why = "other", _markdown_why(path)
+        else:
+            what, why = "artifact", ""
         if what == "case":
             scan.cases.append(rel + (name,))
             scan.case_dirs.add(rel)
@@ -274,6 +280,19 @@ def _scan_files(root: Path, rel: Folder, names: list[str], scan: _FolderScan, ex
         else:
             scan.other_files.setdefault(rel, []).append(path)
     return True
+
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+_OUR_REPORT = b"# j6doctor "  # the first line of a Markdown report this tool wrote
+
+
+def _markdown_why(path: Path) -> str:
+    """Why a Markdown file met in a folder is not diagnosed: a post saved as Markdown is a
+    case only when given by name (a folder's README is no case)."""
+    head = _head(path) or b""
+    if head.lstrip(b"\xef\xbb\xbf").startswith(_OUR_REPORT):
+        return "j6doctor 的 Markdown 诊断报告（如 examples/cases 中的 *.expected.md），不是案例"
+    return "Markdown 文本（帖子或说明）：在文件夹里不作为案例；要诊断一篇帖子，按文件名给出它（j6doctor triage 帖子.md）"
 
 
 def _work_folders(root: Path, scan: _FolderScan, expansion: Expansion) -> Iterable[tuple[Folder, Item]]:
@@ -840,8 +859,8 @@ def _print_problems(rows: list[dict[str, Any]], expansion: Expansion, stderr: Te
         stderr.write(f"j6doctor: warning: {warning}\n")
     if expansion.skipped_count:
         named = ", ".join(p for p, _ in expansion.skipped[:3])
-        stderr.write(f"j6doctor: note: {expansion.skipped_count} .yaml/.json file(s) are not case files and were "
-                     f"skipped (e.g. {named}); summary.json lists them\n")
+        stderr.write(f"j6doctor: note: {expansion.skipped_count} .yaml/.json/.md file(s) are not case files and "
+                     f"were skipped (e.g. {named}); summary.json lists them, each with why\n")
 
 
 def _fail_on(code: int, rows: list[dict[str, Any]], fail_on: list[str] | None, stderr: TextIO) -> int:

@@ -245,7 +245,7 @@ def test_ticket_folders_and_work_folders(cli, tmp_path):
     single = cli("diagnose", "--workdir", "tickets/T002", "--no-env", "--format", "json", cwd=tmp_path)
     assert json.loads(single.stdout)["stage"] == items["tickets/T002"]["stage"]
     assert items["tickets/T002"]["reports"]["html"] == "003-T002.html"  # numbered, named after its path
-    assert "1 .yaml/.json file(s) are not case files" in proc.stderr
+    assert "1 .yaml/.json/.md file(s) are not case files" in proc.stderr
 
 
 def test_every_case_diagnosed_exits_0(cli, tmp_path):
@@ -415,5 +415,21 @@ def test_expected_reports_beside_the_bundled_cases_are_skipped_as_our_own_output
     summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
     assert sorted(Path(i["path"]).name for i in summary["items"]) == sorted(p.name for p in EXAMPLE_CASES)
     skipped = {Path(s["path"]).name: s["why"] for s in summary["skipped"]}
-    assert sorted(skipped) == sorted(p.name + ".expected.json" for p in EXAMPLE_CASES)
+    assert sorted(skipped) == sorted(p.name + suffix for p in EXAMPLE_CASES for suffix in (".expected.json", ".expected.md"))
     assert skipped["compile_x86_and_board.yaml.expected.json"].startswith("j6doctor 的 JSON 诊断结果")
+    assert skipped["compile_x86_and_board.yaml.expected.md"].startswith("j6doctor 的 Markdown 诊断报告")
+
+
+def test_a_post_saved_as_markdown_in_a_folder_is_named_as_skipped_and_diagnosed_by_name(cli, tmp_path):
+    make_tickets(tmp_path / "tickets")
+    post = tmp_path / "tickets" / "T001" / "forum_post.md"
+    post.write_text("RDK X5 上 yolov5 的 bin 模型在板端没有检测框，onnx 在 PC 上正常。\n", encoding="utf-8")
+    proc = triage(cli, "tickets", "--out", "out", cwd=tmp_path)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert "tickets/T001/forum_post.md" not in [i["path"] for i in summary["items"]]
+    (why,) = [s["why"] for s in summary["skipped"] if s["path"] == "tickets/T001/forum_post.md"]
+    assert "按文件名给出" in why and "were skipped" in proc.stderr
+    by_name = triage(cli, "tickets/T001/forum_post.md", "--out", "out2", cwd=tmp_path)
+    assert by_name.returncode == 0, by_name.stderr
+    (item,) = json.loads((tmp_path / "out2" / "summary.json").read_text(encoding="utf-8"))["items"]
+    assert item["status"] == "ok" and item["stage"] != ""
