@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import re
 
+from j6doctor.engine.text_rules import MAX_TEXT_READ  # the text rules' bound: a text is read as far as they read it
 from j6doctor.engine.vocabulary import alias_key
 from j6doctor.facts import attr, vocabulary
 
 MAX_VERSIONS = 32  # versions read from one text (a pasted pip freeze is not evidence)
-# Like the text rules (engine/text_rules.MAX_TEXT_READ), only the first 64 K characters of a
-# text are searched: a real post is a few thousand; megabytes of pasted output would take
-# seconds per pattern.
-MAX_READ = 64 * 1024
 
 
 def mentions(enum_name: str, text: str) -> list[tuple[str, str]]:
@@ -25,7 +22,7 @@ def mentions(enum_name: str, text: str) -> list[tuple[str, str]]:
     longest spellings first so that a longer one hides the shorter ones it contains; spaces,
     '-', '_' and '.' inside a spelling match any of them or nothing; a spelling that starts or
     ends with a Latin letter or digit matches only as a whole word there."""
-    text = text[:MAX_READ]
+    text = text[:MAX_TEXT_READ]
     enum = vocabulary().enums[enum_name]
     spellings = sorted(((s, v) for v in enum.values for s in enum.spellings(v)),
                        key=lambda sv: -len(alias_key(sv[0])))
@@ -76,7 +73,7 @@ def versions_printed(text: str) -> list[tuple[str, str, str]]:
     prints, the first time it is printed."""
     from j6doctor.probes.case_file import resolve_package
 
-    text = text[:MAX_READ]
+    text = text[:MAX_TEXT_READ]
     found: dict[str, tuple[str, str, str]] = {}
     for pattern in (_LOG_VERSION, _VERSION):
         for match in pattern.finditer(text):

@@ -1,9 +1,10 @@
 """What a pasted post names outright (probes/pasted_text.py): platforms and printed versions,
-read from the first MAX_READ characters of a text, as the text rules read it."""
+read from the first MAX_TEXT_READ characters of a text, as the text rules read it."""
 
 from __future__ import annotations
 
-from j6doctor.probes.pasted_text import MAX_READ, platforms_named, versions_printed
+from j6doctor.engine.text_rules import MAX_TEXT_READ
+from j6doctor.probes.pasted_text import platforms_named, versions_printed
 
 LOG = "[HBRT] set log level as 0. version = 3.15.54.0\n[UCP]: UCP version = 3.7.4\n"
 FILLER = "the boxes on the board are shifted and the scores are low after conversion. "
@@ -16,7 +17,7 @@ def test_runtime_versions_and_the_board_are_read_from_a_pasted_log():
 
 
 def test_what_lies_past_the_read_limit_is_not_searched():
-    before = FILLER * (MAX_READ // len(FILLER) - 10)
+    before = FILLER * (MAX_TEXT_READ // len(FILLER) - 10)
     assert versions_printed(before + LOG) and platforms_named(before + "RDK X5")
-    after = FILLER * (MAX_READ // len(FILLER) + 10)
+    after = FILLER * (MAX_TEXT_READ // len(FILLER) + 10)
     assert versions_printed(after + LOG) == [] and platforms_named(after + "RDK X5") == []
