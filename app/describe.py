@@ -84,19 +84,21 @@ def _layer_cosines(fact: Fact, ptq: bool) -> str:
     return text
 
 
+def _cosine_fall(f: dict) -> str:
+    """How the cosine left the healthy state at a break (a tool's node or a compare row)."""
+    if f["cosine_nonfinite"]:
+        return "变为 nan / inf"
+    return f"降低 {_number(f['cosine_fall'])}" if f["cosine_fall"] is not None else "无变化"
+
+
 def _cosine_break(fact: Fact, ptq: bool) -> str:
     f = fact.fields
-    fall = "变为 nan / inf" if f["cosine_nonfinite"] else f"降低 {_number(f['cosine_fall'])}"
-    return f"{f['tool']}（{f['path']}）：节点 {f['node']} 离开健康状态，cosine {fall}"
+    return f"{f['tool']}（{f['path']}）：节点 {f['node']} 离开健康状态，cosine {_cosine_fall(f)}"
 
 
 def _compare_break(fact: Fact, ptq: bool) -> str:
     f = fact.fields
-    if f["cosine_nonfinite"]:
-        fall = "变为 nan / inf"
-    else:
-        fall = f"降低 {_number(f['cosine_fall'])}" if f["cosine_fall"] is not None else "无变化"
-    return f"compare_per_layer（{f['path']}）：第 {f['row']} 行 {f['mod_name']} 离开健康状态，Cosine {fall}"
+    return f"compare_per_layer（{f['path']}）：第 {f['row']} 行 {f['mod_name']} 离开健康状态，Cosine {_cosine_fall(f)}"
 
 
 def _verifier_output(fact: Fact, ptq: bool) -> str:
