@@ -18,14 +18,11 @@ from __future__ import annotations
 
 from j6doctor.engine.rule_model import Rule
 
-_UNBOUNDED = ("*", "+")
-
-
 def _unbounded_at(pattern: str, index: int) -> bool:
     """Whether an unbounded repetition starts at `index`: `*`, `+` or `{n,}`."""
     if index >= len(pattern):
         return False
-    if pattern[index] in _UNBOUNDED:
+    if pattern[index] in "*+":
         return True
     if pattern[index] == "{":
         close = pattern.find("}", index)
@@ -73,8 +70,8 @@ def _atom_end(pattern: str, i: int) -> tuple[int, bool]:
 
 
 def _quantified(pattern: str, index: int) -> bool:
-    return index < len(pattern) and (pattern[index] in "?*+" or _unbounded_at(pattern, index)
-                                     or pattern[index] == "{")
+    """Whether any repetition (`?`, `*`, `+`, `{...}`) follows at `index`."""
+    return index < len(pattern) and pattern[index] in "?*+{"
 
 
 def _group_body(pattern: str, index: int) -> int:
@@ -110,7 +107,7 @@ def nested_repetition(pattern: str) -> bool:
                 return True
             if stack and (risky or _unbounded_at(pattern, i)):
                 stack[-1].repeats = True
-        elif char in _SPECIAL and char not in "\\[":
+        elif char in _SPECIAL and char != "[":  # an operator; a class is an atom
             i += 1
         else:
             i, literal = _atom_end(pattern, i)
