@@ -183,6 +183,19 @@ def write_file(folder: Path, name: str, content: str | bytes) -> Path:
     return path
 
 
+def assert_refused(read, path: Path, file: str, line: int | None, fragment: str) -> None:
+    """`read(path)` refuses the file with an InputError that names `file` and `line` (None: no
+    one line), says `fragment`, and reads `file:line: ...`."""
+    from j6doctor.probes.input_error import InputError
+
+    with pytest.raises(InputError) as info:
+        read(path)
+    error = info.value
+    assert (error.file, error.line) == (file, line)
+    assert fragment in error.message
+    assert str(error).startswith(f"{file}:{line}: " if line else f"{file}: ")
+
+
 def write_case(tmp_path: Path, text: str, name: str = "case.yaml") -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_case
+from conftest import assert_refused, write_case
 from j6doctor.diagnose import diagnose_file
 from j6doctor.probes.artifacts import identify
 from j6doctor.probes.hb_model_info import (InputSpec, ModelInfo, ModelInput, ModelOutput, Value,
@@ -428,13 +428,7 @@ REFUSED = [
 
 @pytest.mark.parametrize("label, content, fragment, line", REFUSED, ids=[b[0] for b in REFUSED])
 def test_a_file_without_a_description_is_refused(tmp_path, label, content, fragment, line):
-    with pytest.raises(InputError) as info:
-        read_hb_model_info(write(tmp_path, content))
-    error = info.value
-    assert error.file == "model_info.txt"
-    assert fragment in error.message
-    assert error.line == line
-    assert str(error).startswith(f"model_info.txt:{line}: " if line else "model_info.txt: ")
+    assert_refused(read_hb_model_info, write(tmp_path, content), "model_info.txt", line, fragment)
 
 
 # Excerpted, cut and hand-edited dumps: the odd part is skipped and named (line, why), the rest

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import judged
+from conftest import assert_refused, judged
 
 from j6doctor.probes.artifacts import identify
 from j6doctor.probes.hb_verifier import (
@@ -149,12 +149,7 @@ def test_blank_cosine_and_bare_ellipsis_line_in_an_indented_paste():
     ("no_table.txt", None, "no hb_verifier table found; expected hb_verifier output"),
 ])
 def test_files_without_a_readable_table_raise_input_error_with_line(name, line, fragment):
-    with pytest.raises(InputError) as info:
-        read_hb_verifier(BAD / name)
-    error = info.value
-    assert (error.file, error.line) == (name, line)
-    assert fragment in error.message
-    assert str(error).startswith(f"{name}:{line}: " if line else f"{name}: ")
+    assert_refused(read_hb_verifier, BAD / name, name, line, fragment)
 
 
 @pytest.mark.parametrize("name, nodes, skipped", [

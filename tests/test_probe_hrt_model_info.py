@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import assert_refused
 from j6doctor.probes import hb_model_info as r6
 from j6doctor.probes.artifacts import identify
 from j6doctor.probes.hrt_model_info import parse_hrt_model_info, read_hrt_model_info
@@ -268,13 +269,7 @@ BROKEN = [
 
 @pytest.mark.parametrize("label, content, fragment, line", BROKEN, ids=[b[0] for b in BROKEN])
 def test_a_file_without_model_info_raises_input_error(tmp_path, label, content, fragment, line):
-    with pytest.raises(InputError) as info:
-        read_hrt_model_info(write(tmp_path, content))
-    error = info.value
-    assert error.file == "model_info.txt"
-    assert fragment in error.message
-    assert error.line == line
-    assert str(error).startswith(f"model_info.txt:{line}: " if line else "model_info.txt: ")
+    assert_refused(read_hrt_model_info, write(tmp_path, content), "model_info.txt", line, fragment)
 
 
 # Pasted, cut and hand-edited outputs: the odd part is skipped and named (line, why); `inputs`,

@@ -138,15 +138,10 @@ def cases_folder(tmp_path: Path, count: int) -> Path:
     return folder
 
 
-# A rule whose join grows with the `tried:` entries (the engine-wall tests' pack): the engine
-# child stays busy for seconds.
-SLOW_PACK = TRIPLE_JOIN
-
-
 def slow_diagnosis(tmp_path: Path) -> list[str]:
     pack = tmp_path / "pack"
     pack.mkdir()
-    (pack / "slow.yaml").write_text(SLOW_PACK, encoding="utf-8")
+    (pack / "slow.yaml").write_text(TRIPLE_JOIN, encoding="utf-8")  # its join keeps the engine busy for seconds
     case = tmp_path / "case.yaml"
     case.write_text("symptom: big\ntried:\n" + "".join(f'  - "fix number {i}"\n' for i in range(100)),
                     encoding="utf-8")
