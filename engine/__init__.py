@@ -20,6 +20,7 @@ from j6doctor.engine.facts import Derivation, Fact, Source
 from j6doctor.engine.rule_loader import load_rule_dirs, rule_file_bytes, rule_file_schema
 from j6doctor.engine.rulebase_cache import cache_dir, cache_key, load_or_build
 from j6doctor.engine.rule_model import Rule
+from j6doctor.engine.text_rules import read_texts
 from j6doctor.engine.runtime import RunResult, run
 from j6doctor.engine.worker import EngineLimitError, shared_worker
 from j6doctor.engine.vocabulary import Vocabulary
@@ -84,9 +85,11 @@ class RuleBase:
 
     def run(self, facts: list[Fact], **limits) -> RunResult:
         """Forward-chain the facts, in the engine's worker process (engine/worker.py) unless
-        J6DOCTOR_ENGINE_PROCESS=inline asks for this process (debugging). With
-        J6DOCTOR_CROSS_CHECK=1 the run is repeated on the other installed engine and any
-        difference is an EngineRunError (engine/differential.py)."""
+        J6DOCTOR_ENGINE_PROCESS=inline asks for this process (debugging). The free texts the
+        text rules read are read here, once (text_reader.py), and handed to the engine with the
+        facts. With J6DOCTOR_CROSS_CHECK=1 the run is repeated on the other installed engine
+        and any difference is an EngineRunError (engine/differential.py)."""
+        limits.setdefault("readings", read_texts(self.compiled.text_rules, facts))
         result = self._run_on(self.compiled, facts, **limits)
         if cross_check_enabled():
             other = self._other_engine()

@@ -335,7 +335,8 @@ def _fingerprint(by_stratum: dict[int, list[CompiledRule]], text_rules: list[Rul
         {"strata": {k: [(c.key, c.rule.id, c.definition, c.rule.file, c.rule.line, c.rule.overrides,
                          [(t.type, sorted((f, str(v)) for f, v in t.fields.items())) for t in c.rule.then])
                         for c in v] for k, v in sorted(by_stratum.items())},
-         "text": [(r.id, r.file, r.line, r.text.reads, r.text.match, r.text.unless,  # type: ignore[union-attr]
+         "text": [(r.id, r.file, r.line, r.text.reads, r.text.sources,  # type: ignore[union-attr]
+                   [p.source for p in r.text.unless], r.text.unread,  # type: ignore[union-attr]
                    r.text.context, r.text.every, sorted(r.text.groups.items()),  # type: ignore[union-attr]
                    [(c.type, sorted((k, str(v)) for k, v in c.fields.items())) for c in r.then])
                   for r in text_rules],
@@ -362,14 +363,15 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary, engine: str | None = Non
     """Compile and check a whole rule base for an engine (backends.resolve: the default one
     when None). Raises RuleBaseErrors, never hangs.
 
-    Text rules are not compiled onto the engine: they run first, in Python (text_rules.py).
+    Text rules are not compiled onto the engine: they run first, in Python (text_rules.py);
+    those that list what the others left unread (`unread:`) run after the others.
     The strata, and the durable-rules partitions within them, are built for every engine:
     they are the rule base's structure; each backend checks the rule base against its own
     bounds."""
     from j6doctor.engine.backends import load_backend, resolve
 
     engine = resolve(engine)
-    text_rules = [r for r in rules if r.text is not None]
+    text_rules = sorted((r for r in rules if r.text is not None), key=lambda r: bool(r.text.unread))  # type: ignore[union-attr]
     fact_rules = [r for r in rules if r.text is None]
     level = stratify(fact_rules)
     too_many = [RuleBaseError(

@@ -287,8 +287,11 @@ class Explainer:
     def _text_check(self, rule: Rule) -> ConditionCheck:
         """A text rule: did any clause of the texts it reads match (the run's firings say)?"""
         fired_on = [f for firing in self.result.firings if firing.rule == rule.id for f in firing.premises]
-        reads = "、".join(f"{t}.{f}" for t, f in rule.text.reads)  # type: ignore[union-attr]
-        text = f"{reads} 中有子句匹配 {' | '.join(rule.text.match)}"  # type: ignore[union-attr]
+        spec = rule.text
+        assert spec is not None
+        reads = "、".join(f"{t}.{f}" for t, f in spec.reads)
+        patterns = " | ".join(spec.sources) or f"（没有别的规则读懂、含 {'、'.join(spec.unread)} 的句子）"
+        text = f"{reads} 中有子句匹配 {patterns}"
         check = ConditionCheck(text, False, bool(fired_on), sorted(set(fired_on)))
         if not fired_on:
             check.needs_input = f"{reads} 的描述中写明「{rule.title}」所说的情况（同一句中不含否定）"

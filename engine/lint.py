@@ -13,7 +13,6 @@ from j6doctor.engine.limits import check_rulebase
 from j6doctor.engine.errors import RuleBaseError, RuleBaseErrors
 from j6doctor.engine.explain import producers_of
 from j6doctor.engine.join_growth import MAX_OPEN_CONDITIONS, growth
-from j6doctor.engine.pattern_backtracking import backtracking_rules
 from j6doctor.engine.rule_loader import load_rule_dirs
 from j6doctor.engine.rule_model import Ref, Rule
 from j6doctor.engine.vocabulary import Vocabulary
@@ -110,14 +109,23 @@ def _join_growth(rules: list[Rule]) -> list[LintIssue]:
     return issues
 
 
-def _backtracking(rules: list[Rule]) -> list[LintIssue]:
-    """Text rules whose pattern repeats a repeating group (engine/pattern_backtracking.py):
-    one clause can take minutes, and the diagnosis then ends at the engine's time limit."""
-    return [_issue("warning", rule, f"its pattern {pattern[:80]!r} repeats a group that itself repeats without "
-                   "bound: on a long clause it can backtrack for minutes",
-                   "make the inner repetition bounded (`{1,20}`) or delimit each repetition with a literal "
-                   "(`(?:\\.\\d+)+`)")
-            for rule, pattern in backtracking_rules(rules)]
+def _same_statements(rules: list[Rule]) -> list[LintIssue]:
+    """Text rules with a match pattern that another text rule has too, with the same reading:
+    one sentence then concludes both, which is a clash unless both are meant."""
+    seen: dict[tuple[str, str], Rule] = {}
+    issues = []
+    for rule in rules:
+        if rule.text is None:
+            continue
+        for pattern in rule.text.match:
+            key = (" ".join(pattern.source.split()), rule.text.context)
+            other = seen.setdefault(key, rule)
+            if other is not rule and other.id != rule.id:
+                issues.append(_issue("warning", rule, f"its pattern {pattern.source!r} is also a pattern of "
+                                     f"{other.id} ({other.file}:{other.line}) with the same context: one "
+                                     "sentence concludes both rules",
+                                     "give one of them an `unless:` or a narrower pattern, or merge them"))
+    return issues
 
 
 def _cycles(rules: list[Rule]) -> list[LintIssue]:
@@ -187,7 +195,7 @@ def lint(directories: list[Path], vocab: Vocabulary, display: dict[Path, str] | 
     issues += _disagreements(rules, vocab)
     issues += _cycles(rules)
     issues += _join_growth(rules)
-    issues += _backtracking(rules)
+    issues += _same_statements(rules)
     for rule in rules:
         if not rule.examples:
             issues.append(_issue("warning", rule, "has no example case", "add `examples:` with a case that fires it"))

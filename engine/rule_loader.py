@@ -16,6 +16,7 @@ from j6doctor.engine.decision_table import check_hit_policy
 from j6doctor.engine.decision_table import expand as expand_tables
 from j6doctor.engine.schema_errors import messages, shown
 from j6doctor.engine.rule_model import Condition, Conclusion, Example, Ref, Rule, RuleFile, Test, TextSpec
+from j6doctor.engine.tag_patterns import PatternError, TagPattern, parse
 from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
 from j6doctor.engine.errors import VocabularyError
 from j6doctor.engine.vocabulary import PACK_VOCABULARY, FactType, FieldSpec, Vocabulary
@@ -158,7 +159,7 @@ class _FileChecker:
         aliases: dict[str, str] = {}
         when: list[Condition] = []
         text = None
-        if "match" in raw:
+        if "match" in raw or "unread" in raw:
             text = self.build_text_spec(rid, base, raw)
             aliases[MATCH_ALIAS] = MATCH_ALIAS
             aliases[READ_ALIAS] = READ_ALIAS
@@ -217,23 +218,35 @@ class _FileChecker:
         return facts
 
     def build_text_spec(self, rid: str, base: tuple, raw: dict) -> TextSpec | None:
-        """`read:` / `match:` / `unless:` of a text rule; every pattern must compile."""
-        reads_raw = raw.get("read", self.file_read)
+        """`read:` / `match:` / `unless:` / `unread:` of a text rule; every pattern must parse
+        and name classes the lexicon has. Without `read:` (on the rule or the file) a text
+        rule reads every free-text field the text context lists as prose."""
+        reads_raw = raw.get("read", self.file_read) or list(self.vocab.text.context.prose)
         if not reads_raw:
             self.error("a text rule needs `read:` (on the rule or the file): the text fields it reads",
                        base + ("match",), rid, "read", "e.g. read: [symptom.text, deployment_notes.text]")
             return None
+        explicit = "read" in raw or bool(self.file_read)
         reads = [read for ri, item in enumerate(reads_raw)
-                 if (read := self.text_read(rid, base + ("read", ri) if "read" in raw else ("read", ri), item))]
+                 if (read := self.text_read(rid, (base + ("read", ri) if "read" in raw else ("read", ri))
+                                            if explicit else base + ("id",), item))]
         groups: dict[str, str] = {}
         match = self.text_patterns(rid, base, raw, "match", None, groups)
         unless = self.text_patterns(rid, base, raw, "unless", self.file_unless, None)
+        unread = tuple(str(c) for c in raw.get("unread") or ())
+        for ci, cls in enumerate(unread):
+            if cls not in self.vocab.text.terms:
+                self.error(f"unread: no term class {cls!r}", base + ("unread", ci), rid, "unread",
+                           _suggest(cls, self.vocab.text.terms) or "term classes are in facts/text_terms.yaml")
+        if unread:
+            groups.update({c: c for c in unread})
         context = raw.get("context", "")
         readings = self.vocab.text.context.readings
         if context and context not in readings:
             self.error(f"context {context!r} is not a reading of the text context", base + ("context",), rid,
                        "context", _suggest(context, readings) or f"readings: {', '.join(readings)}")
-        return TextSpec(tuple(reads), match, unless, context, groups, raw.get("matches", "first") == "all")
+        return TextSpec(tuple(reads), match, unless, context, groups, raw.get("matches", "first") == "all", unread,
+                        raw.get("unless_in") == "sentence")
 
     def text_read(self, rid: str, where: tuple, item: str) -> tuple[str, str] | None:
         """One `read:` entry, <input type>.<text field>; None (said) when it is no such field."""
@@ -251,41 +264,31 @@ class _FileChecker:
         return type_name, fname
 
     def text_patterns(self, rid: str, base: tuple, raw: dict, key: str, default: Any,
-                      groups: dict[str, str] | None) -> tuple[str, ...]:
-        """The rule's (or the file's default) `match:` / `unless:` patterns, expanded; `groups`
-        collects the term classes the match patterns capture (None: they capture nothing)."""
-        expanded = []
-        for pi, pattern in enumerate(raw.get(key, default) or []):
+                      groups: dict[str, str] | None) -> tuple[TagPattern, ...]:
+        """The rule's (or the file's default) `match:` / `unless:` patterns, parsed; `groups`
+        collects the classes the match patterns capture (None: they capture nothing)."""
+        parsed = []
+        for pi, source in enumerate(raw.get(key, default) or []):
             where = base + (key, pi) if key in raw else (key, pi)
-            compiled = self.text_pattern(rid, where, key, pattern)
-            if compiled is None:
+            try:
+                pattern = parse(source)
+                self.vocab.text.check_pattern(pattern)
+            except PatternError as exc:
+                self.error(f"not a valid text pattern: {exc}", where, rid, key,
+                           "see docs/AUTHORING.md, \"Read the user's own words\"")
                 continue
-            pattern, captured = compiled
             if groups is not None:
-                clash = [g for g, c in captured.items() if groups.get(g, c) != c]
+                captured = pattern.groups
+                terms = self.vocab.text.terms
+                # one name may capture several classes of one enum (or of none): its value means one thing
+                clash = [g for g, c in captured.items() if terms[groups.get(g, c)].enum != terms[c].enum]
                 if clash:
-                    self.error(f"group {clash[0]!r} captures two term classes across the patterns",
-                               where, rid, key, "name the groups apart: {class as name}")
-                groups.update(captured)
-            expanded.append(pattern)
-        return tuple(expanded)
-
-    def text_pattern(self, rid: str, where: tuple, key: str, pattern: str) -> tuple[str, dict[str, str]] | None:
-        """A text rule's pattern with its term classes expanded, and the groups that capture
-        them; None (said) when a class is unknown or the expression does not compile."""
-        try:
-            expanded, captured = self.vocab.text.expand(pattern)
-        except ValueError as exc:  # an unknown term class, or one written wrong
-            self.error(f"not a valid pattern: {exc}", where, rid, key,
-                       "term classes are written {class}, {class as name} or {~class}")
-            return None
-        try:
-            re.compile(expanded, re.IGNORECASE)
-        except re.error as exc:
-            self.error(f"not a valid regular expression: {exc}", where, rid, key,
-                       "a pattern is a Python regular expression (case-insensitive); escape ( ) [ ] with \\")
-            return None
-        return expanded, captured
+                    self.error(f"{{{clash[0]}}} captures term classes of different enums across the patterns",
+                               where, rid, key, "name them apart: {class as name}")
+                for name, cls in captured.items():
+                    groups.setdefault(name, cls)
+            parsed.append(pattern)
+        return tuple(parsed)
 
     def build_condition(self, rid: str, path: tuple, raw: dict,
                         aliases: dict[str, str]) -> Condition | None:

@@ -27,11 +27,13 @@ eq ne lt le gt ge in not_in, whose operand is a literal or `{ref: alias.field}`;
 `contains: word` (case-insensitive substring of a text field; letters, digits, '_' and spaces).
 
 A *text rule* reads free text instead of matching facts: `read:` names text fields of input
-facts (`symptom.text`), `match:` lists regular expressions (case-insensitive), `unless:`
-lists expressions that, found in the same clause, block the match (negations such as
-"已确认 … 一致"). Each clause that matches concludes `then:`; fields named quote, field,
-start and end are filled with the matched text, its fact's source key and its span, and
-`${match.NAME}` in a conclusion's text is the named group NAME (`${match.NAME|lower}`).
+facts (`symptom.text`; default: every prose field the text context lists), `match:` lists
+patterns over term classes (`{mention} … {status}`, engine/tag_patterns.py), `unless:` lists
+patterns that, found in the parts of the sentence the match touches, block it. Each sentence
+that matches concludes `then:`; fields named quote, field, start and end are filled with the
+sentence, its fact's source key and its span, and `${match.NAME}` in a conclusion's text is
+the value of the class captured as NAME (`${match.NAME|lower}`). `unread:` (instead of
+`match:`) lists classes: the rule fires on each sentence holding one that no rule matched.
 """
 
 from __future__ import annotations
@@ -116,11 +118,18 @@ class TextSpec:
     """What a text rule reads and matches."""
 
     reads: tuple[tuple[str, str], ...]  # (fact type, text field)
-    match: tuple[str, ...]  # term macros expanded (engine/text_lexicon.py)
-    unless: tuple[str, ...] = ()
+    match: tuple[Any, ...]  # TagPattern (engine/tag_patterns.py)
+    unless: tuple[Any, ...] = ()
     context: str = ""  # the reading it takes (facts/text_context.yaml `contexts`; "" = the default)
-    groups: dict[str, str] = field(default_factory=dict)  # group capturing a term class -> the class
+    groups: dict[str, str] = field(default_factory=dict)  # name a term class is captured under -> the class
     every: bool = False  # `matches: all`: every statement of a text, not only the first
+    unread: tuple[str, ...] = ()  # `unread:` classes: fires on the sentences no other text rule matched
+    unless_in_sentence: bool = False  # `unless_in: sentence`: unless patterns are looked for in the whole sentence
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The match patterns as written."""
+        return tuple(p.source for p in self.match)
 
 
 @dataclass

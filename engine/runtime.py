@@ -21,7 +21,8 @@ from j6doctor.engine.errors import EngineRunError, VocabularyError
 from j6doctor.engine.facts import Derivation, Fact
 from j6doctor.engine.placeholders import fill
 from j6doctor.engine.rule_model import Ref, Rule
-from j6doctor.engine.text_rules import conclusion_fields, find_matches
+from j6doctor.engine.text_reader import Reading
+from j6doctor.engine.text_rules import Readings, conclusion_fields, find_matches
 from j6doctor.engine.vocabulary import Vocabulary
 
 DEFAULT_MAX_FIRINGS = 10_000
@@ -118,12 +119,14 @@ class _Run:
             except Exception as exc:  # a conclusion that cannot be built: reported, never raised here
                 self.problems.append(f"rule {rule.id}: {type(exc).__name__}: {exc}")
 
-    def run_text_rules(self) -> None:
-        """Text rules first: their facts are in place before any fact rule runs."""
+    def run_text_rules(self, readings: dict[str, Reading] | None) -> None:
+        """Text rules first: their facts are in place before any fact rule runs. Each text is
+        read once (`readings`: those made already, by the text) and shared by every rule."""
         inputs = [f for f in self.store if f.derivation is None]
+        shared = Readings(self.vocab.text, readings)
         for compiled in self.compiled.text_rules:
             rule = compiled.rule
-            for match in find_matches(compiled, inputs):
+            for match in find_matches(compiled, inputs, shared):
                 derived_ids: list[str] = []
                 for concl in rule.then:
                     fields = conclusion_fields(match, concl.fields, self.vocab.types[concl.type].fields, self.vocab)
@@ -213,13 +216,14 @@ def program_for(compiled: CompiledRuleBase, vocab: Vocabulary) -> Any:
 
 def run(compiled: CompiledRuleBase, vocab: Vocabulary, facts: list[Fact], *,
         max_firings: int = DEFAULT_MAX_FIRINGS, max_depth: int = DEFAULT_MAX_DEPTH,
-        program: Any = None) -> RunResult:
+        program: Any = None, readings: dict[str, Reading] | None = None) -> RunResult:
     """Forward-chain `facts` through the rule base, stratum by stratum, on the engine the
     rule base was compiled for: on `program` (the rule base on its backend) if given, else
-    on the one registered for the process (program_for)."""
+    on the one registered for the process (program_for). `readings`: the texts of the facts
+    already read (text_reader.py), by text; the others are read here."""
     program = program if program is not None else program_for(compiled, vocab)
     state = _Run(compiled, vocab, facts, max_firings, max_depth)
-    state.run_text_rules()
+    state.run_text_rules(readings)
     state.queue.clear()  # text facts are in the store: every stratum asserts the store first
     for stratum_index, partitions in enumerate(compiled.strata):
         state.stratum = stratum_index

@@ -1,31 +1,35 @@
-"""What the text rules read with, as data: the context triggers and the term classes.
+"""What the text rules read with, as data: the context triggers and the term classes, and the
+index built from them once (an Aho-Corasick automaton of every phrase, the few patterns).
 
-Generic: the words live in the vocabulary files (facts/text_context.yaml,
-facts/text_terms.yaml); this module only checks their shape and builds patterns from them.
+Generic: the words live in the vocabulary files (facts/text_context.yaml, facts/text_terms.yaml);
+this module checks their shape and builds the index that text_reader.py reads with.
 
 - *Context* (the ConText algorithm): how text is cut into clauses and parts, the trigger
-  categories (negation, suspicion, hypothesis ...) and the readings a text rule may ask for
+  categories (negation, suspicion, hypothesis ...), as phrases (text_phrases.py) and as
+  patterns over term classes (tag_patterns.py), and the readings a text rule may ask for
   (`context: asserted` fires on a statement no trigger modifies; `uncertain` on one a
   suspicion or question modifies; ...).
-- *Term classes*: named lists of phrases, each phrase standing for a value (often a value of
-  an enum: the phrases that name the artifact `board` in prose). A text rule's pattern writes
-  `{artifact}` for "any phrase of the class artifact", captured under that name, `{artifact as
-  a}` to capture it under `a`, `{~artifact}` for the phrases without capturing them, and
-  `{~status=abnormal}` for the phrases of one value. The match then gives the value the
-  phrase stands for, not the words.
+- *Term classes*: named lists of phrases, each phrase standing for a value (often a value of an
+  enum: the phrases that name the board in prose); a class may take its phrases from an enum's
+  spellings, add a few short regular expressions for what is no list of words (a version, a
+  file name), and merge neighbouring terms (`merge:`). A text rule's pattern names classes
+  (`{mention} … {status}`) and gets back the values.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from j6doctor.engine.errors import VocabularyError
+from j6doctor.engine.tag_patterns import PatternError, TagPattern, parse
+from j6doctor.engine.text_phrases import PhraseError, expand
+from j6doctor.engine.text_reader import PART_END, TRIGGER
 
-# {class}, {class as name}, {~class}, {~class=value}: never a regex quantifier ({2}, {0,16}).
-MACRO = re.compile(r"\{(~?)([A-Za-z_]\w*)(?:=([\w.-]+))?(?:\s+as\s+([A-Za-z_]\w*))?\}")
-_NAMED_GROUP = re.compile(r"\(\?P<")
+MAX_EXPRESSION = 200  # characters of one regular expression of the vocabulary (clause ends, patterns)
+_SEPARATORS = ("", " ", "-", "_", ".")
+_SPLIT = re.compile(r"[\s_\-.]+")
 
 
 @dataclass(frozen=True)
@@ -45,148 +49,230 @@ class ContextReading:
 
 
 @dataclass(frozen=True)
+class Category:
+    """A trigger category: its phrases (those in `opens_part` count only at the start of a part),
+    its statements (patterns over term classes), and whether it is a pseudo-trigger (a phrase
+    that holds a trigger but is none: found only to hide the shorter one)."""
+
+    name: str
+    meaning: str
+    phrases: tuple[str, ...] = ()
+    opens_part: tuple[str, ...] = ()
+    statements: tuple[TagPattern, ...] = ()
+    pseudo: bool = False
+
+
+@dataclass(frozen=True)
 class TextContext:
-    clause_ends: str = r"[\n\r]"
-    part_ends: str = r"$^"
-    categories: tuple[tuple[str, str], ...] = ()  # (name, one alternation of its triggers)
+    clause_ends: tuple[str, ...] = (r"\n",)
+    part_marks: str = ""
+    gap_breaks: str = ""
+    part_phrases: tuple[str, ...] = ()
+    windows: tuple[tuple[str, int], ...] = (("part", 40), ("clause", 80), ("adjacent", 3))
+    glue: str = " "
+    categories: tuple[Category, ...] = ()
     readings: dict[str, ContextReading] = field(default_factory=dict)
     default: str = ""  # the reading a rule without `context:` takes (the first declared)
+    prose: tuple[str, ...] = ()  # the <type>.<field> texts a text rule reads unless it says otherwise
+
+    @property
+    def statements(self) -> tuple[tuple[str, TagPattern], ...]:
+        return tuple((c.name, s) for c in self.categories if not c.pseudo for s in c.statements)
+
+
+@dataclass(frozen=True)
+class TermPattern:
+    """A short regular expression for terms no list holds; the tag's value is `value` if set,
+    else the words of its group `value`, else all its words."""
+
+    regex: str
+    value: str | None = None
 
 
 @dataclass(frozen=True)
 class TermClass:
-    """Phrases standing for values, tried in the order written (a more specific phrase first)."""
+    """Phrases standing for values; patterns for the rest; how neighbouring terms merge."""
 
     name: str
     meaning: str
     enum: str | None
     values: tuple[tuple[str, tuple[str, ...]], ...]  # (value, its phrases)
-    default: str = ""  # the value of the class when its group took no part in a match
+    default: str = ""  # the value of the class when an optional element took no part in a match
+    patterns: tuple[TermPattern, ...] = ()
+    merge_gap: int = 0
+    merge_rank: tuple[str, ...] = ()
+    merge_between: str = ""
+    merge_places: tuple[str, ...] = ()  # values that merge (a term merges only with one of these)
+    ignore: tuple[str, ...] = ()  # phrases that hold a term of the class but are none ("好像" is no "好")
 
-    def alternation(self, group: str | None) -> str:
-        """The regex of every phrase; with a group name, captured under it and under one
-        inner group per value (`_t_<group>_<i>`), which tells the value back."""
-        if group is None:
-            return "(?:" + "|".join(f"(?:{p})" for _, phrases in self.values for p in phrases) + ")"
-        inner = "|".join(f"(?P<{value_group(group, i)}>{'|'.join(f'(?:{p})' for p in phrases)})"
-                         for i, (_, phrases) in enumerate(self.values))
-        return f"(?P<{group}>{inner})"
-
-
-def value_group(group: str, index: int) -> str:
-    return f"_t_{group}_{index}"
+    def value_names(self) -> tuple[str, ...]:
+        return tuple(v for v, _ in self.values)
 
 
-def flexible_spaces(pattern: str) -> str:
-    """A space in a pattern matches any run of whitespace: a post wrapped by hand or by the page
-    breaks "never set the march" across lines. A space before a quantifier (" ?", " *"), or
-    inside a look-behind (which must keep a fixed width), stands for one whitespace character;
-    spaces inside a character class or escaped stay as written."""
-    out: list[str] = []
-    in_class = False
-    groups: list[bool] = []  # for each open group: is it a look-behind
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\":
-            out.append(pattern[index:index + 2])
-            index += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-        elif char == "(":
-            groups.append(pattern.startswith(("(?<=", "(?<!"), index))
-        elif char == ")" and groups:
-            groups.pop()
-        elif char == " ":
-            single = any(groups) or (index + 1 < len(pattern) and pattern[index + 1] in "?*+{")
-            out.append(r"\s" if single else r"\s+")
-            index += 1
-            continue
-        out.append(char)
-        index += 1
-    return "".join(out)
+@dataclass(frozen=True)
+class TermIndex:
+    """What a reading is made with: built once from the lexicon (and kept with it in the
+    vocabulary cache)."""
+
+    automaton: Any                                  # ahocorasick.Automaton: key → (length, entries)
+    patterns: tuple[tuple[str, re.Pattern, str | None], ...]
+    merges: dict[str, tuple[int, dict[str, int], frozenset[str], frozenset[str]]]
+    pseudo: frozenset[str]
+    part_chars: str
+    gap_breaks: str  # the marks a same-part gap of a pattern does not cross
+    clause_ends: tuple[re.Pattern, ...]
+    windows: dict[str, int]
+    glue: str
 
 
 @dataclass(frozen=True)
 class TextLexicon:
     context: TextContext = field(default_factory=TextContext)
     terms: dict[str, TermClass] = field(default_factory=dict)
+    # built from the two above when the vocabulary is loaded, and kept with it in the cache
+    index: TermIndex | None = field(default=None, compare=False, repr=False)
 
-    def expand(self, pattern: str) -> tuple[str, dict[str, str]]:
-        """`pattern` with its term macros replaced by their regexes, and the groups they
-        capture (group name → class name). Raises ValueError naming an unknown class or a
-        group captured twice."""
-        groups: dict[str, str] = {}
+    def classes(self) -> set[str]:
+        return set(self.terms)
 
-        def replace(m: re.Match) -> str:
-            silent, name, value, alias = m.group(1), m.group(2), m.group(3), m.group(4)
-            term = self.terms.get(name)
-            if term is None:
-                known = ", ".join(sorted(self.terms)) or "none"
-                raise ValueError(f"unknown term class {{{name}}} (term classes: {known}; facts/text_terms.yaml)")
-            if value is not None:
-                phrases = dict(term.values).get(value)
-                if not silent or alias or phrases is None:
-                    raise ValueError(f"{m.group(0)}: one value's phrases are written {{~{name}=value}} "
-                                     f"(values of {name}: {', '.join(v for v, _ in term.values)})")
-                return "(?:" + "|".join(f"(?:{p})" for p in phrases) + ")"
-            if silent:
-                if alias:
-                    raise ValueError(f"{{~{name} as {alias}}}: a class written with ~ captures nothing")
-                return term.alternation(None)
-            group = alias or name
-            if group in groups:
-                raise ValueError(f"{{{name}}} is captured twice as {group!r}: write {{{name} as other_name}}")
-            groups[group] = name
-            return term.alternation(group)
+    def check_pattern(self, pattern: TagPattern) -> None:
+        """Raise PatternError for a class or value the lexicon does not have."""
+        for elements, _ in pattern.variants:
+            for element in elements:
+                term = self.terms.get(element.cls)
+                if term is None:
+                    known = ", ".join(sorted(self.terms)) or "none"
+                    raise PatternError(f"unknown term class {{{element.cls}}} (term classes: {known}; "
+                                       "facts/text_terms.yaml)")
+                unknown = [v for v in element.values or () if v not in term.value_names()]
+                if unknown and not term.patterns:
+                    raise PatternError(f"{{{element.cls}={unknown[0]}}}: no such value of {element.cls} "
+                                       f"(values: {', '.join(term.value_names())})")
 
-        return flexible_spaces(MACRO.sub(replace, pattern)), groups
 
-    def value_of(self, hit: re.Match, group: str, class_name: str) -> str:
-        """The value a captured phrase stands for (the class default when the group took no part)."""
-        term = self.terms[class_name]
-        for index, (value, _) in enumerate(term.values):
-            if hit.group(value_group(group, index)) is not None:
-                return value
-        return term.default
+# ---------------------------------------------------------------------------- the index
+
+def build_index(lexicon: TextLexicon) -> TermIndex:
+    import ahocorasick
+
+    entries: dict[str, list[tuple]] = {}
+
+    def add(phrase: str, cls: str, value: Any, where: str) -> None:
+        try:
+            literals = expand(phrase)
+        except PhraseError as exc:
+            raise VocabularyError(f"{where}: {exc}") from None
+        for literal in literals:
+            entries.setdefault(literal.key, []).append((cls, value, literal.word_start, literal.word_end))
+
+    context = lexicon.context
+    for phrase in context.part_phrases:
+        add(phrase, PART_END, None, "text_context.part_ends")
+    for category in context.categories:
+        for phrase in category.phrases:
+            add(phrase, TRIGGER, (category.name, False), f"text_context.categories.{category.name}")
+        for phrase in category.opens_part:
+            add(phrase, TRIGGER, (category.name, True), f"text_context.categories.{category.name}.opens_part")
+    for term in lexicon.terms.values():
+        for value, phrases in term.values:
+            for phrase in phrases:
+                add(phrase, term.name, value, f"text_terms.{term.name}.values.{value}")
+        for phrase in term.ignore:
+            add(phrase, term.name, None, f"text_terms.{term.name}.ignore")
+    automaton = ahocorasick.Automaton()
+    for key, found in entries.items():
+        _check_one_value(key, found)
+        automaton.add_word(key, (len(key), tuple(dict.fromkeys(found))))
+    if len(automaton):
+        automaton.make_automaton()
+    # ASCII: \w and \b are Latin words ("结果rknn_demo异常" holds the name rknn_demo)
+    patterns = tuple((t.name, re.compile(p.regex, re.ASCII), p.value) for t in lexicon.terms.values() for p in t.patterns)
+    merges = {t.name: (t.merge_gap, {v: i for i, v in enumerate(t.merge_rank)}, frozenset(t.merge_between),
+                       frozenset(t.merge_places or t.value_names()))
+              for t in lexicon.terms.values() if t.merge_gap}
+    return TermIndex(automaton, patterns, merges, frozenset(c.name for c in context.categories if c.pseudo),
+                     context.part_marks, context.gap_breaks or context.part_marks,
+                     tuple(re.compile(p, re.ASCII) for p in context.clause_ends),
+                     dict(context.windows), context.glue)
+
+
+def _check_one_value(key: str, found: list[tuple]) -> None:
+    """A phrase stands for one value of a class: listed under two, the reading would be a coin toss."""
+    by_class: dict[str, Any] = {}
+    for cls, value, *_ in found:
+        if cls in by_class and by_class[cls] != value and cls != TRIGGER:
+            raise VocabularyError(f"text_terms.{cls}: the phrase {key!r} is listed under both {by_class[cls]!r} "
+                                  f"and {value!r}; a phrase stands for one value")
+        by_class[cls] = value
 
 
 # ---------------------------------------------------------------------------- loading
 
 def lexicon_from_data(context: Any, terms: Any, enums: dict[str, Any], origin: str) -> TextLexicon:
-    return TextLexicon(_context(context, origin) if context is not None else TextContext(),
-                       _terms(terms, enums, origin))
+    """The lexicon of the vocabulary's `text_context` and `text_terms`; `enums` maps each enum
+    to (values, spellings of each value)."""
+    term_classes = _terms(terms, enums, origin)
+    lexicon = TextLexicon(_context(context, term_classes, origin) if context is not None else TextContext(),
+                          term_classes)
+    for category in lexicon.context.categories:
+        for statement in category.statements:
+            try:
+                lexicon.check_pattern(statement)
+            except PatternError as exc:
+                raise VocabularyError(f"{origin}: text_context.categories.{category.name}.statements: "
+                                      f"{statement.source!r}: {exc}") from None
+    return replace(lexicon, index=build_index(lexicon))
 
 
-def _compiles(pattern: Any, where: str) -> str:
+def _expression(pattern: Any, where: str) -> str:
     if not isinstance(pattern, str) or not pattern:
         raise VocabularyError(f"{where}: expected a regular expression, got {pattern!r}")
+    if len(pattern) > MAX_EXPRESSION:
+        raise VocabularyError(f"{where}: {pattern[:40]!r}… has {len(pattern)} characters; an expression of the "
+                              f"vocabulary is at most {MAX_EXPRESSION}: split it, or list the words as phrases")
     try:
-        re.compile(pattern, re.IGNORECASE)
+        re.compile(pattern, re.ASCII)
     except re.error as exc:
         raise VocabularyError(f"{where}: not a valid regular expression: {exc}") from None
     return pattern
 
 
-def _context(raw: Any, origin: str) -> TextContext:
+def _phrases(raw: Any, where: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(p, str) and p.strip() for p in raw):
+        raise VocabularyError(f"{where}: expected a list of phrases (literal words)")
+    for phrase in raw:
+        try:
+            expand(phrase)
+        except PhraseError as exc:
+            raise VocabularyError(f"{where}: {exc}") from None
+    return tuple(raw)
+
+
+def _context(raw: Any, terms: dict[str, TermClass], origin: str) -> TextContext:
     where = f"{origin}: text_context"
     if not isinstance(raw, dict):
         raise VocabularyError(f"{where}: expected a mapping with clause_ends, part_ends, categories, contexts")
-    categories = []
-    for name, spec in _mapping(raw.get("categories"), f"{where}.categories").items():
-        spec = _mapping(spec, f"{where}.categories.{name}")
-        patterns = [_compiles(p, f"{where}.categories.{name}.patterns") for p in spec.get("patterns") or []]
-        # Latin words or phrases: whole words only ("if" is no trigger inside "different")
-        words = [_compiles(w, f"{where}.categories.{name}.words") for w in spec.get("words") or []]
-        if words:
-            patterns.append("(?<![a-z])(?:" + "|".join(words) + ")(?![a-z])")
-        if not patterns:
-            raise VocabularyError(f"{where}.categories.{name}: lists no patterns or words")
-        categories.append((str(name), flexible_spaces("|".join(f"(?:{p})" for p in patterns))))
-    names = {n for n, _ in categories}
+    clause_ends = raw.get("clause_ends")
+    if not isinstance(clause_ends, list) or not clause_ends:
+        raise VocabularyError(f"{where}.clause_ends: expected a list of regular expressions")
+    ends = tuple(_expression(p, f"{where}.clause_ends") for p in clause_ends)
+    parts = _mapping(raw.get("part_ends"), f"{where}.part_ends")
+    marks = parts.get("marks", "")
+    breaks = parts.get("pattern_gaps_stop_at", "")
+    if not isinstance(marks, str) or not isinstance(breaks, str):
+        raise VocabularyError(f"{where}.part_ends: marks and pattern_gaps_stop_at are characters, as one text")
+    if set(breaks) - set(marks):
+        raise VocabularyError(f"{where}.part_ends.pattern_gaps_stop_at: {sorted(set(breaks) - set(marks))[0]!r} "
+                              "is no part-ending mark (marks)")
+    windows = _mapping(raw.get("windows"), f"{where}.windows")
+    bad = [k for k, v in windows.items() if k not in ("part", "clause", "adjacent") or not isinstance(v, int) or v < 0]
+    if bad:
+        raise VocabularyError(f"{where}.windows.{bad[0]}: expected part, clause, adjacent: a number of characters")
+    categories = tuple(_category(str(name), spec, f"{where}.categories.{name}")
+                       for name, spec in _mapping(raw.get("categories"), f"{where}.categories").items())
+    names = {c.name for c in categories if not c.pseudo}
     readings: dict[str, ContextReading] = {}
     for name, spec in _mapping(raw.get("contexts"), f"{where}.contexts").items():
         spec = _mapping(spec, f"{where}.contexts.{name}")
@@ -199,9 +285,37 @@ def _context(raw: Any, origin: str) -> TextContext:
         readings[str(name)] = ContextReading(str(name), str(spec.get("meaning", "")), blocked, needs)
     if not readings:
         raise VocabularyError(f"{where}.contexts: declares no reading")
-    return TextContext(_compiles(raw.get("clause_ends"), f"{where}.clause_ends"),
-                       _compiles(raw.get("part_ends"), f"{where}.part_ends"),
-                       tuple(categories), readings, next(iter(readings)))
+    defaults = dict(TextContext().windows)
+    defaults.update(windows)
+    prose = raw.get("prose") or []
+    if not isinstance(prose, list) or not all(isinstance(p, str) and "." in p for p in prose):
+        raise VocabularyError(f"{where}.prose: expected a list of <input type>.<text field>")
+    return TextContext(ends, marks, breaks, _phrases(parts.get("phrases"), f"{where}.part_ends.phrases"),
+                       tuple(sorted(defaults.items())), str(raw.get("glue", " ")), categories, readings,
+                       next(iter(readings)), tuple(prose))
+
+
+def _category(name: str, raw: Any, where: str) -> Category:
+    spec = _mapping(raw, where)
+    unknown = sorted(set(spec) - {"meaning", "phrases", "opens_part", "statements", "pseudo"})
+    if unknown:
+        raise VocabularyError(f"{where}.{unknown[0]}: unknown key; a category has meaning, phrases, opens_part, "
+                              "statements, pseudo")
+    statements = []
+    for source in spec.get("statements") or []:
+        try:
+            statements.append(parse(source))
+        except PatternError as exc:
+            raise VocabularyError(f"{where}.statements: {source!r}: {exc}") from None
+    category = Category(name, str(spec.get("meaning", "")), _phrases(spec.get("phrases"), f"{where}.phrases"),
+                        _phrases(spec.get("opens_part"), f"{where}.opens_part"), tuple(statements),
+                        spec.get("pseudo") is True)
+    if not (category.phrases or category.opens_part or category.statements):
+        raise VocabularyError(f"{where}: lists no phrases or statements")
+    return category
+
+
+_TERM_KEYS = {"meaning", "enum", "values", "default", "spellings", "patterns", "merge", "ignore"}
 
 
 def _terms(raw: Any, enums: dict[str, Any], origin: str) -> dict[str, TermClass]:
@@ -209,33 +323,74 @@ def _terms(raw: Any, enums: dict[str, Any], origin: str) -> dict[str, TermClass]
     for name, spec in _mapping(raw, f"{origin}: text_terms").items():
         where = f"{origin}: text_terms.{name}"
         spec = _mapping(spec, where)
+        unknown = sorted(set(spec) - _TERM_KEYS)
+        if unknown:
+            raise VocabularyError(f"{where}.{unknown[0]}: unknown key; a term class has {', '.join(sorted(_TERM_KEYS))}")
         enum = spec.get("enum")
         allowed = None
         if enum is not None:
             if enum not in enums:
                 raise VocabularyError(f"{where}.enum: no enum {enum!r}")
-            allowed = enums[enum]
-        values = []
-        for value, phrases in _mapping(spec.get("values"), f"{where}.values").items():
-            value = str(value)
-            if allowed is not None and value not in allowed:
-                raise VocabularyError(f"{where}.values.{value}: not a value of enum {enum} ({', '.join(allowed)})")
-            if not isinstance(phrases, list) or not phrases:
-                raise VocabularyError(f"{where}.values.{value}: expected a list of phrases (regular expressions)")
-            checked = []
-            for phrase in phrases:
-                phrase = _compiles(phrase, f"{where}.values.{value}")
-                if _NAMED_GROUP.search(phrase):
-                    raise VocabularyError(f"{where}.values.{value}: {phrase!r}: a phrase may not name a group")
-                checked.append(phrase)
-            values.append((value, tuple(checked)))
-        if not values:
-            raise VocabularyError(f"{where}: lists no values")
+            allowed = enums[enum][0]
+        values = _values(spec, allowed, enums.get(enum), where)
+        patterns = tuple(_term_pattern(p, f"{where}.patterns") for p in spec.get("patterns") or [])
+        if not values and not patterns:
+            raise VocabularyError(f"{where}: lists no values and no patterns")
         default = spec.get("default", "")
         if default and allowed is not None and default not in allowed:
             raise VocabularyError(f"{where}.default: not a value of enum {enum}")
-        out[str(name)] = TermClass(str(name), str(spec.get("meaning", "")), enum, tuple(values), str(default or ""))
+        merge = _mapping(spec.get("merge"), f"{where}.merge")
+        unknown = sorted(set(merge) - {"gap", "between", "places", "rank"})
+        if unknown:
+            raise VocabularyError(f"{where}.merge.{unknown[0]}: unknown key; merge has gap, between, places, rank")
+        rank = tuple(str(v) for v in merge.get("rank") or ())
+        places = tuple(str(v) for v in merge.get("places") or ())
+        stray = [v for v in rank + places if v not in {v for v, _ in values}]
+        if stray:
+            raise VocabularyError(f"{where}.merge: {stray[0]!r} is not a value of the class")
+        out[str(name)] = TermClass(str(name), str(spec.get("meaning", "")), enum, values, str(default or ""),
+                                   patterns, int(merge.get("gap", 0) or 0), rank, str(merge.get("between", "")),
+                                   places, _phrases(spec.get("ignore"), f"{where}.ignore"))
     return out
+
+
+def _values(spec: dict, allowed: Any, enum: Any, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    values: dict[str, tuple[str, ...]] = {}
+    for value, phrases in _mapping(spec.get("values"), f"{where}.values").items():
+        value = str(value)
+        if allowed is not None and value not in allowed:
+            raise VocabularyError(f"{where}.values.{value}: not a value of enum {spec.get('enum')} ({', '.join(allowed)})")
+        values[value] = _phrases(phrases, f"{where}.values.{value}")
+        if not values[value]:
+            raise VocabularyError(f"{where}.values.{value}: expected a list of phrases")
+    if spec.get("spellings") is True:
+        if enum is None:
+            raise VocabularyError(f"{where}.spellings: takes the phrases of an enum's spellings; name the enum")
+        for value, spellings in enum[1].items():
+            values[value] = values.get(value, ()) + tuple(_spelled(s) for s in spellings if _spelled(s))
+    return tuple(values.items())
+
+
+def _spelled(spelling: str) -> str:
+    """A spelling as one phrase: its parts joined by any of the separators people write
+    ("RDK X5" is also rdkx5, rdk-x5, rdk_x5)."""
+    parts = [_escaped(p) for p in _SPLIT.split(str(spelling).strip()) if p]
+    if len(parts) > 4:
+        return " ".join(parts)
+    return ("(" + "|".join(_SEPARATORS) + ")").join(parts)
+
+
+def _escaped(words: str) -> str:
+    """Words as a phrase that stands for exactly them."""
+    return "".join("\\" + c if c in "()|*" else c for c in words)
+
+
+def _term_pattern(raw: Any, where: str) -> TermPattern:
+    if isinstance(raw, str):
+        return TermPattern(_expression(raw, where))
+    spec = _mapping(raw, where)
+    value = spec.get("value")
+    return TermPattern(_expression(spec.get("regex"), f"{where}.regex"), None if value is None else str(value))
 
 
 def _mapping(value: Any, where: str) -> dict:

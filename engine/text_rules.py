@@ -1,11 +1,12 @@
-"""Text rules: regular expressions over the free-text fields of input facts.
+"""Text rules: patterns over the terms of the free-text fields of input facts.
 
-They run before the fact rules, in Python (durable-rules cannot report where a pattern
-matched). Text is cut into clauses (sentences) and clauses into parts, as the vocabulary's
-text context says (facts/text_context.yaml). A clause where a `match` pattern matches
-concludes the rule's facts, with the clause as quote and its character span, when:
+They run before the fact rules, in Python (durable-rules cannot report where a statement
+was found). Each text is read once (text_reader.py: its sentences, parts and terms); a rule's
+patterns (tag_patterns.py) are matched over the terms of each sentence. A match concludes
+the rule's facts, with the sentence as quote and its character span, when:
 
-- no `unless` pattern of the rule is found in the parts the match touches, and
+- no `unless` pattern of the rule matches in the parts of the sentence the match touches (in
+  the whole sentence with `unless_in: sentence`), and
 - the context triggers found in those parts admit the rule's reading (`context:`): a
   negation next to the statement ("已排除 layout 不一致") blocks an asserted statement, one
   elsewhere in the sentence ("已确认 march 一致，但板端报 Incompatible Platform") does not;
@@ -14,35 +15,26 @@ concludes the rule's facts, with the clause as quote and its character span, whe
   status "没有问题") belongs to the term and modifies nothing (ConText's rule for triggers
   inside a target).
 
-Patterns are compiled on first use: a run whose case has no text compiles none.
+A rule with `unread:` instead of `match:` fires on every sentence that holds a term of the
+classes it lists and that no other text rule matched: what the reader could not place.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any, Iterable
 
 from j6doctor.engine.facts import Fact
 from j6doctor.engine.placeholders import fill
 from j6doctor.engine.rule_loader import READ_ALIAS, TEXT_FILLED_FIELDS
 from j6doctor.engine.rule_model import Ref, Rule
+from j6doctor.engine.tag_patterns import Hit, TagPattern, find, required_classes
 from j6doctor.engine.text_lexicon import TextLexicon
+from j6doctor.engine.text_reader import MAX_TEXT_READ, Clause, Reading, read, read_cached
 from j6doctor.engine.vocabulary import FieldSpec, Vocabulary
 
 MAX_QUOTE = 160  # characters of a clause kept as the quote
-MAX_MATCHES_PER_TEXT = 1  # a rule concludes once per text (its first clause is the quote)...
-MAX_ALL_MATCHES_PER_TEXT = 64  # ... or, with `matches: all`, once per statement, up to this many
-# Text rules read the first MAX_TEXT_READ characters of a text: a real post is a few thousand;
-# scanning megabytes of pasted output with every rule would take minutes (the case reader
-# notes the cut, probes/case_file.py).
-MAX_TEXT_READ = 64 * 1024
-
-
-@lru_cache(maxsize=None)
-def _compiled(pattern: str) -> re.Pattern:
-    return re.compile(pattern, re.IGNORECASE)
+MAX_ALL_MATCHES_PER_TEXT = 64  # `matches: all` concludes once per statement, up to this many
 
 
 @dataclass(frozen=True)
@@ -55,132 +47,186 @@ class TextMatch:
     start: int  # span of the clause in the text
     end: int
     quote: str
-    groups: dict[str, str]  # named groups: a term class's value, or the words matched
+    groups: dict[str, str]  # a captured class's value (or its words, for a class of patterns)
 
 
 class CompiledTextRule:
-    """A text rule with what it reads with; its patterns are compiled when first needed."""
+    """A text rule with what it reads with."""
 
     def __init__(self, rule: Rule, lexicon: TextLexicon):
         self.rule = rule
         self.lexicon = lexicon
-
-    @property
-    def match(self) -> tuple[re.Pattern, ...]:
-        return tuple(_compiled(p) for p in self.rule.text.match)  # type: ignore[union-attr]
-
-    @property
-    def unless(self) -> tuple[re.Pattern, ...]:
-        return tuple(_compiled(p) for p in self.rule.text.unless)  # type: ignore[union-attr]
+        spec = rule.text
+        assert spec is not None
+        # a reading lacking a class every variant of a pattern needs cannot match it
+        self.needs = tuple(required_classes(p) for p in spec.match)
 
 
-def clauses(text: str, lexicon: TextLexicon) -> Iterator[tuple[int, int]]:
-    """(start, end) of every non-blank clause, surrounding whitespace trimmed."""
-    start = 0
-    for end_match in _compiled(lexicon.context.clause_ends).finditer(text):
-        yield from _trimmed(text, start, end_match.start())
-        start = end_match.end()
-    yield from _trimmed(text, start, len(text))
+class Readings:
+    """The reading of each text of a run, made once and shared by every text rule; and which
+    sentences the rules matched (for the rules that list what was left unread)."""
+
+    def __init__(self, lexicon: TextLexicon, given: dict[str, Reading] | None = None):
+        self.lexicon = lexicon
+        self.cache: dict[str, Reading] = dict(given or {})
+        self.matched: dict[str, set[int]] = {}  # text → clause starts some rule matched
+
+    def of(self, text: str) -> Reading:
+        reading = self.cache.get(text)
+        if reading is None:
+            assert self.lexicon.index is not None
+            reading = self.cache[text] = read_cached(text, self.lexicon.index)
+        return reading
 
 
-def _trimmed(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    if end > start:
-        yield start, end
+def read_texts(rules: list[CompiledTextRule], facts: list[Fact]) -> dict[str, Reading]:
+    """The reading of every text the rules read (each read once, text_reader.read_cached)."""
+    out: dict[str, Reading] = {}
+    for rule in rules:
+        index = rule.lexicon.index
+        for _, _, text in texts_read(rule, facts):
+            if text not in out and index is not None:
+                out[text] = read_cached(text, index)
+    return out
 
 
-def find_matches(rule: CompiledTextRule, facts: list[Fact]) -> list[TextMatch]:
-    """Every statement of the rule's text fields that fires it, in fact and text order."""
-    found: list[TextMatch] = []
-    spec = rule.rule.text
-    assert spec is not None
-    limit = MAX_ALL_MATCHES_PER_TEXT if spec.every else MAX_MATCHES_PER_TEXT
+def texts_read(rule: CompiledTextRule, facts: Iterable[Fact]) -> Iterable[tuple[Fact, str, str]]:
+    """(fact, case key, text) of every text the rule reads."""
     for fact in facts:
-        for type_name, field_name in spec.reads:
+        for type_name, field_name in rule.rule.text.reads:  # type: ignore[union-attr]
             if fact.type != type_name:
                 continue
             text = fact.fields.get(field_name)
-            if not isinstance(text, str) or not text:
-                continue
-            text = text[:MAX_TEXT_READ]
-            key = fact.source.key if fact.source is not None and fact.source.key else f"{fact.type}.{field_name}"
-            count = 0
-            for start, end in clauses(text, rule.lexicon):
-                clause = text[start:end]
-                for hit in _hits(rule, clause, spec.every):
-                    if not _admitted(rule, clause, hit):
-                        continue
-                    quote = " ".join(clause[:MAX_QUOTE].split())  # a wrapped line is one sentence
-                    found.append(TextMatch(rule.rule, fact, key, start, end, quote, _groups(rule, hit)))
-                    count += 1
-                    if count >= limit:
-                        break
-                if count >= limit:
-                    break
+            if isinstance(text, str) and text.strip():
+                key = fact.source.key if fact.source is not None and fact.source.key else f"{fact.type}.{field_name}"
+                yield fact, key, text
+
+
+def find_matches(rule: CompiledTextRule, facts: list[Fact], readings: Readings) -> list[TextMatch]:
+    """Every statement of the rule's text fields that fires it, in fact and text order."""
+    spec = rule.rule.text
+    assert spec is not None
+    found: list[TextMatch] = []
+    for fact, key, text in texts_read(rule, facts):
+        reading = readings.of(text)
+        if spec.unread:
+            found += _unread(rule, fact, key, text, reading, readings)
+            continue
+        hits = _hits(rule, reading, spec.every)
+        limit = MAX_ALL_MATCHES_PER_TEXT if spec.every else 1
+        matched = readings.matched.setdefault(text, set())
+        for hit, clause in hits[:limit]:
+            matched.add(clause.start)
+            found.append(_match(rule, fact, key, reading, clause, _groups(rule, reading, hit)))
     return found
 
 
-def _hits(rule: CompiledTextRule, clause: str, every: bool) -> list[re.Match]:
-    """The first pattern's first match in the clause, or (`matches: all`) every match of
-    every pattern, in text order."""
+def _hits(rule: CompiledTextRule, reading: Reading, every: bool) -> list[tuple[Hit, Clause]]:
+    """The admitted matches in the reading: the first (by position) or, with `every`, all."""
+    spec = rule.rule.text
+    out: list[tuple[Hit, Clause]] = []
+    for pattern, needs in zip(spec.match, rule.needs):  # type: ignore[union-attr]
+        if not all(cls in reading.by_class for cls in needs):
+            continue
+        for hit in find(pattern, reading, every=True):
+            start, end = hit.span(reading)
+            clause = reading.clause_of(start)
+            if _admitted(rule, reading, hit, clause, start, end):
+                out.append((hit, clause))
+                if not every:
+                    break
+    out.sort(key=lambda hc: (hc[0].span(reading), hc[0].tags))
     if not every:
-        for pattern in rule.match:
-            hit = pattern.search(clause)
-            if hit is not None:
-                return [hit]
-        return []
-    hits = [hit for pattern in rule.match for hit in pattern.finditer(clause)]
-    return sorted(hits, key=lambda h: (h.start(), h.end()))
+        return out[:1]
+    seen: set[tuple[int, ...]] = set()
+    unique = []
+    for hit, clause in out:
+        if hit.tags not in seen:
+            seen.add(hit.tags)
+            unique.append((hit, clause))
+    return unique
 
 
-def _admitted(rule: CompiledTextRule, clause: str, hit: re.Match) -> bool:
+def _admitted(rule: CompiledTextRule, reading: Reading, hit: Hit, clause: Clause, start: int, end: int) -> bool:
     """No `unless` pattern in the parts the match touches, and the context triggers found
     there (outside the match's terms) admit the rule's reading."""
-    parts = _compiled(rule.lexicon.context.part_ends)
-    bounds = [0] + [m.end() for m in parts.finditer(clause)] + [len(clause) + 1]
-    first = max(b for b in bounds if b <= hit.start())
-    last = min(b for b in bounds if b >= hit.end())
-    window = clause[first:last]
-    if any(p.search(window) for p in rule.unless):
-        return False
     spec = rule.rule.text
+    assert spec is not None
+    lo, hi = reading.parts_around(start, end, clause, reading.aside[hit.tags[0]])
+    where = (clause.start, clause.end) if spec.unless_in_sentence else (lo, hi)
+    for pattern in spec.unless:
+        if next(find(pattern, reading, every=False, lo=where[0], hi=where[1]), None) is not None:
+            return False
     context = rule.lexicon.context
-    reading = context.readings.get(spec.context or context.default)  # type: ignore[union-attr]
-    if reading is None or not (reading.blocked_by or reading.needs):
+    wanted = context.readings.get(spec.context or context.default)
+    if wanted is None or not (wanted.blocked_by or wanted.needs):
         return True
-    terms = [(hit.start(g) - first, hit.end(g) - first) for g in spec.groups  # type: ignore[union-attr]
-             if g in hit.re.groupindex and hit.start(g) >= 0]
-    present = {name for name, pattern in context.categories
-               if any(not _inside(t.span(), terms) for t in _compiled(pattern).finditer(window))}
-    return reading.admits(present)
+    terms = [reading.tags[t][:2] for t in hit.tags]
+    present = set()
+    for t_start, t_end, category, opens in reading.triggers_in(lo, hi):
+        if _inside((t_start, t_end), terms):
+            continue
+        if opens and not reading.opens(t_start, reading.parts_around(t_start, t_end, clause)[0]):
+            continue
+        present.add(category)
+    for category, statement in context.statements:
+        if category in present:
+            continue
+        for found in find(statement, reading, every=True, lo=lo, hi=hi):
+            if not _inside(found.span(reading), terms):
+                present.add(category)
+                break
+    return wanted.admits(present)
 
 
 def _inside(span: tuple[int, int], terms: list[tuple[int, int]]) -> bool:
     return any(start <= span[0] and span[1] <= end for start, end in terms)
 
 
-def _groups(rule: CompiledTextRule, hit: re.Match) -> dict[str, str]:
-    """Each named group's words; a term class's value instead (its default when the group is
-    in another pattern of the rule or took no part)."""
+def _groups(rule: CompiledTextRule, reading: Reading, hit: Hit) -> dict[str, str]:
+    """Each captured class's value (its default when its element took no part); for a class of
+    patterns, the words."""
     classes = rule.rule.text.groups  # type: ignore[union-attr]
-    out = {name: rule.lexicon.terms[term].default for name, term in classes.items()}
-    for name, words in hit.groupdict().items():
-        if name in classes:
-            out[name] = rule.lexicon.value_of(hit, name, classes[name])
-        elif words is not None and not name.startswith("_t_"):
-            out[name] = words
+    terms = rule.lexicon.terms
+    out = {name: terms[cls].default for name, cls in classes.items()}
+    for name, index in hit.captures:
+        out[name] = str(reading.tags[index][3])
+    return out
+
+
+def _match(rule: CompiledTextRule, fact: Fact, key: str, reading: Reading, clause: Clause,
+           groups: dict[str, str]) -> TextMatch:
+    start, end = reading.span_in_text(clause.start, clause.end)
+    quote = " ".join(reading.text[start:end][:MAX_QUOTE].split())  # a wrapped line is one sentence
+    return TextMatch(rule.rule, fact, key, start, end, quote, groups)
+
+
+def _unread(rule: CompiledTextRule, fact: Fact, key: str, text: str, reading: Reading,
+            readings: Readings) -> list[TextMatch]:
+    """The sentences holding a term of the rule's classes that no text rule matched; each
+    class's values found there, joined, under the class's name."""
+    classes = rule.rule.text.unread  # type: ignore[union-attr]
+    matched = readings.matched.get(text, set())
+    out = []
+    for clause in reading.clauses:
+        if clause.start in matched:
+            continue
+        groups = {}
+        for cls in classes:
+            values = dict.fromkeys(str(reading.tags[t][3]) for t in reading.tags_in(cls, clause.start, clause.end))
+            groups[cls] = ",".join(values)
+        if any(groups.values()):
+            out.append(_match(rule, fact, key, reading, clause, groups))
+            if len(out) >= MAX_ALL_MATCHES_PER_TEXT:
+                break
     return out
 
 
 def conclusion_fields(match: TextMatch, fields: dict[str, Any], specs: dict[str, FieldSpec],
                       vocab: Vocabulary) -> dict[str, Any]:
-    """A conclusion's fields for one match: `${match.NAME}` is the named group (a term class's
-    value, or the words), `${read.FIELD}` / `{ref: read.FIELD}` a field of the fact whose text
-    matched; quote / field / start / end are filled when the type has them and the rule did not
-    set them."""
+    """A conclusion's fields for one match: `${match.NAME}` is a captured class's value (or its
+    words), `${read.FIELD}` / `{ref: read.FIELD}` a field of the fact whose text matched;
+    quote / field / start / end are filled when the type has them and the rule did not set them."""
     classes = match.rule.text.groups  # type: ignore[union-attr]
     read_types = vocab.types[match.fact.type].fields
 
@@ -201,3 +247,7 @@ def conclusion_fields(match: TextMatch, fields: dict[str, Any], specs: dict[str,
         if name in specs and name not in out:
             out[name] = filled[name]
     return out
+
+
+__all__ = ["CompiledTextRule", "MAX_TEXT_READ", "Readings", "TagPattern", "TextMatch", "conclusion_fields",
+           "find_matches", "read", "read_texts"]

@@ -214,7 +214,7 @@ class EngineWorker:
             raise EngineLimitError(
                 f"the rule engine did not finish within {self.limits.timeout:g} s on {what}: a rule "
                 "probably joins many facts of one type with each other (three or more conditions on "
-                "the same type), tests hundreds of values, or has a text pattern that backtracks"
+                "the same type) or tests hundreds of values"
                 f"{_suspects(compiled)}; simplify those rules "
                 "(J6DOCTOR_ENGINE_TIMEOUT raises the limit)")
         try:
@@ -248,16 +248,9 @@ class EngineWorker:
 
 def _suspects(compiled) -> str:
     """The rules most likely behind a timeout or the memory cap, named with their file and
-    line: text patterns that can backtrack for minutes (engine/pattern_backtracking.py),
-    else the open joins `rules lint` warns about (engine/join_growth.py)."""
+    line: the open joins `rules lint` warns about (engine/join_growth.py)."""
     from j6doctor.engine.join_growth import suspects
-    from j6doctor.engine.pattern_backtracking import backtracking_rules
 
-    slow = backtracking_rules(compiled.rules)
-    if slow:
-        return "; most likely " + ", ".join(
-            f"{rule.id} ({rule.file}:{rule.line}: its pattern repeats a group that itself repeats)"
-            for rule, _ in slow[:3])
     return suspects(compiled.rules)
 
 

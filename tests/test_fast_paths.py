@@ -1,7 +1,7 @@
 """The shortcuts a cold start takes must give the answers of the slow paths they replace:
-text rules restored from the rule-base cache against the loaded ones (their patterns compiled
-only when a text is read), pre-encoded durable-rules definitions against encoding them at
-registration."""
+text rules and the term index restored from the caches against the loaded ones (a text read
+only when a text rule reads it), pre-encoded durable-rules definitions against encoding them
+at registration."""
 
 from __future__ import annotations
 
@@ -10,13 +10,15 @@ import pickle
 import pytest
 
 from conftest import HAS_DURABLE
-from j6doctor.engine import engine_json, text_rules
+from j6doctor.engine import engine_json, text_reader
 from j6doctor.engine.compiler import compile_rules
+from j6doctor.engine.tag_patterns import find
+from j6doctor.engine.text_reader import read
 from j6doctor.engine.text_rules import CompiledTextRule
 from j6doctor.diagnose import load_rulebase
 
 
-# ---------------------------------------------------------------------------- patterns
+# ---------------------------------------------------------------------------- text rules
 def _text_rules():
     rb = load_rulebase()
     rules = [r for r in rb.rules if r.text is not None]
@@ -24,23 +26,35 @@ def _text_rules():
     return [CompiledTextRule(r, rb.vocab.text) for r in rules]
 
 
-def test_text_rules_restored_from_a_pickle_match_like_the_loaded_ones():
+SAMPLE = "quantized.bc 的 layout 不一致，march 也不同；板端喂 NHWC，模型要 NCHW"
+
+
+def _hits(rule, reading):
+    return [(h.tags, h.captures) for p in rule.rule.text.match for h in find(p, reading, every=True)]
+
+
+def test_text_rules_and_the_term_index_restored_from_a_pickle_read_like_the_loaded_ones():
     compiled = _text_rules()
     restored = pickle.loads(pickle.dumps(compiled))
-    sample = "quantized.bc 的 layout 不一致，march 也不同"
+    fresh, again = read(SAMPLE, compiled[0].lexicon.index), read(SAMPLE, restored[0].lexicon.index)
+    assert fresh.tags == again.tags and fresh.triggers == again.triggers and fresh.clauses == again.clauses
+    assert len(fresh.tags) > 10
+    matched = 0
     for a, b in zip(compiled, restored):
         assert a.rule.text == b.rule.text and a.lexicon == b.lexicon
-        assert [p.search(sample) and p.search(sample).span() for p in a.match] == \
-               [p.search(sample) and p.search(sample).span() for p in b.match]
+        assert _hits(a, fresh) == _hits(b, again)
+        matched += bool(_hits(a, fresh))
+    assert matched >= 3  # layout, march, colour and layout practice ...
 
 
-def test_a_case_without_text_compiles_no_text_pattern(monkeypatch, diagnose):
+def test_a_case_without_text_reads_no_text(monkeypatch, diagnose):
     monkeypatch.setenv("J6DOCTOR_ENGINE_PROCESS", "inline")  # the run in this process, where the cache is seen
-    text_rules._compiled.cache_clear()
+    text_reader._RECENT.clear()
     diagnose({"platform": "J6M", "results": {"qat_bc": "normal", "quantized_bc": "abnormal"}})
-    assert text_rules._compiled.cache_info().currsize == 0
+    assert not text_reader._RECENT
     d = diagnose({"symptom": "板端喂 NHWC，模型要 NCHW"})
-    assert text_rules._compiled.cache_info().currsize > 0 and d.verdict_json["stage"] == "user_side"
+    assert [text for _, text in text_reader._RECENT] == ["板端喂 NHWC，模型要 NCHW"]
+    assert d.verdict_json["stage"] == "user_side"
 
 
 # ---------------------------------------------------------------------------- durable definitions

@@ -213,40 +213,32 @@ def test_a_question_after_the_statement_asks_nothing_more(diagnose):
 # ---------------------------------------------------------------------------- the triggers live once
 
 def _free_text_rules() -> dict:
-    import re
     from pathlib import Path
 
     import yaml
 
     path = Path(__file__).resolve().parents[1] / "rules" / "15_free_text.yaml"
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    for rule in doc["rules"]:
-        for pattern in rule.get("match", []) + rule.get("unless", []):
-            re.compile(pattern, re.IGNORECASE)
-    return doc
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
-def test_no_text_rule_restates_a_context_trigger():
+def test_no_text_rule_restates_a_context_trigger(rulebase):
     """Negation, suspicion and hypothesis triggers are data in facts/text_context.yaml; a text
-    rule names the reading it takes (`context:`) and never copies a trigger into its own
-    `unless` or `match`."""
-    from pathlib import Path
+    rule names the reading it takes (`context:`) and its patterns name term classes only, so
+    no rule can copy a trigger into its own `unless` or `match`."""
+    from j6doctor.engine.tag_patterns import classes_of
 
-    import yaml
-
-    context = yaml.safe_load((Path(__file__).resolve().parents[1] / "facts" / "text_context.yaml")
-                             .read_text(encoding="utf-8"))["text_context"]
-    triggers = [t for c in context["categories"].values() for t in c.get("patterns", []) + c.get("words", [])
-                if len(t) > 12]  # the long, distinctive ones: a copy would contain them verbatim
     doc = _free_text_rules()
     assert "unless" not in doc
-    readings = set(context["contexts"])
+    context = rulebase.vocab.text.context
     questions = [r for r in doc["rules"] if r["id"].endswith("_question") and "match" in r]
     assert len(questions) >= 10 and all(r["context"] == "uncertain" for r in questions)
-    for rule in doc["rules"]:
-        assert rule.get("context", "asserted") in readings, rule["id"]
-        for pattern in rule.get("match", []) + rule.get("unless", []):
-            assert not [t for t in triggers if t in pattern], rule["id"]
+    terms = rulebase.vocab.text.terms
+    for rule in rulebase.rules:
+        if rule.text is None:
+            continue
+        assert (rule.text.context or context.default) in context.readings, rule.id
+        for pattern in rule.text.match + rule.text.unless:
+            assert classes_of(pattern) <= set(terms), (rule.id, pattern.source)
 
 
 # (text, the clauses it is cut into)
@@ -264,7 +256,7 @@ CLAUSE_CUTS = [
 
 @pytest.mark.parametrize("text,expected", CLAUSE_CUTS, ids=[t[:16] for t, _ in CLAUSE_CUTS])
 def test_clauses_follow_wrapped_lines_and_stop_at_statements(rulebase, text, expected):
-    from j6doctor.engine.text_rules import clauses
+    from j6doctor.engine.text_reader import read
 
-    lexicon = rulebase.compiled.text_rules[0].lexicon
-    assert [text[start:end] for start, end in clauses(text, lexicon)] == expected
+    reading = read(text, rulebase.vocab.text.index)
+    assert [reading.words(c.start, c.end) for c in reading.clauses] == expected

@@ -1,0 +1,258 @@
+"""Text patterns: term classes in the order a statement names them, matched over the terms a
+reading found (text_reader.py), never over characters.
+
+    {mention} … {status}                  a model, then (later in the sentence) what it gave
+    {setting_name} + {setting_value}      a key and its value, side by side ("input_layout_rt: NHWC")
+    {~status=abnormal}                    one value of a class, not captured
+    {producer?} … {mention} … {status}    an optional element
+    {mention as a} …30 {relation}         captured under another name; at most 30 characters apart
+
+An element is `{class}` (captured under the class's name), `{class as name}`, `{~class}` (not
+captured), with `=v1|v2` for some values only, `!=name` for a value other than the one an
+earlier element captured as `name` ("{colour as a} … {colour!=a}": two different colour
+formats) and `?` for an optional one. Between two
+elements: ` ` the next one follows in the same part of the sentence (no comma, colon or "but"
+between), ` … ` (or ` ... `) anywhere later in the same sentence, ` + ` right after it (only
+spaces, quotes, ':' or '=' between); `~N` (same part), `…N` and `+N` bound the distance to N
+characters (the defaults are the text context's `windows`).
+
+Each element is the *nearest* one: the term it matches is the first of its kind (its class,
+and its values when it names some) after the previous element, and the previous element's
+term is the last of its kind before it. In "PC 上正常，bin 上板后检测不到" the board is not
+paired with 正常; in "编译用的 hbdk 旧", 旧 is paired with hbdk.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import product
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from j6doctor.engine.text_reader import Reading
+
+PART, CLAUSE, ADJACENT = "part", "clause", "adjacent"
+MAX_PATTERN_LENGTH = 120  # characters: a pattern is one line of a rule file
+_ELEMENT = re.compile(r"\{(~?)([A-Za-z_]\w*)(?:=([\w.+-]+(?:\|[\w.+-]+)*))?(?:!=([A-Za-z_]\w*))?"
+                      r"(?:\s+as\s+([A-Za-z_]\w*))?(\??)\}")
+_GAP = re.compile(r"\s*(?:(…|\.\.\.)(\d*)|(\+)(\d*)|~(\d+))\s*|\s+")
+MAX_OPTIONAL = 3
+
+
+class PatternError(ValueError):
+    """A text pattern that is not term classes joined by gaps."""
+
+
+@dataclass(frozen=True)
+class Element:
+    cls: str
+    values: tuple[str, ...] | None  # only these values of the class (None: any)
+    group: str | None               # the name it is captured under (None: not captured)
+    optional: bool = False
+    differs_from: str | None = None  # a value other than the one captured under this name
+
+
+@dataclass(frozen=True)
+class Gap:
+    kind: str        # PART, CLAUSE or ADJACENT
+    limit: int       # most characters between the two elements (0: the reading's default)
+
+
+@dataclass(frozen=True)
+class TagPattern:
+    """A parsed pattern: its source, and its variants (optional elements in or out), the most
+    specific first. A variant is (elements, gaps), len(gaps) == len(elements) - 1."""
+
+    source: str
+    variants: tuple[tuple[tuple[Element, ...], tuple[Gap, ...]], ...]
+
+    @property
+    def elements(self) -> tuple[Element, ...]:
+        return self.variants[0][0]
+
+    @property
+    def groups(self) -> dict[str, str]:
+        """Captured name → class, over every element."""
+        return {e.group: e.cls for e in self.elements if e.group}
+
+
+def parse(source: str) -> TagPattern:
+    """Parse a pattern; raise PatternError saying what is wrong and what is expected."""
+    if not isinstance(source, str) or not source.strip():
+        raise PatternError("expected a text pattern such as '{mention} … {status}', got an empty one")
+    if len(source) > MAX_PATTERN_LENGTH or "\n" in source:
+        raise PatternError(f"a text pattern is one line of at most {MAX_PATTERN_LENGTH} characters "
+                           f"(this one has {len(source)}): name the words as a term class in facts/text_terms.yaml "
+                           "and write the class")
+    elements: list[Element] = []
+    gaps: list[Gap] = []
+    index = 0
+    text = source.strip()
+    while True:
+        found = _ELEMENT.match(text, index)
+        if found is None:
+            raise PatternError(_unexpected(text, index))
+        silent, cls, values, differs, alias, optional = found.groups()
+        if silent and alias:
+            raise PatternError(f"{found.group(0)}: a class written with ~ captures nothing; drop ~ or 'as'")
+        if differs and not any(e.group == differs and not e.optional for e in elements):
+            raise PatternError(f"{found.group(0)}: {differs!r} is not captured by an element before it")
+        group = None if silent else (alias or cls)
+        elements.append(Element(cls, tuple(values.split("|")) if values else None, group, bool(optional), differs))
+        index = found.end()
+        if index == len(text):
+            break
+        gap = _GAP.match(text, index)
+        if gap is None or gap.end() == index:
+            raise PatternError(_unexpected(text, index))
+        gaps.append(_gap(gap))
+        index = gap.end()
+    names = [e.group for e in elements if e.group]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise PatternError(f"{{{twice[0]}}} is captured twice: write {{{twice[0]} as other_name}}")
+    if all(e.optional for e in elements):
+        raise PatternError("every element is optional: a pattern needs one that must be there")
+    if sum(e.optional for e in elements) > MAX_OPTIONAL:
+        raise PatternError(f"more than {MAX_OPTIONAL} optional elements: write several patterns")
+    return TagPattern(source, tuple(_variants(elements, gaps)))
+
+
+def _gap(found: re.Match) -> Gap:
+    dots, dot_limit, plus, plus_limit, part_limit = found.groups()
+    if dots:
+        return Gap(CLAUSE, int(dot_limit) if dot_limit else 0)
+    if plus:
+        return Gap(ADJACENT, int(plus_limit) if plus_limit else 0)
+    return Gap(PART, int(part_limit) if part_limit else 0)
+
+
+def _unexpected(text: str, index: int) -> str:
+    shown = text[index:index + 20]
+    return (f"unexpected {shown!r} at character {index + 1}: a text pattern is term classes ({{class}}, "
+            "{~class=value}, {class as name}, {class?}) joined by ' ' or ' ~N ' (same part), ' … ' or ' …N ' "
+            "(same sentence) or ' + ' (side by side); words belong in a term class of facts/text_terms.yaml")
+
+
+def _variants(elements: list[Element], gaps: list[Gap]):
+    """Every choice of optional elements present (all present first), gaps merged around a
+    dropped one (the wider kind, the bounds added)."""
+    optional = [i for i, e in enumerate(elements) if e.optional]
+    out = []
+    for keep in product((True, False), repeat=len(optional)):
+        dropped = {i for i, k in zip(optional, keep) if not k}
+        kept_elements: list[Element] = []
+        kept_gaps: list[Gap] = []
+        pending: Gap | None = None
+        for i, element in enumerate(elements):
+            if i in dropped:
+                if i < len(gaps) and kept_elements:
+                    pending = _wider(pending, gaps[i - 1] if i > 0 else None, gaps[i])
+                continue
+            if kept_elements:
+                gap = gaps[i - 1]
+                kept_gaps.append(_wider(pending, gap) if pending else gap)
+            pending = None
+            kept_elements.append(element)
+        if kept_elements:
+            out.append((tuple(kept_elements), tuple(kept_gaps)))
+    return out
+
+
+_ORDER = {ADJACENT: 0, PART: 1, CLAUSE: 2}
+
+
+def _wider(*gaps: Gap | None) -> Gap:
+    present = [g for g in gaps if g is not None]
+    kind = max((g.kind for g in present), key=_ORDER.__getitem__)
+    limits = [g.limit for g in present]
+    return Gap(kind, 0 if 0 in limits else sum(limits))
+
+
+# ---------------------------------------------------------------------------- matching
+
+@dataclass(frozen=True)
+class Hit:
+    """One match of a pattern: the terms matched (reading tag indexes), in order."""
+
+    tags: tuple[int, ...]
+    captures: tuple[tuple[str, int], ...]  # (group, tag index)
+
+    def span(self, reading: "Reading") -> tuple[int, int]:
+        return reading.tags[self.tags[0]][0], reading.tags[self.tags[-1]][1]
+
+
+def find(pattern: TagPattern, reading: "Reading", every: bool, lo: int | None = None,
+         hi: int | None = None) -> Iterator[Hit]:
+    """Matches of `pattern` in text order: within the compact span [lo, hi) when given, else
+    each within its own sentence. For each start term, the first variant that matches (the
+    one with the optional elements first); only the first match unless `every`."""
+    firsts = {elements[0].cls for elements, _ in pattern.variants}
+    whole = (0 if lo is None else lo, len(reading.compact.text) if hi is None else hi)
+    starts = sorted({t for cls in firsts for t in reading.tags_in(cls, *whole)})
+    for start in starts:
+        bound = hi if hi is not None else reading.clause_of(reading.tags[start][0]).end
+        if reading.tags[start][1] > bound:
+            continue
+        for elements, gaps in pattern.variants:
+            hit = _match_from(reading, start, elements, gaps, bound)
+            if hit is not None:
+                yield hit
+                if not every:
+                    return
+                break
+
+
+def _match_from(reading: "Reading", start: int, elements, gaps, hi: int) -> Hit | None:
+    tags = reading.tags
+    if tags[start][2] != elements[0].cls or not _admits(tags[start], elements[0]):
+        return None
+    chosen = [start]
+    aside = reading.aside[start]
+    for position, (element, gap) in enumerate(zip(elements[1:], gaps), start=1):
+        nxt = reading.first_of(element.cls, tags[chosen[-1]][1], hi, aside, element.values)
+        if nxt is None:
+            return None
+        # the previous term is the last of its kind before this one ("编译用的 hbdk 旧": hbdk)
+        last = reading.last_before(chosen[-1], tags[nxt][0], elements[position - 1].values)
+        if last != chosen[-1]:
+            if not _differs(elements, chosen, position - 1, last, tags):
+                return None
+            if position > 1 and not reading.gap_ok(tags[chosen[-2]][1], tags[last][0], gaps[position - 2]):
+                return None
+            chosen[-1] = last
+        if not reading.gap_ok(tags[chosen[-1]][1], tags[nxt][0], gap) or not _differs(elements, chosen, position, nxt, tags):
+            return None
+        chosen.append(nxt)
+        aside = reading.aside[nxt]
+    captures = tuple((e.group, t) for e, t in zip(elements, chosen) if e.group)
+    return Hit(tuple(chosen), captures)
+
+
+def _differs(elements, chosen: list[int], position: int, candidate: int, tags: list[tuple]) -> bool:
+    """Whether `candidate`, for the element at `position`, has a value other than the one its
+    `!=name` names (true when it names none)."""
+    name = elements[position].differs_from
+    if name is None:
+        return True
+    earlier = next(t for e, t in zip(elements[:position], chosen) if e.group == name)
+    return tags[earlier][3] != tags[candidate][3]
+
+
+def _admits(tag: tuple, element: Element) -> bool:
+    return element.values is None or tag[3] in element.values
+
+
+def classes_of(pattern: TagPattern) -> set[str]:
+    return {e.cls for variant in pattern.variants for e in variant[0]}
+
+
+def required_classes(pattern: TagPattern) -> frozenset[str]:
+    """Classes every variant needs (a reading without one of them cannot match)."""
+    sets = [frozenset(e.cls for e in elements) for elements, _ in pattern.variants]
+    return frozenset.intersection(*sets)
+
+
+__all__ = ["ADJACENT", "CLAUSE", "PART", "Element", "Gap", "Hit", "PatternError", "TagPattern", "classes_of",
+           "find", "parse", "required_classes"]
