@@ -10,20 +10,27 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from j6doctor.engine.compiler import CompiledRuleBase, compile_rules
+from j6doctor.engine.compiler import CompiledRuleBase
 from j6doctor.engine.backends import ENGINES, EngineUnavailableError, available, resolve
 from j6doctor.engine.backends import build_id
 from j6doctor.engine.backends import describe as describe_engine
 from j6doctor.engine.differential import cross_check_enabled, first_difference
 from j6doctor.engine.errors import EngineError, EngineRunError, RuleBaseError, RuleBaseErrors, VocabularyError
 from j6doctor.engine.facts import Derivation, Fact, Source
-from j6doctor.engine.rule_loader import load_rule_dirs, rule_file_bytes, rule_file_schema
+from j6doctor.engine.rule_files import rule_file_bytes
 from j6doctor.engine.rulebase_cache import cache_dir, cache_key, load_or_build
 from j6doctor.engine.rule_model import Rule
 from j6doctor.engine.text_rules import read_texts
 from j6doctor.engine.runtime import RunResult, run
 from j6doctor.engine.worker import EngineLimitError, shared_worker
 from j6doctor.engine.vocabulary import Vocabulary
+
+def rule_file_schema() -> dict:
+    """The JSON schema of a rule file (engine/rule_schema.json)."""
+    from j6doctor.engine.rule_loader import rule_file_schema as schema
+
+    return schema()
+
 
 __all__ = [
     "ENGINES", "Derivation", "EngineError", "EngineUnavailableError", "describe_engine", "EngineLimitError", "EngineRunError", "Fact", "RuleBase", "RuleBaseError",
@@ -50,6 +57,10 @@ class RuleBase:
         shown = tuple((display or {}).get(d, str(d)) for d in directories)
 
         def build() -> tuple[list[Rule], CompiledRuleBase]:
+            # parsed, checked and compiled only when the cache has no such rule base
+            from j6doctor.engine.compiler import compile_rules
+            from j6doctor.engine.rule_loader import load_rule_dirs
+
             rules, errors = load_rule_dirs(directories, vocab, display)
             if errors:
                 raise RuleBaseErrors(errors)
@@ -89,7 +100,7 @@ class RuleBase:
         text rules read are read here, once (text_reader.py), and handed to the engine with the
         facts. With J6DOCTOR_CROSS_CHECK=1 the run is repeated on the other installed engine
         and any difference is an EngineRunError (engine/differential.py)."""
-        limits.setdefault("readings", read_texts(self.compiled.text_rules, facts))
+        limits.setdefault("readings", read_texts(self.compiled.text_rules, facts, self.vocab.text))
         result = self._run_on(self.compiled, facts, **limits)
         if cross_check_enabled():
             other = self._other_engine()
@@ -110,6 +121,8 @@ class RuleBase:
         """This rule base compiled for the other installed engine (None if there is none)."""
         cached = self.__dict__.get("_other")
         if cached is None:
+            from j6doctor.engine.compiler import compile_rules
+
             others = [e for e in ENGINES if e != self.engine and available(e)]
             try:
                 cached = (compile_rules(self.rules, self.vocab, others[0]),) if others else (None,)

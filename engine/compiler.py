@@ -394,7 +394,7 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary, engine: str | None = Non
               for stratum_index, key in enumerate(sorted(by_stratum))]
     stratum_of = {rule.id: sorted(by_stratum).index(level[rule.id]) for rule in fact_rules}
     result = CompiledRuleBase(fingerprint, rules, strata, stratum_of,
-                              [CompiledTextRule(r, vocab.text) for r in text_rules], engine, too_many)
+                              [CompiledTextRule(r) for r in text_rules], engine, too_many)
     backend = load_backend(engine)
     backend.prepare(result)
     errors = backend.check(result, vocab)

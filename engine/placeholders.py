@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from j6doctor.engine.rule_loader import PLACEHOLDER
+from j6doctor.engine.rule_model import PLACEHOLDER
 from j6doctor.engine.vocabulary import EnumSpec
 
 # (alias, field) -> (the raw value, the enum it is a value of, or None)

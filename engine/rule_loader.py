@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import stat
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
@@ -15,7 +14,9 @@ from j6doctor.engine.errors import RuleBaseError, RuleBaseErrors
 from j6doctor.engine.decision_table import check_hit_policy
 from j6doctor.engine.decision_table import expand as expand_tables
 from j6doctor.engine.schema_errors import messages, shown
-from j6doctor.engine.rule_model import Condition, Conclusion, Example, Ref, Rule, RuleFile, Test, TextSpec
+from j6doctor.engine.rule_files import read_rule_file, rule_files_in
+from j6doctor.engine.rule_model import (MATCH_ALIAS, PLACEHOLDER, READ_ALIAS, TEXT_FILLED_FIELDS, Condition, Conclusion,
+                                        Example, Ref, Rule, RuleFile, Test, TextSpec)
 from j6doctor.engine.tag_patterns import PatternError, TagPattern, parse
 from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
 from j6doctor.engine.errors import VocabularyError
@@ -23,19 +24,6 @@ from j6doctor.engine.vocabulary import PACK_VOCABULARY, FactType, FieldSpec, Voc
 
 if TYPE_CHECKING:  # jsonschema is imported when rule files are checked, not when a cached rule base is used
     import jsonschema
-
-# `${alias.field}` in a conclusion's text; `${alias.field|label}` shows an enum value's label,
-# `${alias.field|lower}` the text in lower case.
-# `|label` an enum value's label, `|lower` lower case, `|<attribute>` an enum value's attribute
-# (`${m.artifact|chain}`); a field that is one placeholder alone takes the value as it is typed.
-PLACEHOLDER = re.compile(r"\$\{([a-z][a-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)(\|[a-z_]+)?\}")
-# The alias a text rule's conclusions use for the match: ${match.NAME} is a named group.
-MATCH_ALIAS = "match"
-# ... and ${read.FIELD} (or {ref: read.FIELD}) a field of the fact whose text it read.
-READ_ALIAS = "read"
-# Fields of a text rule's conclusion the engine fills from the match, when the type has them.
-TEXT_FILLED_FIELDS = ("quote", "field", "start", "end")
-
 
 @lru_cache(maxsize=1)
 def rule_file_schema() -> dict[str, Any]:
@@ -690,7 +678,7 @@ def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None,
     the decision tables of the files loaded before (a table may add rows to one of them)."""
     name = display or str(path)
     try:
-        raw = _read_regular(path, name)
+        raw = read_rule_file(path, name)
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RuleBaseErrors([RuleBaseError(f"not UTF-8 text (byte {exc.start}); expected a YAML rule file",
@@ -711,7 +699,6 @@ def load_rule_file(path: Path, vocab: Vocabulary, display: str | None = None,
     return rule_file
 
 
-MAX_RULE_FILE_BYTES = 4 * 1024 * 1024
 _ID_LINE = re.compile(r"^(\s*)-\s*id:\s*['\"]?([^'\"\s#]+)")
 _ITEM_LINE = re.compile(r"^(\s*)-\s")
 
@@ -732,52 +719,6 @@ def _rule_around(text: str, line: int | None) -> str | None:
         if item and item.group(1) == indent:
             found = None
     return found
-
-
-def _read_regular(path: Path, name: str) -> bytes:
-    """A rule file's bytes; a pipe or a device (which would block or never end) and an
-    oversized file are refused before anything is read."""
-    mode = path.stat().st_mode
-    if not stat.S_ISREG(mode):
-        raise RuleBaseErrors([RuleBaseError("not a regular file (a folder, pipe or device); expected a YAML rule file",
-                                            file=name)])
-    size = path.stat().st_size
-    if size > MAX_RULE_FILE_BYTES:
-        raise RuleBaseErrors([RuleBaseError(f"too large ({size} bytes; limit {MAX_RULE_FILE_BYTES}); "
-                                            "expected a YAML rule file", file=name)])
-    with path.open("rb") as handle:
-        return handle.read(MAX_RULE_FILE_BYTES + 1)
-
-
-def rule_file_bytes(directories: list[Path], display_root: dict[Path, str] | None = None
-                    ) -> list[tuple[str, str, bytes]]:
-    """(path, shown name, bytes) of every rule file load_rule_dirs would read, in its order:
-    what a cached rule base is keyed by. Raises like load_rule_file on a file it refuses."""
-    out = []
-    for directory in directories:
-        try:
-            files = rule_files_in(directory) if directory.is_dir() else [directory]
-        except OSError as exc:
-            raise RuleBaseErrors([RuleBaseError(f"cannot read this folder: {exc.strerror}",
-                                                file=str(directory))]) from None
-        for path in files:
-            shown = (display_root or {}).get(directory)
-            display = f"{shown}/{path.name}" if shown else str(path)
-            out.append((str(path.resolve()), display, _read_regular(path, display)))
-    return out
-
-
-RULE_FILE_SUFFIXES = (".yaml", ".yml")
-
-
-def rule_files_in(directory: Path) -> list[Path]:
-    """The rule files of a folder, in a stable order: every entry named `*.yaml` or `*.yml`
-    (in any case, as the case files), not only regular files: a pipe, a device (or a link to
-    one) or a folder named like a rule file is refused by load_rule_file with a message,
-    instead of being dropped without a word. A pack's vocabulary additions (PACK_VOCABULARY)
-    are not rules; subfolders are not read (a pack keeps its fixtures there)."""
-    return sorted(p for p in directory.iterdir()
-                  if p.suffix.lower() in RULE_FILE_SUFFIXES and p.name != PACK_VOCABULARY)
 
 
 def load_rule_dirs(directories: list[Path], vocab: Vocabulary,

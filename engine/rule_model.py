@@ -38,10 +38,22 @@ the value of the class captured as NAME (`${match.NAME|lower}`). `unread:` (inst
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains")
+
+# `${alias.field}` in a conclusion's text; `${alias.field|label}` shows an enum value's label,
+# `${alias.field|lower}` the text in lower case, `|<attribute>` an enum value's attribute
+# (`${m.artifact|chain}`); a field that is one placeholder alone takes the value as it is typed.
+PLACEHOLDER = re.compile(r"\$\{([a-z][a-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)(\|[a-z_]+)?\}")
+# The alias a text rule's conclusions use for the match: ${match.NAME} is a captured class.
+MATCH_ALIAS = "match"
+# ... and ${read.FIELD} (or {ref: read.FIELD}) a field of the fact whose text it read.
+READ_ALIAS = "read"
+# Fields of a text rule's conclusion the engine fills from the match, when the type has them.
+TEXT_FILLED_FIELDS = ("quote", "field", "start", "end")
 
 
 @dataclass(frozen=True)

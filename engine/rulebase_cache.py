@@ -58,7 +58,8 @@ def cache_key(files: list[tuple[str, str, bytes]], vocab: Any, engine: str, engi
     digest = hashlib.sha256()
     digest.update(f"{FORMAT}|{__version__}|{sys.version_info[:3]}|{engine}|{engine_version}|".encode())
     digest.update(_engine_sources())
-    digest.update(hashlib.sha256(pickle.dumps(vocab, protocol=4)).digest())
+    digest.update(vocab.fingerprint.encode() if getattr(vocab, "fingerprint", "") else
+                  hashlib.sha256(pickle.dumps(vocab, protocol=4)).digest())
     for path, shown, data in files:
         digest.update(f"{path}\0{shown}\0{len(data)}\0".encode())
         digest.update(hashlib.sha256(data).digest())

@@ -25,7 +25,7 @@ paired with 正常; in "编译用的 hbdk 旧", 旧 is paired with hbdk.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
 from typing import TYPE_CHECKING, Iterator
 
@@ -62,10 +62,13 @@ class Gap:
 @dataclass(frozen=True)
 class TagPattern:
     """A parsed pattern: its source, and its variants (optional elements in or out), the most
-    specific first. A variant is (elements, gaps), len(gaps) == len(elements) - 1."""
+    specific first. A variant is (elements, gaps), len(gaps) == len(elements) - 1; `needs` are
+    the classes of each variant (a sentence lacking one cannot match it)."""
 
     source: str
     variants: tuple[tuple[tuple[Element, ...], tuple[Gap, ...]], ...]
+    needs: tuple[frozenset[str], ...] = ()
+    firsts: dict[str, frozenset[str] | None] = field(default_factory=dict, compare=False)  # class -> values (None: any) a match can start with
 
     @property
     def elements(self) -> tuple[Element, ...]:
@@ -116,7 +119,13 @@ def parse(source: str) -> TagPattern:
         raise PatternError("every element is optional: a pattern needs one that must be there")
     if sum(e.optional for e in elements) > MAX_OPTIONAL:
         raise PatternError(f"more than {MAX_OPTIONAL} optional elements: write several patterns")
-    return TagPattern(source, tuple(_variants(elements, gaps)))
+    variants = tuple(_variants(elements, gaps))
+    firsts: dict[str, frozenset[str] | None] = {}
+    for first in (v[0] for v, _ in variants):
+        known = firsts.get(first.cls, frozenset())
+        firsts[first.cls] = None if first.values is None or (first.cls in firsts and known is None) \
+            else known | frozenset(first.values)
+    return TagPattern(source, variants, tuple(frozenset(e.cls for e in v) for v, _ in variants), firsts)
 
 
 def _gap(found: re.Match) -> Gap:
@@ -184,24 +193,39 @@ class Hit:
 
 
 def find(pattern: TagPattern, reading: "Reading", every: bool, lo: int | None = None,
-         hi: int | None = None) -> Iterator[Hit]:
+         hi: int | None = None, clauses: set[int] | None = None) -> Iterator[Hit]:
     """Matches of `pattern` in text order: within the compact span [lo, hi) when given, else
-    each within its own sentence. For each start term, the first variant that matches (the
-    one with the optional elements first); only the first match unless `every`."""
-    firsts = {elements[0].cls for elements, _ in pattern.variants}
-    whole = (0 if lo is None else lo, len(reading.compact.text) if hi is None else hi)
-    starts = sorted({t for cls in firsts for t in reading.tags_in(cls, *whole)})
-    for start in starts:
-        bound = hi if hi is not None else reading.clause_of(reading.tags[start][0]).end
-        if reading.tags[start][1] > bound:
-            continue
-        for elements, gaps in pattern.variants:
-            hit = _match_from(reading, start, elements, gaps, bound)
-            if hit is not None:
-                yield hit
-                if not every:
-                    return
-                break
+    each within its own sentence (only the sentences holding every class a variant names are
+    looked at; of those, only `clauses` when given). For each start term, the first variant
+    that matches (the one with the optional elements first); only the first match unless
+    `every`."""
+    tags = reading.tags
+    firsts = pattern.firsts
+    if lo is not None and hi is not None:
+        spans: list[tuple[int, list[int], set[str] | None]] = [
+            (hi, sorted(t for cls in firsts for t in reading.tags_in(cls, lo, hi) if _first(tags[t], firsts)), None)]
+    else:
+        held = set().union(*(reading.clauses_holding(needs) for needs in pattern.needs))
+        if clauses is not None:
+            held &= clauses
+        spans = []
+        for c in sorted(held):
+            clause = reading.clauses[c]
+            starts = [t for cls in firsts for t in reading.tags_in(cls, clause.start, clause.end) if _first(tags[t], firsts)]
+            spans.append((clause.end, sorted(starts) if len(firsts) > 1 else starts, reading.clause_classes[c]))
+    for bound, starts, classes in spans:
+        for start in starts:
+            if tags[start][1] > bound:
+                continue
+            for (elements, gaps), needs in zip(pattern.variants, pattern.needs):
+                if classes is not None and not needs <= classes:
+                    continue
+                hit = _match_from(reading, start, elements, gaps, bound)
+                if hit is not None:
+                    yield hit
+                    if not every:
+                        return
+                    break
 
 
 def _match_from(reading: "Reading", start: int, elements, gaps, hi: int) -> Hit | None:
@@ -238,6 +262,15 @@ def _differs(elements, chosen: list[int], position: int, candidate: int, tags: l
         return True
     earlier = next(t for e, t in zip(elements[:position], chosen) if e.group == name)
     return tags[earlier][3] != tags[candidate][3]
+
+
+def _first(tag: tuple, firsts: dict[str, frozenset[str] | None]) -> bool:
+    """Whether a tag can start a match: of a class (and a value) some variant starts with."""
+    cls = tag[2]
+    if cls not in firsts:
+        return False
+    values = firsts[cls]
+    return values is None or tag[3] in values
 
 
 def _admits(tag: tuple, element: Element) -> bool:

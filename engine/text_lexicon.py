@@ -82,11 +82,15 @@ class TextContext:
 
 @dataclass(frozen=True)
 class TermPattern:
-    """A short regular expression for terms no list holds; the tag's value is `value` if set,
-    else the words of its group `value`, else all its words."""
+    """A short regular expression for terms no list holds. The term is its group `value` if it
+    has one ("stride:(?P<value>16)" is the 16), else the whole match; the tag's value is
+    `value` if set, else the term's words. A term must start and end at word boundaries, as a
+    phrase does; with `extend`, it is widened to the whole name it stands in instead ("\\.onnx"
+    finds yolov8n.onnx, "flush" finds hb_mem_flush_buf)."""
 
     regex: str
     value: str | None = None
+    extend: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,10 +119,10 @@ class TermIndex:
     vocabulary cache)."""
 
     automaton: Any                                  # ahocorasick.Automaton: key → (length, entries)
-    patterns: tuple[tuple[str, re.Pattern, str | None], ...]
+    patterns: tuple[tuple[str, re.Pattern, str | None, bool], ...]  # class, expression, value, extend
     merges: dict[str, tuple[int, dict[str, int], frozenset[str], frozenset[str]]]
     pseudo: frozenset[str]
-    part_chars: str
+    part_chars: re.Pattern   # one of the characters that end a part
     gap_breaks: str  # the marks a same-part gap of a pattern does not cross
     clause_ends: tuple[re.Pattern, ...]
     windows: dict[str, int]
@@ -182,16 +186,19 @@ def build_index(lexicon: TextLexicon) -> TermIndex:
     automaton = ahocorasick.Automaton()
     for key, found in entries.items():
         _check_one_value(key, found)
-        automaton.add_word(key, (len(key), tuple(dict.fromkeys(found))))
+        # (length, must start a word, entries (class, value, must end a word)): one phrase, one start
+        automaton.add_word(key, (len(key), found[0][2], tuple(dict.fromkeys((c, v, e) for c, v, _, e in found))))
     if len(automaton):
         automaton.make_automaton()
     # ASCII: \w and \b are Latin words ("结果rknn_demo异常" holds the name rknn_demo)
-    patterns = tuple((t.name, re.compile(p.regex, re.ASCII), p.value) for t in lexicon.terms.values() for p in t.patterns)
+    patterns = tuple((t.name, re.compile(p.regex, re.ASCII), p.value, p.extend)
+                     for t in lexicon.terms.values() for p in t.patterns)
     merges = {t.name: (t.merge_gap, {v: i for i, v in enumerate(t.merge_rank)}, frozenset(t.merge_between),
                        frozenset(t.merge_places or t.value_names()))
               for t in lexicon.terms.values() if t.merge_gap}
     return TermIndex(automaton, patterns, merges, frozenset(c.name for c in context.categories if c.pseudo),
-                     context.part_marks, context.gap_breaks or context.part_marks,
+                     re.compile("[" + re.escape(context.part_marks or "\n") + "]"),
+                     context.gap_breaks or context.part_marks,
                      tuple(re.compile(p, re.ASCII) for p in context.clause_ends),
                      dict(context.windows), context.glue)
 
@@ -389,8 +396,12 @@ def _term_pattern(raw: Any, where: str) -> TermPattern:
     if isinstance(raw, str):
         return TermPattern(_expression(raw, where))
     spec = _mapping(raw, where)
+    unknown = sorted(set(spec) - {"regex", "value", "extend"})
+    if unknown:
+        raise VocabularyError(f"{where}.{unknown[0]}: unknown key; a pattern has regex, value, extend")
     value = spec.get("value")
-    return TermPattern(_expression(spec.get("regex"), f"{where}.regex"), None if value is None else str(value))
+    return TermPattern(_expression(spec.get("regex"), f"{where}.regex"), None if value is None else str(value),
+                       spec.get("extend") is True)
 
 
 def _mapping(value: Any, where: str) -> dict:

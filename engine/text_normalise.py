@@ -14,18 +14,23 @@ in the compact form is shown with its span in the user's own text.
 from __future__ import annotations
 
 import re
-from array import array
 from bisect import bisect_right
 
 # Full-width forms U+FF01..U+FF5E are ASCII shifted by 0xFEE0; the rest one by one. Every
 # replacement is one character, so indexes do not move.
-_CHARS = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
-_CHARS.update({ord(c): " " for c in "\u00a0\u2002\u2003\u2009\u200b\u3000\t\r\f\v"})
-_CHARS.update({ord(c): "'" for c in "\u2018\u2019\u2032`"})
-_CHARS.update({ord(c): '"' for c in "\u201c\u201d\u300c\u300d"})
-_CHARS.update({0x2013: "-", 0x2212: "-", 0x0130: "i"})  # en dash, minus; İ lowers to two characters
+_CHARS = {chr(code): chr(code - 0xFEE0) for code in range(0xFF01, 0xFF5F)}
+_CHARS.update({c: " " for c in "\u00a0\u2002\u2003\u2009\u200b\u3000\t\r\f\v"})
+_CHARS.update({c: "'" for c in "\u2018\u2019\u2032`"})
+_CHARS.update({c: '"' for c in "\u201c\u201d\u300c\u300d"})
+_CHARS.update({"\u2013": "-", "\u2212": "-", "\u0130": "i"})  # en dash, minus; İ lowers to two characters
+_ODD = re.compile("[" + re.escape("".join(_CHARS)) + "]")
 
-_SPACES = re.compile(r"[ \n*`]+")
+_CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff"
+# Compaction first makes every line break and Markdown mark a space (no index moves), then
+# changes only the runs that change length: two spaces or more, a space next to a CJK
+# character, a space at either end (a single space between two Latin words costs nothing).
+_BLANKS = re.compile(r"[\n*`]")
+_CHANGED = re.compile(rf" {{2,}}| (?=[{_CJK}])|(?<=[{_CJK}]) |^ | $")
 
 
 def is_cjk(char: str) -> bool:
@@ -36,56 +41,72 @@ def is_cjk(char: str) -> bool:
 
 def normal(text: str) -> str:
     """The text with its characters normalised; as long as the text."""
-    out = text.translate(_CHARS).lower()
+    mapped = _ODD.sub(lambda m: _CHARS[m.group()], text)
+    out = mapped.lower()
     if len(out) != len(text):  # a character whose lower case is longer: keep it as it was
-        out = "".join(c if len(c.lower()) != 1 else c.lower() for c in text.translate(_CHARS))
+        out = "".join(c if len(c.lower()) != 1 else c.lower() for c in mapped)
     return out
 
 
 class Compact:
-    """A normalised text with its whitespace compacted, and the way back to the text's indexes."""
+    """A normalised text with its whitespace compacted, and the way back to the text's indexes:
+    the compact text is the normalised one cut into segments that map one to one, each
+    (compact start, normalised start)."""
 
-    __slots__ = ("text", "origin", "length")
+    __slots__ = ("text", "length", "c_starts", "n_starts")
 
-    def __init__(self, text: str, origin: array, length: int):
-        self.text = text        # the compact form
-        self.origin = origin    # origin[i]: index in the normalised text of text[i]
-        self.length = length    # length of the normalised text
+    def __init__(self, text: str, length: int, c_starts: list[int], n_starts: list[int]):
+        self.text = text          # the compact form
+        self.length = length      # length of the normalised text
+        self.c_starts = c_starts  # segment starts in the compact text (the first is 0)
+        self.n_starts = n_starts  # ... and in the normalised text
 
     def start_in_text(self, index: int) -> int:
-        """Index in the text of compact index `index` (a start: the character's own index)."""
-        return self.origin[index] if index < len(self.origin) else self.length
+        """Index in the text of the character at compact index `index` (the text's end past it)."""
+        if index >= len(self.text):
+            return self.length
+        at = bisect_right(self.c_starts, index) - 1
+        return self.n_starts[at] + index - self.c_starts[at]
 
     def end_in_text(self, index: int) -> int:
-        """Index in the text just after compact index `index - 1` (an end)."""
-        return self.origin[index - 1] + 1 if index > 0 else 0
+        """Index in the text just after the character at compact index `index - 1`."""
+        return self.start_in_text(index - 1) + 1 if index > 0 else 0
 
     def index_of(self, text_index: int) -> int:
-        """The first compact index at or after text index `text_index`."""
-        return bisect_right(self.origin, text_index - 1)
+        """The first compact index whose character is at or after text index `text_index`."""
+        at = bisect_right(self.n_starts, text_index) - 1
+        if at < 0:
+            return 0
+        index = self.c_starts[at] + text_index - self.n_starts[at]
+        following = self.c_starts[at + 1] if at + 1 < len(self.c_starts) else len(self.text)
+        return min(index, following)
+
+    def kept(self, text_index: int) -> bool:
+        """Whether the character at text index `text_index` is in the compact text."""
+        index = self.index_of(text_index)
+        return index < len(self.text) and self.start_in_text(index) == text_index
 
 
 def compact(normalised: str) -> Compact:
     """Whitespace runs as one space, none next to a CJK character or at either end."""
+    spaced = _BLANKS.sub(" ", normalised)
     pieces: list[str] = []
-    origin = array("i")
-    kept = 0  # index in `normalised` of the first character not yet copied
-    for run in _SPACES.finditer(normalised):
+    c_starts, n_starts = [0], [0]
+    kept = 0       # index in `normalised` of the first character not yet copied
+    length = 0     # length of the compact text so far
+    for run in _CHANGED.finditer(spaced):
         start, end = run.span()
-        if start > kept:
-            pieces.append(normalised[kept:start])
-            origin.extend(range(kept, start))
+        pieces.append(spaced[kept:start])
+        length += start - kept
+        drop = start == 0 or end == len(spaced) or is_cjk(spaced[start - 1]) or is_cjk(spaced[end])
+        if not drop:
+            pieces.append(" ")
+            length += 1
         kept = end
-        if start == 0 or end == len(normalised):
-            continue
-        if is_cjk(normalised[start - 1]) or is_cjk(normalised[end]):
-            continue
-        pieces.append(" ")
-        origin.append(start)
-    if kept < len(normalised):
-        pieces.append(normalised[kept:])
-        origin.extend(range(kept, len(normalised)))
-    return Compact("".join(pieces), origin, len(normalised))
+        c_starts.append(length)
+        n_starts.append(end)
+    pieces.append(spaced[kept:])
+    return Compact("".join(pieces), len(normalised), c_starts, n_starts)
 
 
 def compact_phrase(phrase: str) -> str:

@@ -44,9 +44,10 @@ class Clause:
 class Reading:
     """The terms of one text, its sentences and the parts of each sentence."""
 
-    __slots__ = ("text", "compact", "tags", "by_class", "class_starts", "class_position", "clauses",
-                 "clause_starts", "marks", "mark_starts", "mark_ends", "breaks", "triggers", "trigger_starts",
-                 "windows", "glue", "aside", "aside_ends")
+    __slots__ = ("text", "compact", "tags", "by_class", "class_starts", "clauses",
+                 "clause_starts", "tag_clause", "clause_classes", "class_clauses", "marks", "mark_starts", "mark_ends",
+                 "breaks",
+                 "triggers", "trigger_starts", "windows", "glue", "aside", "aside_ends", "derived")
 
     def __init__(self, text: str, form: Compact, tags: list[tuple], clauses: list[Clause],
                  marks: list[tuple[int, int]], triggers: list[tuple], windows: dict[str, int], glue: str,
@@ -57,15 +58,33 @@ class Reading:
         # the parenthesis each tag stands in (-1: none): a statement is read either outside
         # every aside ("板上 conf ~0.003（host FP32 为 0.978），0 检出") or within one
         self.aside, self.aside_ends = _asides(form.text, tags)
-        self.by_class: dict[str, list[int]] = {}
-        self.class_position: list[int] = [0] * len(tags)
-        for index, tag in enumerate(tags):
-            members = self.by_class.setdefault(tag[2], [])
-            self.class_position[index] = len(members)
-            members.append(index)
-        self.class_starts = {cls: [tags[i][0] for i in members] for cls, members in self.by_class.items()}
         self.clauses = clauses
         self.clause_starts = [c.start for c in clauses]
+        # one pass over the tags (sorted by start): the tags of each class, the sentence of
+        # each tag, the classes of each sentence
+        self.by_class: dict[str, list[int]] = {}
+        self.tag_clause: list[int] = [0] * len(tags)
+        self.clause_classes: list[set[str]] = [set() for _ in clauses]
+        ends = [c.end for c in clauses]
+        self.class_starts: dict[str, list[int]] = {}
+        at = 0
+        for index, tag in enumerate(tags):
+            cls = tag[2]
+            members = self.by_class.get(cls)
+            if members is None:
+                members = self.by_class[cls] = []
+                self.class_starts[cls] = []
+            members.append(index)
+            self.class_starts[cls].append(tag[0])
+            while tag[0] >= ends[at] and at + 1 < len(ends):
+                at += 1
+            self.tag_clause[index] = at
+            self.clause_classes[at].add(cls)
+        self.class_clauses: dict[str, set[int]] = {}  # the sentences holding each class
+        for at, held in enumerate(self.clause_classes):
+            for cls in held:
+                self.class_clauses.setdefault(cls, set()).add(at)
+        self.derived: dict = {}  # what is worked out from the reading once, when first asked (text_rules.py)
         self.marks = marks                  # (start, end) of every part-ending mark, sorted
         self.mark_starts = [m[0] for m in marks]
         self.mark_ends = [m[1] for m in marks]
@@ -117,8 +136,10 @@ class Reading:
 
     def next_in_class(self, index: int) -> int | None:
         """The tag of the same class and aside that follows tag `index`."""
-        members = self.by_class[self.tags[index][2]]
-        for position in range(self.class_position[index] + 1, len(members)):
+        tag = self.tags[index]
+        members = self.by_class[tag[2]]
+        # the terms of one class do not overlap: their starts tell their order
+        for position in range(bisect_right(self.class_starts[tag[2]], tag[0]), len(members)):
             if self.aside[members[position]] == self.aside[index]:
                 return members[position]
         return None
@@ -134,8 +155,10 @@ class Reading:
             following = self.next_in_class(following)
         return last
 
-    def classes_in(self, lo: int, hi: int) -> set[str]:
-        return {cls for cls in self.by_class if self.tags_in(cls, lo, hi)}
+    def clauses_holding(self, classes: frozenset[str]) -> set[int]:
+        """The sentences that hold a term of every class of `classes`."""
+        sets = sorted((self.class_clauses.get(cls, set()) for cls in classes), key=len)
+        return set.intersection(*sets) if sets else set()
 
     # ------------------------------------------------------------------ places
     def gap_ok(self, end: int, start: int, gap: Gap) -> bool:
@@ -151,7 +174,10 @@ class Reading:
         return True
 
     def clause_of(self, position: int) -> Clause:
-        return self.clauses[max(bisect_right(self.clause_starts, position) - 1, 0)]
+        return self.clauses[self.clause_index(position)]
+
+    def clause_index(self, position: int) -> int:
+        return max(bisect_right(self.clause_starts, position) - 1, 0)
 
     def parts_around(self, start: int, end: int, clause: Clause, aside: int = -1) -> tuple[int, int]:
         """The span of the parts of `clause` that [start, end) touches; for a statement in an
@@ -195,23 +221,22 @@ def read(text: str, index: "TermIndex") -> Reading:
     text = text[:MAX_TEXT_READ]
     normalised = normal(text)
     form = compact(normalised)
+    # hits by class, each (start, -end, rank, value): sorted as they are, the leftmost come
+    # first, then the longest, then the phrases before the patterns, in the order written
     hits: dict[str, list[tuple]] = {}
-    marks = _part_marks(normalised, form, index.part_chars)
+    marks = _part_marks(form, index.part_chars)
     _literal_hits(form.text, index, hits, marks)
-    for cls, pattern, value in index.patterns:
-        found = hits.setdefault(cls, [])
-        for m in pattern.finditer(form.text):
-            if m.end() > m.start():
-                words = m.group("value") if "value" in pattern.groupindex else m.group(0)
-                found.append((m.start(), m.end(), cls, value if value is not None else words))
-    triggers = [(s, e, category, opener) for s, e, _, (category, opener) in _leftmost_longest(hits.pop(TRIGGER, []))
+    for rank, (cls, pattern, value, extend) in enumerate(index.patterns, start=1):
+        _pattern_hits(form.text, pattern, value, extend, hits.setdefault(cls, []), rank)
+    triggers = [(s, e, category, opener) for s, e, (category, opener) in _leftmost_longest(hits.pop(TRIGGER, []))
                 if category not in index.pseudo]
     tags: list[tuple] = []
     for cls, found in hits.items():
-        kept = [t for t in _leftmost_longest(found) if t[3] is not None]  # a class's `ignore` phrases leave no tag
+        # a class's `ignore` phrases leave no tag
+        kept = [(s, e, cls, value) for s, e, value in _leftmost_longest(found) if value is not None]
         merge = index.merges.get(cls)
         tags.extend(_merged(kept, merge, form.text) if merge else kept)
-    tags.sort(key=lambda t: (t[0], -t[1], t[2]))
+    tags.sort()
     marks.sort()
     clauses = _clauses(normalised, form, index.clause_ends)
     return Reading(text, form, tags, clauses, marks, triggers, index.windows, index.glue, index.gap_breaks)
@@ -240,81 +265,116 @@ MAX_ASIDE = 80  # characters of a parenthesis read as an aside
 
 
 def _asides(text: str, tags: list[tuple]) -> tuple[list[int], dict[int, int]]:
-    """For each tag, the start of the parenthesis it stands in (-1: none). A parenthesis is an
-    aside when it closes within MAX_ASIDE characters, holds no other, and is more than one
-    term: "step3 (frozen_graph.pb)" names the model, it is no aside."""
+    """For each tag, the start of the parenthesis it stands in (-1: none), and where each such
+    parenthesis ends. A parenthesis is an aside when it closes within MAX_ASIDE characters,
+    holds no other, and is more than one term: "step3 (frozen_graph.pb)" names the model."""
+    out = [-1] * len(tags)
     spans = []
     opened = -1
-    for at, char in enumerate(text):
-        if char == "(":
+    for found in _PARENTHESES.finditer(text):
+        at = found.start()
+        if found.group() == "(":
             opened = at
-        elif char == ")" and opened >= 0:
+        elif opened >= 0:
             if at - opened <= MAX_ASIDE:
                 spans.append((opened, at + 1))
             opened = -1
     if not spans:
-        return [-1] * len(tags), {}
-    named = {(t[0], t[1]) for t in tags}
-    spans = [(s, e) for s, e in spans if not _one_term(text, s, e, named)]
-    starts = [s for s, _ in spans]
-    out = []
-    for tag in tags:
-        at = bisect_right(starts, tag[0]) - 1
-        out.append(spans[at][0] if at >= 0 and tag[0] > spans[at][0] and tag[1] < spans[at][1] else -1)
-    return out, dict(spans)
+        return out, {}
+    starts = [t[0] for t in tags]
+    kept = {}
+    for start, end in spans:
+        inside = range(bisect_right(starts, start), bisect_left(starts, end))
+        if _one_term(text, start, end, [tags[i] for i in inside]):
+            continue
+        kept[start] = end
+        for index in inside:
+            if tags[index][1] < end:
+                out[index] = start
+    return out, kept
 
 
-def _one_term(text: str, start: int, end: int, named: set[tuple[int, int]]) -> bool:
+_PARENTHESES = re.compile(r"[()]")
+
+
+def _one_term(text: str, start: int, end: int, inside: list[tuple]) -> bool:
+    """Whether one tag spans the whole of the parenthesis [start, end) (spaces aside)."""
     lo, hi = start + 1, end - 1
     while lo < hi and text[lo] == " ":
         lo += 1
     while hi > lo and text[hi - 1] == " ":
         hi -= 1
-    return (lo, hi) in named
+    return any(t[0] == lo and t[1] == hi for t in inside)
 
 
-def _part_marks(normalised: str, form: Compact, chars: str) -> list[tuple[int, int]]:
-    """The part-ending characters, found in the normalised text (a line break is one, and the
-    compact form drops it), as compact spans: empty where the character was dropped."""
-    if not chars:
-        return []
-    marks = []
-    for found in re.finditer("[" + re.escape(chars) + "]", normalised):
-        at = form.index_of(found.start())
-        kept = at < len(form.origin) and form.origin[at] == found.start()
-        marks.append((at, at + 1 if kept else at))
-    return marks
+def _part_marks(form: Compact, chars: re.Pattern) -> list[tuple[int, int]]:
+    """The part-ending characters (none is whitespace: all stand in the compact text)."""
+    return [found.span() for found in chars.finditer(form.text)]
 
 
 def _literal_hits(text: str, index: Any, hits: dict[str, list[tuple]], marks: list[tuple[int, int]]) -> None:
     """Every term of the automaton found in `text`, where its word ends sit right."""
     last = len(text)
-    for end, (length, entries) in index.automaton.iter(text):
+    word = _WORD_CHARS
+    for end, (length, word_start, entries) in index.automaton.iter(text):
         start = end - length + 1
+        if word_start and start > 0 and text[start - 1] in word:
+            continue
         after = end + 1
-        before_word = start > 0 and _word_char(text[start - 1])
-        after_word = after < last and _word_char(text[after])
-        for cls, value, word_start, word_end in entries:
-            if (word_start and before_word) or (word_end and after_word):
+        after_word = after < last and text[after] in word
+        for cls, value, word_end in entries:
+            if word_end and after_word:
                 continue
             if cls == PART_END:
                 marks.append((start, after))
-            else:
-                hits.setdefault(cls, []).append((start, after, cls, value))
+                continue
+            found = hits.get(cls)
+            if found is None:
+                found = hits[cls] = []
+            found.append((start, -after, 0, value))
+
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _pattern_hits(text: str, pattern: re.Pattern, value: str | None, extend: bool, found: list, rank: int) -> None:
+    """The matches of one pattern: at word boundaries, or widened to the name they stand in."""
+    last = len(text)
+    named = "value" in pattern.groupindex
+    for m in pattern.finditer(text):
+        start, end = m.span("value") if named else m.span()  # a group `value` is the term
+        if end == start:
+            continue
+        if extend:
+            while start > 0 and text[start - 1] in _NAME_CHARS:
+                start -= 1
+            while end < last and text[end] in _NAME_CHARS:
+                end += 1
+            while end > start + 1 and text[end - 1] in ".-":  # a name ends before a full stop
+                end -= 1
+        elif (start > 0 and _word_char(text[start]) and _word_char(text[start - 1])) or \
+                (end < last and _word_char(text[end - 1]) and _word_char(text[end])):
+            continue
+        found.append((start, -end, rank, value if value is not None else text[start:end]))
 
 
 def _word_char(char: str) -> bool:
-    return char.isascii() and (char.isalnum() or char == "_")
+    return char in _WORD_CHARS
 
 
-def _leftmost_longest(found: list[tuple]) -> list[tuple]:
-    found.sort(key=lambda t: (t[0], -t[1]))
-    kept: list[tuple] = []
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _leftmost_longest(found: list[tuple]) -> list[tuple[int, int, Any]]:
+    """(start, end, value) of the hits (start, -end, rank, value) that overlap no earlier,
+    longer or better-ranked one."""
+    found.sort()
+    kept: list[tuple[int, int, Any]] = []
     edge = -1
-    for tag in found:
-        if tag[0] >= edge:
-            kept.append(tag)
-            edge = tag[1]
+    for start, negative_end, _, value in found:
+        if start >= edge:
+            edge = -negative_end
+            kept.append((start, edge, value))
     return kept
 
 

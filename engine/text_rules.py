@@ -26,8 +26,7 @@ from typing import Any, Iterable
 
 from j6doctor.engine.facts import Fact
 from j6doctor.engine.placeholders import fill
-from j6doctor.engine.rule_loader import READ_ALIAS, TEXT_FILLED_FIELDS
-from j6doctor.engine.rule_model import Ref, Rule
+from j6doctor.engine.rule_model import READ_ALIAS, TEXT_FILLED_FIELDS, Ref, Rule
 from j6doctor.engine.tag_patterns import Hit, TagPattern, find, required_classes
 from j6doctor.engine.text_lexicon import TextLexicon
 from j6doctor.engine.text_reader import MAX_TEXT_READ, Clause, Reading, read, read_cached
@@ -51,11 +50,12 @@ class TextMatch:
 
 
 class CompiledTextRule:
-    """A text rule with what it reads with."""
+    """A text rule, with the classes each of its patterns needs. (It reads with the lexicon of
+    the run's vocabulary, handed in with the readings: a cached rule base does not keep a
+    second copy of the term index.)"""
 
-    def __init__(self, rule: Rule, lexicon: TextLexicon):
+    def __init__(self, rule: Rule):
         self.rule = rule
-        self.lexicon = lexicon
         spec = rule.text
         assert spec is not None
         # a reading lacking a class every variant of a pattern needs cannot match it
@@ -79,14 +79,15 @@ class Readings:
         return reading
 
 
-def read_texts(rules: list[CompiledTextRule], facts: list[Fact]) -> dict[str, Reading]:
+def read_texts(rules: list[CompiledTextRule], facts: list[Fact], lexicon: TextLexicon) -> dict[str, Reading]:
     """The reading of every text the rules read (each read once, text_reader.read_cached)."""
     out: dict[str, Reading] = {}
+    if lexicon.index is None:
+        return out
     for rule in rules:
-        index = rule.lexicon.index
         for _, _, text in texts_read(rule, facts):
-            if text not in out and index is not None:
-                out[text] = read_cached(text, index)
+            if text not in out:
+                out[text] = read_cached(text, lexicon.index)
     return out
 
 
@@ -112,42 +113,41 @@ def find_matches(rule: CompiledTextRule, facts: list[Fact], readings: Readings) 
         if spec.unread:
             found += _unread(rule, fact, key, text, reading, readings)
             continue
-        hits = _hits(rule, reading, spec.every)
+        hits = _hits(rule, readings.lexicon, reading, spec.every)
         limit = MAX_ALL_MATCHES_PER_TEXT if spec.every else 1
         matched = readings.matched.setdefault(text, set())
         for hit, clause in hits[:limit]:
             matched.add(clause.start)
-            found.append(_match(rule, fact, key, reading, clause, _groups(rule, reading, hit)))
+            found.append(_match(rule, fact, key, reading, clause, _groups(rule, readings.lexicon, hit, reading)))
     return found
 
 
-def _hits(rule: CompiledTextRule, reading: Reading, every: bool) -> list[tuple[Hit, Clause]]:
-    """The admitted matches in the reading: the first (by position) or, with `every`, all."""
+def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, every: bool) -> list[tuple[Hit, Clause]]:
+    """The admitted matches in the reading, in text order: all of them, or (not `every`) the
+    first (matches are admitted in text order until one is)."""
     spec = rule.rule.text
+    assert spec is not None
+    candidates: dict[tuple[int, ...], Hit] = {}
+    context = lexicon.context
+    wanted = context.readings.get(spec.context or context.default)
+    # a reading that needs a trigger (a suspicion, a question) looks only where one can be
+    where = _with_triggers(lexicon, reading, wanted.needs) if wanted is not None and wanted.needs else None
+    for pattern, needs in zip(spec.match, rule.needs):
+        if all(cls in reading.by_class for cls in needs):
+            for hit in find(pattern, reading, every=True, clauses=where):
+                candidates.setdefault(hit.tags, hit)
     out: list[tuple[Hit, Clause]] = []
-    for pattern, needs in zip(spec.match, rule.needs):  # type: ignore[union-attr]
-        if not all(cls in reading.by_class for cls in needs):
-            continue
-        for hit in find(pattern, reading, every=True):
-            start, end = hit.span(reading)
-            clause = reading.clause_of(start)
-            if _admitted(rule, reading, hit, clause, start, end):
-                out.append((hit, clause))
-                if not every:
-                    break
-    out.sort(key=lambda hc: (hc[0].span(reading), hc[0].tags))
-    if not every:
-        return out[:1]
-    seen: set[tuple[int, ...]] = set()
-    unique = []
-    for hit, clause in out:
-        if hit.tags not in seen:
-            seen.add(hit.tags)
-            unique.append((hit, clause))
-    return unique
+    for hit in sorted(candidates.values(), key=lambda h: (h.span(reading), h.tags)):
+        clause = reading.clauses[reading.tag_clause[hit.tags[0]]]
+        if _admitted(rule, lexicon, reading, hit, clause, *hit.span(reading)):
+            out.append((hit, clause))
+            if not every:
+                break
+    return out
 
 
-def _admitted(rule: CompiledTextRule, reading: Reading, hit: Hit, clause: Clause, start: int, end: int) -> bool:
+def _admitted(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, hit: Hit, clause: Clause,
+              start: int, end: int) -> bool:
     """No `unless` pattern in the parts the match touches, and the context triggers found
     there (outside the match's terms) admit the rule's reading."""
     spec = rule.rule.text
@@ -155,9 +155,9 @@ def _admitted(rule: CompiledTextRule, reading: Reading, hit: Hit, clause: Clause
     lo, hi = reading.parts_around(start, end, clause, reading.aside[hit.tags[0]])
     where = (clause.start, clause.end) if spec.unless_in_sentence else (lo, hi)
     for pattern in spec.unless:
-        if next(find(pattern, reading, every=False, lo=where[0], hi=where[1]), None) is not None:
+        if _found_in(pattern, reading, *where):
             return False
-    context = rule.lexicon.context
+    context = lexicon.context
     wanted = context.readings.get(spec.context or context.default)
     if wanted is None or not (wanted.blocked_by or wanted.needs):
         return True
@@ -169,25 +169,59 @@ def _admitted(rule: CompiledTextRule, reading: Reading, hit: Hit, clause: Clause
         if opens and not reading.opens(t_start, reading.parts_around(t_start, t_end, clause)[0]):
             continue
         present.add(category)
-    for category, statement in context.statements:
-        if category in present:
-            continue
-        for found in find(statement, reading, every=True, lo=lo, hi=hi):
-            if not _inside(found.span(reading), terms):
-                present.add(category)
-                break
+    for category, span in _statement_triggers(lexicon, reading, reading.tag_clause[hit.tags[0]]):
+        if category not in present and lo <= span[0] and span[1] <= hi and not _inside(span, terms):
+            present.add(category)
     return wanted.admits(present)
+
+
+def _with_triggers(lexicon: TextLexicon, reading: Reading, categories: tuple[str, ...]) -> set[int]:
+    """The sentences that may hold a trigger of one of `categories`: a phrase of one, or the
+    classes one of their statements names (kept with the reading)."""
+    key = ("with triggers", categories)
+    found = reading.derived.get(key)
+    if found is None:
+        found = {reading.clause_index(t[0]) for t in reading.triggers if t[2] in categories}
+        for category, statement in lexicon.context.statements:
+            if category in categories:
+                for needs in statement.needs:
+                    found |= reading.clauses_holding(needs)
+        reading.derived[key] = found
+    return found
+
+
+def _found_in(pattern: TagPattern, reading: Reading, lo: int, hi: int) -> bool:
+    """Whether `pattern` matches within [lo, hi): worked out once per reading (the same
+    `unless` of the same parts is asked by every match there, and by other rules)."""
+    key = (pattern.source, lo, hi)
+    found = reading.derived.get(key)
+    if found is None:
+        found = reading.derived[key] = next(find(pattern, reading, every=False, lo=lo, hi=hi), None) is not None
+    return found
+
+
+def _statement_triggers(lexicon: TextLexicon, reading: Reading, clause: int) -> list[tuple[str, tuple[int, int]]]:
+    """The context triggers written as statements ("不是 … 的问题") in a sentence: (category,
+    span) of each, found once per sentence and kept with the reading."""
+    key = ("statements", clause)
+    found = reading.derived.get(key)
+    if found is None:
+        start, end = reading.clauses[clause].start, reading.clauses[clause].end
+        found = reading.derived[key] = [(category, hit.span(reading)) for category, statement in
+                                        lexicon.context.statements
+                                        for hit in find(statement, reading, every=True, lo=start, hi=end)]
+    return found
 
 
 def _inside(span: tuple[int, int], terms: list[tuple[int, int]]) -> bool:
     return any(start <= span[0] and span[1] <= end for start, end in terms)
 
 
-def _groups(rule: CompiledTextRule, reading: Reading, hit: Hit) -> dict[str, str]:
+def _groups(rule: CompiledTextRule, lexicon: TextLexicon, hit: Hit, reading: Reading) -> dict[str, str]:
     """Each captured class's value (its default when its element took no part); for a class of
     patterns, the words."""
     classes = rule.rule.text.groups  # type: ignore[union-attr]
-    terms = rule.lexicon.terms
+    terms = lexicon.terms
     out = {name: terms[cls].default for name, cls in classes.items()}
     for name, index in hit.captures:
         out[name] = str(reading.tags[index][3])

@@ -7,6 +7,8 @@ silently coerces numbers to strings when they are compared with strings.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -29,6 +31,10 @@ RESERVED_FIELDS = frozenset({"id", "type", "sid", "_k", "_d"})
 
 
 _ALIAS_NOISE = re.compile(r"[\s_\-.]+")
+
+
+def _fingerprint(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
 
 
 def alias_key(text: str) -> str:
@@ -127,13 +133,16 @@ class Vocabulary:
     enums: dict[str, EnumSpec] = field(default_factory=dict)
     types: dict[str, FactType] = field(default_factory=dict)
     text: TextLexicon = field(default_factory=TextLexicon)  # what text rules read with (text_lexicon.py)
+    # a hash of the data it was made from: the same in every process (a pickle of the
+    # vocabulary is not: the order of its sets follows the process's string hashing)
+    fingerprint: str = ""
 
     # ------------------------------------------------------------------ loading
     @classmethod
     def from_data(cls, data: Any, origin: str = "vocabulary") -> "Vocabulary":
         if not isinstance(data, dict) or not isinstance(data.get("types"), dict):
             raise VocabularyError(f"{origin}: expected a mapping with 'enums' and 'types'")
-        vocab = cls()
+        vocab = cls(fingerprint=_fingerprint(data))
         declared = _declared_attributes(data.get("enum_attributes"), origin)
         naming: list[tuple[str, str, Any]] = []  # (where, kind, value) of attributes naming an enum (value)
         for name, spec in (data.get("enums") or {}).items():

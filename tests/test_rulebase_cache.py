@@ -12,7 +12,7 @@ import pytest
 
 from j6doctor.engine import RuleBase, RuleBaseErrors, describe_engine
 from j6doctor.engine.backends import resolve
-from j6doctor.engine.rule_loader import rule_file_bytes
+from j6doctor.engine.rule_files import rule_file_bytes
 from j6doctor.engine.rulebase_cache import cache_key
 from j6doctor.facts import vocabulary
 from j6doctor.rules import BUNDLED_RULES_DIR

@@ -18,7 +18,7 @@ REPORT_IT = "(a defect of j6doctor: please report it with this message and the c
 
 
 def _check_packs(rule_packs: tuple[Path, ...], rule_files: bool) -> None:
-    from j6doctor.engine.rule_loader import RULE_FILE_SUFFIXES
+    from j6doctor.engine.rule_files import RULE_FILE_SUFFIXES
 
     for pack in rule_packs:
         if rule_files and pack.suffix.lower() in RULE_FILE_SUFFIXES and pack.is_file():
