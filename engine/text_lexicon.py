@@ -216,8 +216,8 @@ def _check_one_value(key: str, found: list[tuple]) -> None:
 # ---------------------------------------------------------------------------- loading
 
 def lexicon_from_data(context: Any, terms: Any, enums: dict[str, Any], origin: str) -> TextLexicon:
-    """The lexicon of the vocabulary's `text_context` and `text_terms`; `enums` maps each enum
-    to (values, spellings of each value)."""
+    """The lexicon of the vocabulary's `text_context` and `text_terms`; `enums` are the
+    vocabulary's (vocabulary.EnumSpec: values, attributes, spellings)."""
     term_classes = _terms(terms, enums, origin)
     lexicon = TextLexicon(_context(context, term_classes, origin) if context is not None else TextContext(),
                           term_classes)
@@ -322,7 +322,7 @@ def _category(name: str, raw: Any, where: str) -> Category:
     return category
 
 
-_TERM_KEYS = {"meaning", "enum", "values", "default", "spellings", "patterns", "merge", "ignore"}
+_TERM_KEYS = {"meaning", "enum", "values", "default", "spellings", "phrases_from", "patterns", "merge", "ignore"}
 
 
 def _terms(raw: Any, enums: dict[str, Any], origin: str) -> dict[str, TermClass]:
@@ -338,7 +338,7 @@ def _terms(raw: Any, enums: dict[str, Any], origin: str) -> dict[str, TermClass]
         if enum is not None:
             if enum not in enums:
                 raise VocabularyError(f"{where}.enum: no enum {enum!r}")
-            allowed = enums[enum][0]
+            allowed = enums[enum].values
         values = _values(spec, allowed, enums.get(enum), where)
         patterns = tuple(_term_pattern(p, f"{where}.patterns") for p in spec.get("patterns") or [])
         if not values and not patterns:
@@ -373,8 +373,18 @@ def _values(spec: dict, allowed: Any, enum: Any, where: str) -> tuple[tuple[str,
     if spec.get("spellings") is True:
         if enum is None:
             raise VocabularyError(f"{where}.spellings: takes the phrases of an enum's spellings; name the enum")
-        for value, spellings in enum[1].items():
-            values[value] = values.get(value, ()) + tuple(_spelled(s) for s in spellings if _spelled(s))
+        for value in enum.values:
+            spelled = tuple(_spelled(s) for s in enum.spellings(value) if _spelled(s))
+            values[value] = values.get(value, ()) + spelled
+    attribute = spec.get("phrases_from")
+    if attribute is not None:
+        if enum is None:
+            raise VocabularyError(f"{where}.phrases_from: takes each value's phrases from an attribute of the enum; "
+                                  "name the enum")
+        for value in enum.values:
+            listed = enum.attr(value, str(attribute))
+            if listed is not None:
+                values[value] = values.get(value, ()) + _phrases(listed, f"{where}: {enum.name}.{value}.{attribute}")
     return tuple(values.items())
 
 

@@ -5,7 +5,8 @@ of the term lists, so that a phrase matches however the words were typed.
   ideographic and other odd spaces as a space, curly quotes as straight ones, lower case.
 - *Compaction*: a run of whitespace is one space, and none at all next to a CJK character
   (Chinese is written without spaces; "量化后的 onnx" and "量化后的onnx" are the same words);
-  Markdown's emphasis and code marks (`*`, `` ` ``) count as whitespace ("**identical** input").
+  Markdown's emphasis and code marks (`*`, `` ` ``) count as whitespace ("**identical** input"),
+  and so does a web address.
 
 `compact` keeps, for every character it keeps, its index in the text, so that what is found
 in the compact form is shown with its span in the user's own text.
@@ -30,7 +31,10 @@ _CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff"
 # changes only the runs that change length: two spaces or more, a space next to a CJK
 # character, a space at either end (a single space between two Latin words costs nothing).
 _BLANKS = re.compile(r"[\n*`]")
-_CHANGED = re.compile(rf" {{2,}}| (?=[{_CJK}])|(?<=[{_CJK}]) |^ | $")
+# A web address reads as a space: its words are no statement ("…/examples/onnx/…" names no
+# ONNX model), and a sentence around a long link keeps its terms near each other.
+_ADDRESS = r"(?:https?://|www\.)[^\s()<>\[\]\"'\u0080-\uffff]+"
+_CHANGED = re.compile(rf"{_ADDRESS}| {{2,}}| (?=[{_CJK}])|(?<=[{_CJK}]) |^ | $")
 
 
 def is_cjk(char: str) -> bool:

@@ -238,6 +238,9 @@ def read(text: str, index: "TermIndex") -> Reading:
         tags.extend(_merged(kept, merge, form.text) if merge else kept)
     tags.sort()
     marks.sort()
+    names = _names(form.text)
+    if names:
+        tags, triggers, marks = _outside_names(tags, names), _outside_names(triggers, names), _outside_names(marks, names)
     clauses = _clauses(normalised, form, index.clause_ends)
     return Reading(text, form, tags, clauses, marks, triggers, index.windows, index.glue, index.gap_breaks)
 
@@ -295,6 +298,38 @@ def _asides(text: str, tags: list[tuple]) -> tuple[list[int], dict[int, int]]:
 
 
 _PARENTHESES = re.compile(r"[()]")
+
+# A file path of three segments or more, or one that starts at a root: the words inside are
+# names, not statements ("examples/onnx/yolov5/test.py" says nothing about an ONNX model),
+# but for the file's own name. Two words joined by one slash ("int8/int16", "X3/X5") are no
+# path. (A web address is read as a space: text_normalise.py.)
+_PATH = re.compile(r"(?<![\w/])(?:\.{0,2}/|~/)?[\w.@+-]+(?:/[\w.@%+-]+){2,}/?"
+                   r"|(?<![\w/])(?:\.{0,2}/|~/)[\w.@+-]+(?:/[\w.@%+-]+)*/?")
+
+
+def _names(text: str) -> list[tuple[int, int, int]]:
+    """Paths: (start, end, where the last segment starts)."""
+    out = []
+    for found in _PATH.finditer(text):
+        start, end = found.span()
+        out.append((start, end, start + found.group().rstrip("/").rfind("/") + 1))
+    return out
+
+
+def _outside_names(spans: list[tuple], names: list[tuple[int, int, int]]) -> list[tuple]:
+    """The spans (sorted by start) not within a name, but for those in a path's last
+    segment (a file name: "model/yolov5s.onnx" still names an ONNX file)."""
+    out = []
+    at = 0
+    for span in spans:
+        while at < len(names) and names[at][1] <= span[0]:
+            at += 1
+        if at < len(names):
+            start, end, last = names[at]
+            if start <= span[0] and span[1] <= end and span[0] < last:
+                continue
+        out.append(span)
+    return out
 
 
 def _one_term(text: str, start: int, end: int, inside: list[tuple]) -> bool:

@@ -21,6 +21,8 @@ classes it lists and that no other text rule matched: what the reader could not 
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -33,6 +35,8 @@ from j6doctor.engine.text_reader import MAX_TEXT_READ, Clause, Reading, read, re
 from j6doctor.engine.vocabulary import FieldSpec, Vocabulary
 
 MAX_QUOTE = 160  # characters of a clause kept as the quote
+_MARKUP = "`#*> "
+_FENCE = re.compile(r"```[a-zA-Z]*")
 MAX_ALL_MATCHES_PER_TEXT = 64  # `matches: all` concludes once per statement, up to this many
 
 
@@ -231,7 +235,8 @@ def _groups(rule: CompiledTextRule, lexicon: TextLexicon, hit: Hit, reading: Rea
 def _match(rule: CompiledTextRule, fact: Fact, key: str, reading: Reading, clause: Clause,
            groups: dict[str, str]) -> TextMatch:
     start, end = reading.span_in_text(clause.start, clause.end)
-    quote = " ".join(reading.text[start:end][:MAX_QUOTE].split())  # a wrapped line is one sentence
+    # a wrapped line is one sentence; Markdown's fences and marks are not the user's words
+    quote = " ".join(_FENCE.sub(" ", reading.text[start:end])[:MAX_QUOTE].split()).strip(_MARKUP)
     return TextMatch(rule.rule, fact, key, start, end, quote, groups)
 
 

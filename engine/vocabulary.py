@@ -151,9 +151,7 @@ class Vocabulary:
             _check_enum_attribute(vocab, where, kind, value)
         for tname, tspec in data["types"].items():
             vocab.types[tname] = _fact_type(tname, tspec, vocab.enums, origin)
-        vocab.text = lexicon_from_data(data.get("text_context"), data.get("text_terms"),
-                                       {name: (spec.values, {v: spec.spellings(v) for v in spec.values})
-                                        for name, spec in vocab.enums.items()}, origin)
+        vocab.text = lexicon_from_data(data.get("text_context"), data.get("text_terms"), vocab.enums, origin)
         return vocab
 
     # ------------------------------------------------------------------ checks

@@ -18,9 +18,11 @@ from j6doctor.engine.strict_yaml import YamlInputError, load_yaml
 from j6doctor.engine.vocabulary import PACK_VOCABULARY, Vocabulary, extend_data
 
 VOCABULARY_FILE = "vocabulary.yaml"
-# The vocabulary is these files together (each holds its own top-level keys): the fact types
-# and enums, how text is read in context (ConText triggers), and the term classes of prose.
-VOCABULARY_FILES = (VOCABULARY_FILE, "text_context.yaml", "text_terms.yaml")
+# The vocabulary is these files together: the fact types and enums, how text is read in
+# context (ConText triggers), the term classes of prose, and the table of the tools' known
+# messages (an enum of its own). A top-level mapping two files hold (enums,
+# enum_attributes) is their union; an entry defined in both is an error.
+VOCABULARY_FILES = (VOCABULARY_FILE, "text_context.yaml", "text_terms.yaml", "known_messages.yaml")
 
 _active: Vocabulary | None = None
 
@@ -38,10 +40,16 @@ def _bundled_data(files: list[tuple[str, bytes]]) -> dict[str, Any]:
             part = load_yaml(raw.decode("utf-8")).data or {}
         except YamlInputError as exc:  # a bundled file: a defect to report, named precisely
             raise VocabularyError(f"{name}{f':{exc.line}' if exc.line else ''}: {exc.message}") from None
-        shared = sorted(set(part) & set(data))
-        if shared:
-            raise VocabularyError(f"{name}: top-level key {shared[0]!r} is already in another vocabulary file")
-        data.update(part)
+        for key, value in part.items():
+            if key not in data:
+                data[key] = value
+            elif isinstance(value, dict) and isinstance(data[key], dict):
+                twice = sorted(set(value) & set(data[key]))
+                if twice:
+                    raise VocabularyError(f"{name}: {key}.{twice[0]} is already defined in another vocabulary file")
+                data[key] = {**data[key], **value}
+            else:
+                raise VocabularyError(f"{name}: top-level key {key!r} is already in another vocabulary file")
     return data
 
 
