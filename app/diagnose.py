@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -49,7 +50,13 @@ def _rulebase(extra: tuple[tuple[Path, str], ...], engine: str) -> RuleBase:
     except (OSError, VocabularyError) as exc:
         raise RuleBaseErrors([RuleBaseError(str(exc), hint="a pack's vocabulary.yaml adds enum values, "
                                             "attributes and fact types (docs/AUTHORING.md)")]) from None
-    return RuleBase.load(directories, vocab, display, engine)
+    rulebase = RuleBase.load(directories, vocab, display, engine)
+    # The rule base lives as long as the process (it is cached here): its objects, and the
+    # modules loaded with it, go to the permanent generation, so that the collector does not
+    # walk them again on every full collection of every diagnosis (nor copy their pages in
+    # the forked engine worker). The gc module's own advice for long-lived objects.
+    gc.freeze()
+    return rulebase
 
 
 def load_rulebase(extra_rule_dirs: list[Path] | tuple[Path, ...] = (), engine: str | None = None) -> RuleBase:

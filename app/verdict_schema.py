@@ -3,7 +3,6 @@ so that the record and the published schema cannot drift apart."""
 
 from __future__ import annotations
 
-import dataclasses
 import types
 import typing
 from typing import Any
@@ -34,7 +33,7 @@ def _type_schema(hint: Any, defs: dict[str, Any]) -> dict[str, Any]:
         return {"type": "array", "items": _type_schema(item, defs)}
     if origin is dict:
         return {"type": "object"}
-    if dataclasses.is_dataclass(hint):
+    if verdict_model.is_record(hint):
         name = hint.__name__
         if name not in defs:
             defs[name] = {}  # placeholder: a record met again while being built
@@ -46,10 +45,10 @@ def _type_schema(hint: Any, defs: dict[str, Any]) -> dict[str, Any]:
 def _record_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     hints = typing.get_type_hints(cls, vars(verdict_model))
     properties = {}
-    for f in dataclasses.fields(cls):
-        properties[f.name] = _type_schema(hints[f.name], defs)
-        if cls is Verdict and f.name in _DESCRIPTIONS:
-            properties[f.name]["description"] = _DESCRIPTIONS[f.name]
+    for name in cls._fields:
+        properties[name] = _type_schema(hints[name], defs)
+        if cls is Verdict and name in _DESCRIPTIONS:
+            properties[name]["description"] = _DESCRIPTIONS[name]
     return {"type": "object", "properties": properties, "required": list(properties),
             "additionalProperties": False}
 

@@ -125,9 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--form", choices=FORMS, action="append", help="one form (default: both)")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every report that misses something")
+    parser.add_argument("--folder", type=Path, default=REPORTS,
+                        help="a folder of report files in the same form (default: the development set)")
     args = parser.parse_args(argv)
     for form in args.form or FORMS:
-        outcomes = run(form)
+        outcomes = run(form, args.folder)
         right, reports, met, checks = totals(outcomes)
         print(f"{form:5}  stage right {right}/{reports} = {right / reports:.0%}   "
               f"other checks {met}/{checks} = {met / max(checks, 1):.0%}")

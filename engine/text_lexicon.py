@@ -118,7 +118,8 @@ class TermIndex:
     """What a reading is made with: built once from the lexicon (and kept with it in the
     vocabulary cache)."""
 
-    automaton: Any                                  # ahocorasick.Automaton: key → (length, entries)
+    automaton: Any                                  # ahocorasick.Automaton of ints: key → index in `found`
+    found: tuple[tuple[int, bool, tuple], ...]      # (length, must start a word, entries (class, value, must end a word))
     patterns: tuple[tuple[str, re.Pattern, str | None, bool], ...]  # class, expression, value, extend
     merges: dict[str, tuple[int, dict[str, int], frozenset[str], frozenset[str]]]
     pseudo: frozenset[str]
@@ -183,11 +184,15 @@ def build_index(lexicon: TextLexicon) -> TermIndex:
                 add(phrase, term.name, value, f"text_terms.{term.name}.values.{value}")
         for phrase in term.ignore:
             add(phrase, term.name, None, f"text_terms.{term.name}.ignore")
-    automaton = ahocorasick.Automaton()
+    # The automaton holds numbers (it loads from the cache several times faster than one of
+    # objects); each number is the index of what its phrase stands for in `found`.
+    automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
+    found_at: dict[tuple, int] = {}
     for key, found in entries.items():
         _check_one_value(key, found)
         # (length, must start a word, entries (class, value, must end a word)): one phrase, one start
-        automaton.add_word(key, (len(key), found[0][2], tuple(dict.fromkeys((c, v, e) for c, v, _, e in found))))
+        what = (len(key), found[0][2], tuple(dict.fromkeys((c, v, e) for c, v, _, e in found)))
+        automaton.add_word(key, found_at.setdefault(what, len(found_at)))
     if len(automaton):
         automaton.make_automaton()
     # ASCII: \w and \b are Latin words ("结果rknn_demo异常" holds the name rknn_demo)
@@ -196,7 +201,8 @@ def build_index(lexicon: TextLexicon) -> TermIndex:
     merges = {t.name: (t.merge_gap, {v: i for i, v in enumerate(t.merge_rank)}, frozenset(t.merge_between),
                        frozenset(t.merge_places or t.value_names()))
               for t in lexicon.terms.values() if t.merge_gap}
-    return TermIndex(automaton, patterns, merges, frozenset(c.name for c in context.categories if c.pseudo),
+    return TermIndex(automaton, tuple(found_at), patterns, merges,
+                     frozenset(c.name for c in context.categories if c.pseudo),
                      re.compile("[" + re.escape(context.part_marks or "\n") + "]"),
                      context.gap_breaks or context.part_marks,
                      tuple(re.compile(p, re.ASCII) for p in context.clause_ends),

@@ -33,7 +33,7 @@ _CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff"
 _BLANKS = re.compile(r"[\n*`]")
 # A web address reads as a space: its words are no statement ("…/examples/onnx/…" names no
 # ONNX model), and a sentence around a long link keeps its terms near each other.
-_ADDRESS = r"(?:https?://|www\.)[^\s()<>\[\]\"'\u0080-\uffff]+"
+_ADDRESS = r" *(?:https?://|www\.)(?a:[\w.~:/?#@!$&*+=%-])+ *"
 _CHANGED = re.compile(rf"{_ADDRESS}| {{2,}}| (?=[{_CJK}])|(?<=[{_CJK}]) |^ | $")
 
 

@@ -351,7 +351,9 @@ def _literal_hits(text: str, index: Any, hits: dict[str, list[tuple]], marks: li
     """Every term of the automaton found in `text`, where its word ends sit right."""
     last = len(text)
     word = _WORD_CHARS
-    for end, (length, word_start, entries) in index.automaton.iter(text):
+    found_at = index.found
+    for end, at in index.automaton.iter(text):
+        length, word_start, entries = found_at[at]
         start = end - length + 1
         if word_start and start > 0 and text[start - 1] in word:
             continue

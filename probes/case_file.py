@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from j6doctor.engine import Fact, Source
 from j6doctor.engine.schema_errors import describe_type as _describe_type
+from j6doctor.engine.schema_certain import certainly_valid
 from j6doctor.engine.schema_errors import key_of, messages
 from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
 from j6doctor.engine.text_rules import MAX_TEXT_READ
@@ -576,10 +577,14 @@ def case_from_data(data: dict[str, Any], display: str = "<example>", base: Path 
 
 
 def _schema_errors(data: dict[str, Any]) -> Iterator["jsonschema.ValidationError"]:
-    """The schema errors of a (normalised) case, in one pass of jsonschema."""
+    """The schema errors of a (normalised) case, in one pass of jsonschema; none without
+    importing it when the case certainly satisfies the schema (engine/schema_certain.py)."""
+    schema = case_schema()
+    if certainly_valid(data, schema):
+        return
     import jsonschema
 
-    yield from jsonschema.Draft202012Validator(case_schema()).iter_errors(data)
+    yield from jsonschema.Draft202012Validator(schema).iter_errors(data)
 
 
 def validate_case(doc: LocatedDocument, display: str, path: Path | None) -> Case:

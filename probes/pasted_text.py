@@ -2,48 +2,40 @@
 the platform (a board, a chip, a march: "RDK X5", "nash-e", "current march: bayes-e") and the
 versions tools and runtimes print ("[HBRT] set log level as 0. version = 3.15.54.0", "HBDK
 版本: 4.2.11", "horizon_plugin_pytorch version: 3.0.5", "hb_mapper 1.24.3"). Names are the
-vocabulary's spellings (facts/vocabulary.yaml: platform and package aliases); this module knows
-how they are printed, nothing about what they mean for a diagnosis."""
+vocabulary's spellings (facts/vocabulary.yaml: platform and package aliases), found by the one
+reader of free text (engine/text_reader.py: the term classes `platform`, `stage` and
+`version_number` of facts/text_terms.yaml); this module knows how names and versions are
+printed, nothing about what they mean for a diagnosis."""
 
 from __future__ import annotations
 
 import re
 
-from j6doctor.engine.text_rules import MAX_TEXT_READ  # the text rules' bound: a text is read as far as they read it
-from j6doctor.engine.vocabulary import alias_key
 from j6doctor.facts import attr, vocabulary
 
 MAX_VERSIONS = 32  # versions read from one text (a pasted pip freeze is not evidence)
 
 
+def _reading(text: str):
+    """The one reading of a text (engine/text_reader.py), shared with the text rules."""
+    from j6doctor.engine.text_reader import read_cached
+
+    return read_cached(text, vocabulary().text.index)
+
+
 def mentions(enum_name: str, text: str) -> list[tuple[str, str]]:
     """The values of an enum that a free text names, with the words that name each, in the
-    order they are first named: a spelling (the value or an alias) found inside the text, the
-    longest spellings first so that a longer one hides the shorter ones it contains; spaces,
-    '-', '_' and '.' inside a spelling match any of them or nothing; a spelling that starts or
-    ends with a Latin letter or digit matches only as a whole word there."""
-    text = text[:MAX_TEXT_READ]
-    enum = vocabulary().enums[enum_name]
-    spellings = sorted(((s, v) for v in enum.values for s in enum.spellings(v)),
-                       key=lambda sv: -len(alias_key(sv[0])))
-    taken = [False] * len(text)
-    found: list[tuple[int, str, str]] = []
-    for spelling, value in spellings:
-        parts = [re.escape(p) for p in re.split(r"[\s_\-.]+", spelling.strip()) if p]
-        if not parts:
-            continue
-        pattern = r"[\s_\-.]*".join(parts)
-        if spelling.strip()[0].isascii() and spelling.strip()[0].isalnum():
-            pattern = r"(?<![a-z0-9])" + pattern
-        if spelling.strip()[-1].isascii() and spelling.strip()[-1].isalnum():
-            pattern += r"(?![a-z0-9])"
-        for match in re.finditer(pattern, text, re.IGNORECASE):
-            if match.end() > match.start() and not any(taken[match.start():match.end()]):
-                taken[match.start():match.end()] = [True] * (match.end() - match.start())
-                found.append((match.start(), value, match.group(0)))
+    order they are first named. The words are the term class named after the enum
+    (facts/text_terms.yaml, spelled by the enum's values and aliases): a longer spelling hides
+    the shorter ones it contains; spaces, '-', '_' and '.' inside a spelling match any of them
+    or nothing; a Latin spelling matches whole words only."""
+    if not text.strip():
+        return []
+    reading = _reading(text)
     ordered: dict[str, str] = {}
-    for _, value, words in sorted(found):
-        ordered.setdefault(value, words)
+    for index in reading.by_class.get(enum_name, ()):
+        start, end, _, value = reading.tags[index]
+        ordered.setdefault(str(value), reading.words(start, end))
     return list(ordered.items())
 
 
@@ -57,42 +49,56 @@ def platforms_named(text: str) -> list[tuple[str, str]]:
     return named
 
 
-# "<name> 版本: 4.2.11", "<name> version = 3.15.54.0", "<name>: 1.24.3", "<name>==2.0.1",
-# "<name> v3.2", "<name> 1.24.3"; the name is the last words before the number.
-_VERSION = re.compile(
-    r"(?P<name>[A-Za-z\u4e00-\u9fff][\w .+\-/\u4e00-\u9fff]{0,48}?)\s*"
-    r"(?:(?:版本号?|version|ver\.?)\s*(?:号)?\s*(?:[:：=]|is)?|[:：=]{1,2}|\bv(?=\d))?\s*"
-    r"[(（]?v?(?P<version>\d+\.\d+(?:\.\d+)*(?:[+_-][\w.]+)?)", re.IGNORECASE)
-# a runtime's log line: "[HBRT] set log level as 0. version = 3.15.54.0", "[UCP]: UCP version = 3.7.4"
-_LOG_VERSION = re.compile(r"\[(?P<name>[A-Za-z_]+)\][^\n\[]{0,60}?version\s*[=:]\s*(?P<version>\d+(?:\.\d+)+)",
-                          re.IGNORECASE)
+# What stands between a name and its version: "<name> 版本: 4.2.11", "<name> version = 3.15.54.0",
+# "<name>: 1.24.3", "<name>==2.0.1", "<name> v3.2", "<name> 1.24.3" (anchored at the end of a
+# short window: linear). A runtime's log line names itself in brackets before the version:
+# "[HBRT] set log level as 0. version = 3.15.54.0", "[UCP]: UCP version = 3.7.4".
+_LEAD = re.compile(r"(?:\s*(?:版本号?|version|ver\.?|号|is|[:=(]|v))*\s*$")
+_BRACKETED = re.compile(r"\[([a-z_]+)\]")
+_BEFORE = 60  # characters before a version where its name is looked for
 
 
 def versions_printed(text: str) -> list[tuple[str, str, str]]:
     """(package, name as printed, version) of each known package whose version the text
-    prints, the first time it is printed."""
+    prints, the first time it is printed. The versions are the reading's `version_number`
+    terms; the name is the last one to three words before one (or the bracketed name of
+    the log line it is on)."""
     from j6doctor.probes.case_file import resolve_package
 
-    text = text[:MAX_TEXT_READ]
+    if not text.strip():
+        return []
+    reading = _reading(text)
+    compact = reading.compact.text
     found: dict[str, tuple[str, str, str]] = {}
-    for pattern in (_LOG_VERSION, _VERSION):
-        for match in pattern.finditer(text):
-            version = match.group("version")
-            package, name = _package_named(match.group("name"), version, resolve_package)
-            if package and package not in found:
-                found[package] = (package, name, version)
-            if len(found) >= MAX_VERSIONS:
-                return list(found.values())
+    for index in reading.by_class.get("version_number", ()):
+        start, end, _, version = reading.tags[index]
+        lo = max(0, start - _BEFORE)
+        before = compact[lo:start]
+        named = _LEAD.search(before)
+        words_end = lo + (named.start() if named else len(before))
+        package, name = _package_named(reading, lo, words_end, str(version), resolve_package)
+        if package is None:
+            bracketed = list(_BRACKETED.finditer(before))
+            if bracketed:
+                last = bracketed[-1]
+                package, name = _package_named(reading, lo + last.start(1), lo + last.end(1), str(version),
+                                               resolve_package)
+        if package and package not in found:
+            found[package] = (package, name, str(version))
+        if len(found) >= MAX_VERSIONS:
+            break
     return list(found.values())
 
 
-def _package_named(words: str, version: str, resolve) -> tuple[str | None, str]:
-    """The package named by the last one to three words before a version number."""
-    parts = [w for w in re.split(r"[\s:：=/]+", words.strip()) if w]
+def _package_named(reading, lo: int, hi: int, version: str, resolve) -> tuple[str | None, str]:
+    """The package named by the last one to three words of the compact span [lo, hi), with
+    the words as the user wrote them."""
+    words = list(re.finditer(r"[^\s:=/\[\](),;]+", reading.compact.text[lo:hi]))
     for width in (3, 2, 1):
-        if len(parts) >= width:
-            name = " ".join(parts[-width:])
-            package = resolve(name, version)
+        if len(words) >= width:
+            first, last = words[-width], words[-1]
+            name = reading.words(lo + first.start(), lo + last.end())
+            package = resolve(" ".join(m.group() for m in words[-width:]), version)
             if package:
-                return package, name
+                return package, " ".join(name.split())
     return None, ""
