@@ -11,7 +11,7 @@ from j6doctor.engine import Fact, RuleBase, RunResult
 from j6doctor.facts import attr, enum_values, label, vocabulary, written_form, written_value
 from j6doctor.verdict_model import (ArtifactEntry, Candidate, ChecklistEntry, Conclusion, EvaluateNext,
                                     EvidenceEntry, Finding, FlowRef, KeyFinding, MissingItem, Mistake, NextStep,
-                                    Retained, RulebaseInfo, SCHEMA_VERSION, StageRef, TextFact, ToolInfo,
+                                    Retained, RulebaseInfo, SCHEMA_VERSION, StageRef, TextFact, ToolInfo, UnreadText,
                                     Verdict)
 
 UNDETERMINED = "undetermined"
@@ -70,6 +70,7 @@ def build_verdict(result: RunResult, rulebase: RuleBase) -> Verdict:
         flow=(FlowRef(flows[0]["flow"], label("flow", flows[0]["flow"]), flows[0]["how"], flows[0].id)
               if len({f["flow"] for f in flows}) == 1 else None),
         text_facts=_text_facts(result),
+        unread=_unread(result),
         findings=[Finding(f["topic"], f["text"], f.derivation.rule, f.id)
                   for f in sorted(result.by_type("finding"), key=lambda f: _num(f.id))],
         key_findings=_key_findings(result),
@@ -194,12 +195,25 @@ def _candidates(result: RunResult) -> list[Candidate]:
     return list(out.values())
 
 
+def _unread(result: RunResult) -> list[UnreadText]:
+    """The sentences of the user's words that say how a result was but that no text rule
+    could place (text_unread): listed, never guessed into a result."""
+    out = []
+    for fact in sorted(result.by_type("text_unread"), key=lambda f: _num(f.id)):
+        premise = result.fact(fact.derivation.premises[0])
+        line = premise.source.as_dict().get("line") if premise.source else None
+        out.append(UnreadText(fact["terms"], fact["quote"], fact["field"], line, fact["start"], fact["end"],
+                              fact.derivation.rule, fact.id))
+    return out
+
+
 def _text_facts(result: RunResult) -> list[TextFact]:
     """What was read from the user's own words: quote, case key and span, and the rule. A
     mismatch topic (text_fact) is shown by its topic; anything else read from the words (a
     result, a control, a failure, a setting) as the case entry it stands for."""
     out = []
-    read = [f for f in result.facts if f.derivation is not None and f.stratum == -1 and "quote" in f.fields]
+    read = [f for f in result.facts if f.derivation is not None and f.stratum == -1 and "quote" in f.fields
+            and f.type != "text_unread"]
     for fact in sorted(read, key=lambda f: _num(f.id)):
         premise = result.fact(fact.derivation.premises[0])
         source = premise.source.as_dict() if premise.source else {}

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 # The version of the JSON verdict's layout: a new key raises the minor number, a removed or
 # changed key the major one (docs/CONTRACT.md).
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 
 class StageRef(NamedTuple):
@@ -70,6 +70,17 @@ class TextFact(NamedTuple):
     kind_label: str
     item: str
     value: str
+    quote: str
+    key: str
+    line: int | None
+    start: int | None
+    end: int | None
+    rule: str
+    fact: str
+
+
+class UnreadText(NamedTuple):
+    terms: str          # the words no text rule took up, as class=value
     quote: str
     key: str
     line: int | None
@@ -160,6 +171,7 @@ class Verdict(NamedTuple):
     candidates: list[Candidate]
     flow: FlowRef | None
     text_facts: list[TextFact]
+    unread: list[UnreadText]
     findings: list[Finding]
     key_findings: list[KeyFinding]
     warnings: list[str]

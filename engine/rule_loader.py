@@ -18,6 +18,7 @@ from j6doctor.engine.rule_files import read_rule_file, rule_files_in
 from j6doctor.engine.rule_model import (MATCH_ALIAS, PLACEHOLDER, READ_ALIAS, TEXT_FILLED_FIELDS, Condition, Conclusion,
                                         Example, Ref, Rule, RuleFile, Test, TextSpec)
 from j6doctor.engine.tag_patterns import PatternError, TagPattern, parse
+from j6doctor.engine.text_rules import unread_class
 from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
 from j6doctor.engine.errors import VocabularyError
 from j6doctor.engine.vocabulary import PACK_VOCABULARY, FactType, FieldSpec, Vocabulary
@@ -222,12 +223,16 @@ class _FileChecker:
         match = self.text_patterns(rid, base, raw, "match", None, groups)
         unless = self.text_patterns(rid, base, raw, "unless", self.file_unless, None)
         unread = tuple(str(c) for c in raw.get("unread") or ())
-        for ci, cls in enumerate(unread):
-            if cls not in self.vocab.text.terms:
+        for ci, item in enumerate(unread):
+            cls, only = unread_class(item)
+            term = self.vocab.text.terms.get(cls)
+            if term is None:
                 self.error(f"unread: no term class {cls!r}", base + ("unread", ci), rid, "unread",
                            _suggest(cls, self.vocab.text.terms) or "term classes are in facts/text_terms.yaml")
-        if unread:
-            groups.update({c: c for c in unread})
+            elif only and not only <= set(term.value_names()):
+                self.error(f"unread: {item!r}: {cls} has no value {sorted(only - set(term.value_names()))[0]!r}",
+                           base + ("unread", ci), rid, "unread", f"values: {', '.join(term.value_names())}")
+            groups[cls] = cls
         context = raw.get("context", "")
         readings = self.vocab.text.context.readings
         if context and context not in readings:

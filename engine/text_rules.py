@@ -16,7 +16,8 @@ the rule's facts, with the sentence as quote and its character span, when:
   inside a target).
 
 A rule with `unread:` instead of `match:` fires on every sentence that holds a term of the
-classes it lists and that no other text rule matched: what the reader could not place.
+classes it lists whose value no other text rule's pattern captured (admitted or not; a
+`{~class}` element only tests a term): what the reader could not place.
 """
 
 from __future__ import annotations
@@ -68,12 +69,13 @@ class CompiledTextRule:
 
 class Readings:
     """The reading of each text of a run, made once and shared by every text rule; and which
-    sentences the rules matched (for the rules that list what was left unread)."""
+    terms whose value the rules' patterns captured, admitted or not (for the rules that list
+    what was left unread)."""
 
     def __init__(self, lexicon: TextLexicon, given: dict[str, Reading] | None = None):
         self.lexicon = lexicon
         self.cache: dict[str, Reading] = dict(given or {})
-        self.matched: dict[str, set[int]] = {}  # text → clause starts some rule matched
+        self.seen: dict[str, set[int]] = {}  # text → the terms (tag indexes) some rule's pattern took up
 
     def of(self, text: str) -> Reading:
         reading = self.cache.get(text)
@@ -117,18 +119,18 @@ def find_matches(rule: CompiledTextRule, facts: list[Fact], readings: Readings) 
         if spec.unread:
             found += _unread(rule, fact, key, text, reading, readings)
             continue
-        hits = _hits(rule, readings.lexicon, reading, spec.every)
+        hits = _hits(rule, readings.lexicon, reading, spec.every, readings.seen.setdefault(text, set()))
         limit = MAX_ALL_MATCHES_PER_TEXT if spec.every else 1
-        matched = readings.matched.setdefault(text, set())
         for hit, clause in hits[:limit]:
-            matched.add(clause.start)
             found.append(_match(rule, fact, key, reading, clause, _groups(rule, readings.lexicon, hit, reading)))
     return found
 
 
-def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, every: bool) -> list[tuple[Hit, Clause]]:
+def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, every: bool,
+          seen: set[int]) -> list[tuple[Hit, Clause]]:
     """The admitted matches in the reading, in text order: all of them, or (not `every`) the
-    first (matches are admitted in text order until one is)."""
+    first (matches are admitted in text order until one is). The terms every match captures,
+    admitted or not (a negation, a hypothesis), go into `seen`: their values were read."""
     spec = rule.rule.text
     assert spec is not None
     candidates: dict[tuple[int, ...], Hit] = {}
@@ -140,6 +142,8 @@ def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, every:
         if all(cls in reading.by_class for cls in needs):
             for hit in find(pattern, reading, every=True, clauses=where):
                 candidates.setdefault(hit.tags, hit)
+    for hit in candidates.values():
+        seen.update(tag for _, tag in hit.captures)
     out: list[tuple[Hit, Clause]] = []
     for hit in sorted(candidates.values(), key=lambda h: (h.span(reading), h.tags)):
         clause = reading.clauses[reading.tag_clause[hit.tags[0]]]
@@ -242,23 +246,30 @@ def _match(rule: CompiledTextRule, fact: Fact, key: str, reading: Reading, claus
 
 def _unread(rule: CompiledTextRule, fact: Fact, key: str, text: str, reading: Reading,
             readings: Readings) -> list[TextMatch]:
-    """The sentences holding a term of the rule's classes that no text rule matched; each
-    class's values found there, joined, under the class's name."""
-    classes = rule.rule.text.unread  # type: ignore[union-attr]
-    matched = readings.matched.get(text, set())
+    """The sentences holding a term of the rule's classes that no other text rule's pattern
+    took up; each class's values left there, joined, under the class's name."""
+    wanted = [unread_class(item) for item in rule.rule.text.unread]  # type: ignore[union-attr]
+    seen = readings.seen.get(text, set())
     out = []
     for clause in reading.clauses:
-        if clause.start in matched:
-            continue
         groups = {}
-        for cls in classes:
-            values = dict.fromkeys(str(reading.tags[t][3]) for t in reading.tags_in(cls, clause.start, clause.end))
-            groups[cls] = ",".join(values)
+        for cls, only in wanted:
+            left = [t for t in reading.tags_in(cls, clause.start, clause.end)
+                    if t not in seen and (only is None or str(reading.tags[t][3]) in only)
+                    # in the context the rule reads (a question, a negation, a hypothesis is no result)
+                    and _admitted(rule, readings.lexicon, reading, Hit((t,), ()), clause, *reading.tags[t][:2])]
+            groups[cls] = ",".join(dict.fromkeys(str(reading.tags[t][3]) for t in left))
         if any(groups.values()):
             out.append(_match(rule, fact, key, reading, clause, groups))
             if len(out) >= MAX_ALL_MATCHES_PER_TEXT:
                 break
     return out
+
+
+def unread_class(item: str) -> tuple[str, frozenset[str] | None]:
+    """An `unread:` entry: a term class, or `class=v1|v2` for some of its values."""
+    cls, _, values = item.partition("=")
+    return cls, frozenset(values.split("|")) if values else None
 
 
 def conclusion_fields(match: TextMatch, fields: dict[str, Any], specs: dict[str, FieldSpec],
