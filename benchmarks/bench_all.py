@@ -66,7 +66,7 @@ sys.path.insert(0, str(TESTS))
 CASES = REPO / "examples" / "cases"
 EXAMPLE_CASE = CASES / "convert_j6m.yaml"
 DOCS_PAGE = REPO / "docs" / "benchmarks.md"  # written whole by --update-docs
-SECTIONS = (1, 2, 3, 4, 5, 6, 7, 8)
+SECTIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 WORKDIR_SIZES = (1_000, 20_000, 100_000, 1_000_000)
 WORKDIR_TARGETS = {20_000: 1.5, 100_000: 2.0, 1_000_000: 2.0}  # rows -> max CPU ratio to the floor
 WORKDIR_MEMORY_TARGET = (1_000_000, 2.0)  # at this many rows, peak RSS at most this × pandas'
@@ -79,6 +79,8 @@ LIBRARY_CASES = 10_000
 LIBRARY_CPU_TARGET = 1.5  # rediagnose CPU (workers included) / the engine floor's
 LIBRARY_RSS_TARGET = 2.0  # peak RSS of the largest process / the floor's: the library is never loaded whole
 REAL_REPORT_TARGET = 0.90  # stage right and other checks, per form (issue 24)
+POST_TARGET_MS = 50  # one 64 KB post read and every text rule run over it (issue 29)
+TEXT_SHARE_TARGET = 0.10  # what the example case's symptom adds to its diagnosis (issue 29)
 
 
 # ---------------------------------------------------------------------------- output
@@ -1018,6 +1020,87 @@ def section_real_reports(ctx: Context) -> list[Table]:
     return [table]
 
 
+def _posts() -> dict[str, str]:
+    """Two 64 KB posts from bundled inputs: the reporters' words of the development set with
+    the real tool logs of the format fixtures pasted between them (as users paste), and the
+    words alone (dense prose, every sentence a statement)."""
+    import yaml
+
+    words = [yaml.safe_load(p.read_text(encoding="utf-8"))["words"] for p in sorted(accuracy_reports().glob("*.yaml"))]
+    logs = [p.read_text(encoding="utf-8", errors="replace")
+            for p in sorted((TESTS / "fixtures" / "formats" / "real").glob("*/*.log"))]
+    size = 64 * 1024
+
+    def filled(pieces) -> str:
+        out, i = [], 0
+        while sum(map(len, out)) < size:
+            out.append(pieces(i))
+            i += 1
+        return "\n\n".join(out)[:size]
+
+    return {"words and pasted logs": filled(lambda i: words[i % len(words)] + "\n```\n" + logs[i % len(logs)] + "\n```"),
+            "words only (dense prose)": filled(lambda i: words[i % len(words)])}
+
+
+def accuracy_reports() -> Path:
+    return BENCH_DIR / "real_reports"
+
+
+def section_reading(ctx: Context) -> list[Table]:
+    """In this process: one reading of a 64 KB post and every text rule over it, against a
+    floor that only splits the same text into words; and how much of a diagnosis the
+    symptom's text costs."""
+    import yaml
+
+    from j6doctor.diagnose import diagnose_data, load_rulebase
+    from j6doctor.engine.facts import Fact, Source
+    from j6doctor.engine.text_reader import read
+    from j6doctor.engine.text_rules import Readings, find_matches
+
+    rulebase = load_rulebase(engine=ctx.engine)
+    index = rulebase.vocab.text.index
+    repeat = 3 if ctx.args.smoke else ctx.repeat(15, 5)
+    table = Table(f"9. Reading a pasted post (in this process, median of {repeat})",
+                  ["text", "characters", "terms", "floor ms", "read ms", "read + text rules ms", "× floor",
+                   "target", "result"])
+    for name, post in _posts().items():
+        fact = Fact(id="f1", type="symptom", fields={"text": post}, source=Source("case", key="symptom"))
+        floors, reads, totals = [], [], []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            len(re.findall(r"\w+", post.lower()))
+            floors.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            reading = read(post, index)
+            reads.append(time.perf_counter() - started)
+            shared = Readings(rulebase.vocab.text, {post: reading})
+            for compiled in rulebase.compiled.text_rules:
+                find_matches(compiled, [fact], shared)
+            totals.append(time.perf_counter() - started)
+        floor, total = statistics.median(floors), statistics.median(totals)
+        target = Target(f"64 KB post ({name}): read + text rules", f"{total * 1000:.0f} ms",
+                        f"≤ {POST_TARGET_MS} ms", total * 1000 <= POST_TARGET_MS)
+        ctx.targets.append(target)
+        table.add(name, f"{len(post):,}", f"{len(reading.tags):,}", ms(floor), ms(statistics.median(reads)),
+                  ms(total), times(total / floor), f"≤ {POST_TARGET_MS} ms", target.result)
+    case = yaml.safe_load(EXAMPLE_CASE.read_text(encoding="utf-8"))
+    bare = {k: v for k, v in case.items() if k != "symptom"}
+    with_text, without = [], []
+    for _ in range(repeat):
+        for data, into in ((case, with_text), (bare, without)):
+            started = time.perf_counter()
+            diagnose_data(data, display=EXAMPLE_CASE.name, base=EXAMPLE_CASE.parent, rulebase=rulebase)
+            into.append(time.perf_counter() - started)
+    share = statistics.median(with_text) / statistics.median(without) - 1
+    ctx.targets.append(Target(f"{EXAMPLE_CASE.name}: the symptom's text / the run without it", f"+{share:.0%}",
+                              f"≤ +{TEXT_SHARE_TARGET:.0%}", share <= TEXT_SHARE_TARGET))
+    table.notes.append(f"floor: the text lowered and split into words (re.findall); {EXAMPLE_CASE.name} "
+                       f"diagnosed in this process with its symptom "
+                       f"{ms(statistics.median(with_text))} ms, without it {ms(statistics.median(without))} ms "
+                       f"(+{share:.0%})")
+    return [table]
+
+
 def section_library(ctx: Context) -> list[Table]:
     count = 40 if ctx.args.smoke else 2_000 if ctx.args.quick else LIBRARY_CASES
     store, imported = library_store(ctx, count)
@@ -1181,7 +1264,8 @@ def main(argv: list[str] | None = None) -> int:
         print(state_line(ctx), flush=True)
         warm_up(ctx)
         sections = {1: section_cold_start, 2: section_workdir, 3: section_engine, 4: section_triage,
-                    5: section_memory, 6: section_largest, 7: section_library, 8: section_real_reports}
+                    5: section_memory, 6: section_largest, 7: section_library, 8: section_real_reports,
+                    9: section_reading}
         tables: list[Table] = []
         for number in args.sections:
             try:

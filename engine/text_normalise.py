@@ -33,8 +33,10 @@ _CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff"
 _BLANKS = re.compile(r"[\n*`]")
 # A web address reads as a space: its words are no statement ("…/examples/onnx/…" names no
 # ONNX model), and a sentence around a long link keeps its terms near each other.
+_RUNS = rf" (?: +|(?=[{_CJK}])|$)|(?<=[{_CJK}]) |^ "
 _ADDRESS = r" *(?:https?://|www\.)(?a:[\w.~:/?#@!$&*+=%-])+ *"
-_CHANGED = re.compile(rf"{_ADDRESS}| {{2,}}| (?=[{_CJK}])|(?<=[{_CJK}]) |^ | $")
+_CHANGED = re.compile(_RUNS)
+_CHANGED_OR_ADDRESS = re.compile(rf"{_ADDRESS}|{_RUNS}")  # (for a text that holds an address)
 
 
 def is_cjk(char: str) -> bool:
@@ -98,7 +100,8 @@ def compact(normalised: str) -> Compact:
     c_starts, n_starts = [0], [0]
     kept = 0       # index in `normalised` of the first character not yet copied
     length = 0     # length of the compact text so far
-    for run in _CHANGED.finditer(spaced):
+    runs = _CHANGED_OR_ADDRESS if "://" in spaced or "www." in spaced else _CHANGED
+    for run in runs.finditer(spaced):
         start, end = run.span()
         pieces.append(spaced[kept:start])
         length += start - kept

@@ -303,16 +303,27 @@ _PARENTHESES = re.compile(r"[()]")
 # names, not statements ("examples/onnx/yolov5/test.py" says nothing about an ONNX model),
 # but for the file's own name. Two words joined by one slash ("int8/int16", "X3/X5") are no
 # path. (A web address is read as a space: text_normalise.py.)
-_PATH = re.compile(r"(?<![\w/])(?:\.{0,2}/|~/)?[\w.@+-]+(?:/[\w.@%+-]+){2,}/?"
-                   r"|(?<![\w/])(?:\.{0,2}/|~/)[\w.@+-]+(?:/[\w.@%+-]+)*/?")
+_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.@%+~-/")
+_ROOTS = ("/", "./", "../", "~/")
 
 
 def _names(text: str) -> list[tuple[int, int, int]]:
-    """Paths: (start, end, where the last segment starts)."""
-    out = []
-    for found in _PATH.finditer(text):
-        start, end = found.span()
-        out.append((start, end, start + found.group().rstrip("/").rfind("/") + 1))
+    """Paths: (start, end, where the last segment starts). Looked for around each slash."""
+    out: list[tuple[int, int, int]] = []
+    at = text.find("/")
+    last = len(text)
+    while at >= 0:
+        start = at
+        while start > 0 and text[start - 1] in _PATH_CHARS:
+            start -= 1
+        end = at
+        while end < last and text[end] in _PATH_CHARS:
+            end += 1
+        token = text[start:end]
+        segments = [part for part in token.split("/") if part]
+        if segments and (len(segments) >= 3 or token.startswith(_ROOTS)):
+            out.append((start, end, start + token.rstrip("/").rfind("/") + 1))
+        at = text.find("/", end)
     return out
 
 

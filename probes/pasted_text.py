@@ -53,7 +53,7 @@ def platforms_named(text: str) -> list[tuple[str, str]]:
 # "<name>: 1.24.3", "<name>==2.0.1", "<name> v3.2", "<name> 1.24.3" (anchored at the end of a
 # short window: linear). A runtime's log line names itself in brackets before the version:
 # "[HBRT] set log level as 0. version = 3.15.54.0", "[UCP]: UCP version = 3.7.4".
-_LEAD = re.compile(r"(?:\s*(?:版本号?|version|ver\.?|号|is|[:=(]|v))*\s*$")
+_LEAD = re.compile(r"(?:\s*(?:版本号?|version|ver\.?|号|is|[:=(]))*\s*$")
 _BRACKETED = re.compile(r"\[([a-z_]+)\]")
 _BEFORE = 60  # characters before a version where its name is looked for
 
@@ -71,20 +71,21 @@ def versions_printed(text: str) -> list[tuple[str, str, str]]:
     compact = reading.compact.text
     found: dict[str, tuple[str, str, str]] = {}
     for index in reading.by_class.get("version_number", ()):
-        start, end, _, version = reading.tags[index]
+        start, end, _, printed = reading.tags[index]
+        version = str(printed).removeprefix("v")
         lo = max(0, start - _BEFORE)
         before = compact[lo:start]
         named = _LEAD.search(before)
         words_end = lo + (named.start() if named else len(before))
-        package, name = _package_named(reading, lo, words_end, str(version), resolve_package)
+        package, name = _package_named(reading, lo, words_end, version, resolve_package)
         if package is None:
             bracketed = list(_BRACKETED.finditer(before))
             if bracketed:
                 last = bracketed[-1]
-                package, name = _package_named(reading, lo + last.start(1), lo + last.end(1), str(version),
+                package, name = _package_named(reading, lo + last.start(1), lo + last.end(1), version,
                                                resolve_package)
         if package and package not in found:
-            found[package] = (package, name, str(version))
+            found[package] = (package, name, version)
         if len(found) >= MAX_VERSIONS:
             break
     return list(found.values())
