@@ -11,8 +11,9 @@ An element is `{class}` (captured under the class's name), `{class as name}`, `{
 captured), with `=v1|v2` for some values only, `!=name` for a value other than the one an
 earlier element captured as `name` ("{colour as a} … {colour!=a}": two different colour
 formats) and `?` for an optional one. Between two
-elements: ` ` the next one follows in the same part of the sentence (no comma, colon or "but"
-between), ` … ` (or ` ... `) anywhere later in the same sentence, ` + ` right after it (only
+elements: ` ` the next one follows in the same part of the sentence (none of the marks the
+text context's `part_ends.pattern_gaps_stop_at` names between: a comma), ` … ` (or ` ... `)
+anywhere later in the same sentence, ` + ` right after it (only
 spaces, quotes, ':' or '=' between); `~N` (same part), `…N` and `+N` bound the distance to N
 characters (the defaults are the text context's `windows`).
 
@@ -156,8 +157,8 @@ def _variants(elements: list[Element], gaps: list[Gap]):
         pending: Gap | None = None
         for i, element in enumerate(elements):
             if i in dropped:
-                if i < len(gaps) and kept_elements:
-                    pending = _wider(pending, gaps[i - 1] if i > 0 else None, gaps[i])
+                if kept_elements:  # the gap before it joins the one after (added when the next is kept)
+                    pending = _wider(pending, gaps[i - 1])
                 continue
             if kept_elements:
                 gap = gaps[i - 1]

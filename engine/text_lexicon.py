@@ -157,17 +157,22 @@ class TextLexicon:
 
 # ---------------------------------------------------------------------------- the index
 
-def build_index(lexicon: TextLexicon) -> TermIndex:
+def build_index(lexicon: TextLexicon, origin: str = "") -> TermIndex:
     import ahocorasick
 
     entries: dict[str, list[tuple]] = {}
+    sentence_ends = [re.compile(p, re.ASCII) for p in lexicon.context.clause_ends]
 
     def add(phrase: str, cls: str, value: Any, where: str) -> None:
         try:
             literals = expand(phrase)
         except PhraseError as exc:
-            raise VocabularyError(f"{where}: {exc}") from None
+            raise VocabularyError(f"{origin + ': ' if origin else ''}{where}: {exc}") from None
         for literal in literals:
+            # a term never runs over the end of a sentence: such a phrase could never be found
+            if any(end.search(literal.key) for end in sentence_ends):
+                raise VocabularyError(f"{origin + ': ' if origin else ''}{where}: the phrase {phrase!r} holds the end "
+                                      f"of a sentence ({literal.key!r}); keep the words before it")
             entries.setdefault(literal.key, []).append((cls, value, literal.word_start, literal.word_end))
 
     context = lexicon.context
@@ -189,7 +194,7 @@ def build_index(lexicon: TextLexicon) -> TermIndex:
     automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
     found_at: dict[tuple, int] = {}
     for key, found in entries.items():
-        _check_one_value(key, found)
+        _check_one_value(key, found, origin)
         # (length, must start a word, entries (class, value, must end a word)): one phrase, one start
         what = (len(key), found[0][2], tuple(dict.fromkeys((c, v, e) for c, v, _, e in found)))
         automaton.add_word(key, found_at.setdefault(what, len(found_at)))
@@ -209,13 +214,14 @@ def build_index(lexicon: TextLexicon) -> TermIndex:
                      dict(context.windows), context.glue)
 
 
-def _check_one_value(key: str, found: list[tuple]) -> None:
+def _check_one_value(key: str, found: list[tuple], origin: str = "") -> None:
     """A phrase stands for one value of a class: listed under two, the reading would be a coin toss."""
     by_class: dict[str, Any] = {}
     for cls, value, *_ in found:
         if cls in by_class and by_class[cls] != value and cls != TRIGGER:
-            raise VocabularyError(f"text_terms.{cls}: the phrase {key!r} is listed under both {by_class[cls]!r} "
-                                  f"and {value!r}; a phrase stands for one value")
+            listed = [repr(v) if v is not None else "ignore" for v in (by_class[cls], value)]
+            raise VocabularyError(f"{origin + ': ' if origin else ''}text_terms.{cls}: the phrase {key!r} is listed "
+                                  f"under both {listed[0]} and {listed[1]}; a phrase stands for one value")
         by_class[cls] = value
 
 
@@ -234,7 +240,7 @@ def lexicon_from_data(context: Any, terms: Any, enums: dict[str, Any], origin: s
             except PatternError as exc:
                 raise VocabularyError(f"{origin}: text_context.categories.{category.name}.statements: "
                                       f"{statement.source!r}: {exc}") from None
-    return replace(lexicon, index=build_index(lexicon))
+    return replace(lexicon, index=build_index(lexicon, origin))
 
 
 def _expression(pattern: Any, where: str) -> str:

@@ -21,7 +21,7 @@ from bisect import bisect_right
 # replacement is one character, so indexes do not move.
 _CHARS = {chr(code): chr(code - 0xFEE0) for code in range(0xFF01, 0xFF5F)}
 _CHARS.update({c: " " for c in "\u00a0\u2002\u2003\u2009\u200b\u3000\t\r\f\v"})
-_CHARS.update({c: "'" for c in "\u2018\u2019\u2032`"})
+_CHARS.update({c: "'" for c in "\u2018\u2019\u2032"})  # (a backtick is Markdown: compaction reads it as a space)
 _CHARS.update({c: '"' for c in "\u201c\u201d\u300c\u300d"})
 _CHARS.update({"\u2013": "-", "\u2212": "-", "\u0130": "i"})  # en dash, minus; İ lowers to two characters
 _ODD = re.compile("[" + re.escape("".join(_CHARS)) + "]")
@@ -34,7 +34,7 @@ _BLANKS = re.compile(r"[\n*`]")
 # A web address reads as a space: its words are no statement ("…/examples/onnx/…" names no
 # ONNX model), and a sentence around a long link keeps its terms near each other.
 _RUNS = rf" (?: +|(?=[{_CJK}])|$)|(?<=[{_CJK}]) |^ "
-_ADDRESS = r" *(?:https?://|www\.)(?a:[\w.~:/?#@!$&*+=%-])+ *"
+_ADDRESS = r" *(?:(?:https?://|www\.)(?a:[\w.~:/?#@!$&*+=%-])+ *)+"  # (addresses in a row: one run)
 _CHANGED = re.compile(_RUNS)
 _CHANGED_OR_ADDRESS = re.compile(rf"{_ADDRESS}|{_RUNS}")  # (for a text that holds an address)
 

@@ -5,8 +5,10 @@ shorthand, both expanded here into the literal phrases they stand for:
 
 - `(a|b|c)`: one of the alternatives; an empty one makes the group optional
   ("(没有|没|未)发现" is 没有发现, 没发现, 未发现; "layouts?" is not written, "layout(s|)" is);
-- a `*` at the end of a phrase or of an alternative: the last word may go on ("degrad*" is
-  degrade, degraded, degradation; "(not match*|differ*)").
+- a `*` at the end of a phrase, or of an alternative that ends the phrase: the last word may
+  go on ("degrad*" is degrade, degraded, degradation; "(not match*|differ*)"). A word that goes
+  on cannot be followed by more words ("(degrad*|worse) result" is refused): the phrase is
+  looked up literally, up to where the word stops.
 
 `\\(`, `\\)`, `\\|` and `\\*` are the characters themselves. A phrase that starts (ends) with a
 Latin letter or digit matches only at the start (end) of a word there: "if" is not found in
@@ -52,8 +54,8 @@ def expand(phrase: str) -> list[Literal]:
         if stem:
             variant = variant[:-1]
         if "*" in variant:
-            raise PhraseError(f"{phrase!r}: '*' may only end a phrase or an alternative (the last word goes on); "
-                              "write \\* for the character")
+            raise PhraseError(f"{phrase!r}: '*' may only end the phrase (the last word goes on), or an alternative "
+                              "at its end; write \\* for the character")
         for mark, char in _BACK.items():
             variant = variant.replace(mark, char)
         key = compact_phrase(variant)

@@ -228,12 +228,14 @@ def read(text: str, index: "TermIndex") -> Reading:
     _literal_hits(form.text, index, hits, marks)
     for rank, (cls, pattern, value, extend) in enumerate(index.patterns, start=1):
         _pattern_hits(form.text, pattern, value, extend, hits.setdefault(cls, []), rank)
-    triggers = [(s, e, category, opener) for s, e, (category, opener) in _leftmost_longest(hits.pop(TRIGGER, []))
+    clauses = _clauses(normalised, form, index.clause_ends)
+    ends = [c.end for c in clauses]
+    triggers = [(s, e, category, opener) for s, e, (category, opener) in _leftmost_longest(hits.pop(TRIGGER, []), ends)
                 if category not in index.pseudo]
     tags: list[tuple] = []
     for cls, found in hits.items():
         # a class's `ignore` phrases leave no tag
-        kept = [(s, e, cls, value) for s, e, value in _leftmost_longest(found) if value is not None]
+        kept = [(s, e, cls, value) for s, e, value in _leftmost_longest(found, ends) if value is not None]
         merge = index.merges.get(cls)
         tags.extend(_merged(kept, merge, form.text) if merge else kept)
     tags.sort()
@@ -241,7 +243,7 @@ def read(text: str, index: "TermIndex") -> Reading:
     names = _names(form.text)
     if names:
         tags, triggers, marks = _outside_names(tags, names), _outside_names(triggers, names), _outside_names(marks, names)
-    clauses = _clauses(normalised, form, index.clause_ends)
+    tags = _within_clauses(tags, clauses)  # (a merge may have joined two sentences' terms)
     return Reading(text, form, tags, clauses, marks, triggers, index.windows, index.glue, index.gap_breaks)
 
 
@@ -360,6 +362,8 @@ def _part_marks(form: Compact, chars: re.Pattern) -> list[tuple[int, int]]:
 
 def _literal_hits(text: str, index: Any, hits: dict[str, list[tuple]], marks: list[tuple[int, int]]) -> None:
     """Every term of the automaton found in `text`, where its word ends sit right."""
+    if not index.found:  # a lexicon of patterns alone: no automaton was made
+        return
     last = len(text)
     word = _WORD_CHARS
     found_at = index.found
@@ -413,14 +417,18 @@ def _word_char(char: str) -> bool:
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
-def _leftmost_longest(found: list[tuple]) -> list[tuple[int, int, Any]]:
+def _leftmost_longest(found: list[tuple], ends: list[int]) -> list[tuple[int, int, Any]]:
     """(start, end, value) of the hits (start, -end, rank, value) that overlap no earlier,
-    longer or better-ranked one."""
+    longer or better-ranked one; a hit that runs past the end of its sentence (`ends`, the
+    sentences' ends in order) is none ("the board\n\noutput is wrong" holds no "board output")."""
     found.sort()
     kept: list[tuple[int, int, Any]] = []
     edge = -1
+    at, last = 0, len(ends) - 1
     for start, negative_end, _, value in found:
-        if start >= edge:
+        while at < last and start >= ends[at]:
+            at += 1
+        if start >= edge and -negative_end <= max(ends[at], start + 1):
             edge = -negative_end
             kept.append((start, edge, value))
     return kept
@@ -439,6 +447,19 @@ def _merged(tags: list[tuple], merge: tuple, text: str) -> list[tuple]:
             value = prev[3] if rank.get(prev[3], len(rank)) <= rank.get(tag[3], len(rank)) else tag[3]
             out[-1] = (prev[0], tag[1], prev[2], value)
         else:
+            out.append(tag)
+    return out
+
+
+def _within_clauses(tags: list[tuple], clauses: list[Clause]) -> list[tuple]:
+    """The tags (sorted) that end in the sentence they start in: a phrase read across a
+    blank line ("the board\n\noutput is wrong") is no term."""
+    out = []
+    at = 0
+    for tag in tags:
+        while at + 1 < len(clauses) and tag[0] >= clauses[at].end:
+            at += 1
+        if tag[1] <= clauses[at].end or tag[0] >= clauses[at].end:
             out.append(tag)
     return out
 

@@ -40,6 +40,8 @@ def _cases_of(row: dict) -> list[dict]:
     if row.get("short_chain") is True and row.get("flow") == "qat":
         base["platform"] = "X5"  # QAT on X5 has no qat.bc
     results = {a: ok("normal") for a in _as_list(row.get("normal", []))}
+    if row.get("reference") is True:  # the float reference evaluated normal
+        results["float"] = ok("normal")
     if row.get("no_abnormal"):
         results.setdefault("qat_pt", ok("normal"))
         return [{**base, "results": results}]
