@@ -12,7 +12,7 @@ captured), with `=v1|v2` for some values only, `!=name` for a value other than t
 earlier element captured as `name` ("{colour as a} … {colour!=a}": two different colour
 formats) and `?` for an optional one. Between two
 elements: ` ` the next one follows in the same part of the sentence (none of the marks the
-text context's `part_ends.pattern_gaps_stop_at` names between: a comma), ` … ` (or ` ... `)
+text context's `part_ends.pattern_gaps_stop_at` names between: a comma, a colon), ` … ` (or ` ... `)
 anywhere later in the same sentence, ` + ` right after it (only
 spaces, quotes, ':' or '=' between); `~N` (same part), `…N` and `+N` bound the distance to N
 characters (the defaults are the text context's `windows`).

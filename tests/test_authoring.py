@@ -166,10 +166,10 @@ LINT_CASES = [
         read: [symptom.text]
         rules:
           - id: site.text
-            title: bad regex
+            title: bad pattern
             match: ['layout (不一致']
             then: [{text_fact: {topic: layout, kind: stated}}]
-     """, "pack.yaml:7: error: rule site.text: match: not a valid regular expression"),
+     """, "pack.yaml:7: error: rule site.text: match: not a valid text pattern"),
     ("text rule reading a non-text field", """
         seed: t
         rules:

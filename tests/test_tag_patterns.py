@@ -324,10 +324,11 @@ def test_a_same_part_gap_crosses_a_dash(index):
 
 
 def test_a_same_part_gap_stops_only_at_the_marks_the_text_context_names(index):
-    # text_context.yaml: pattern_gaps_stop_at is "," — a colon or "but" ends a part for the
-    # context, not for a pattern's same-part gap ("the board: wrong" is one statement)
-    assert hits(index, "{mention} {status}", "the board: wrong") != []
+    # text_context.yaml: pattern_gaps_stop_at is ",:" — "but" ends a part for the context,
+    # not for a pattern's same-part gap ("the board output but wrong" is one statement)
+    assert hits(index, "{mention} {status}", "the board output but wrong") != []
     assert hits(index, "{mention} {status}", "the board, wrong") == []
+    assert hits(index, "{mention} {status}", "the board: wrong") == []
 
 
 def test_a_sentence_gap_does_not_cross_a_sentence_end(index):
