@@ -340,7 +340,9 @@ def _fingerprint(by_stratum: dict[int, list[CompiledRule]], text_rules: list[Rul
                    r.text.context, r.text.every, sorted(r.text.groups.items()),  # type: ignore[union-attr]
                    [(c.type, sorted((k, str(v)) for k, v in c.fields.items())) for c in r.then])
                   for r in text_rules],
-         "text_context": repr((vocab.text.context, sorted(vocab.text.terms.items()))) if text_rules else ""},
+         # the words text rules read (the vocabulary's own hash of its data: a repr of its
+         # sets would change with the process's hash seed)
+         "text_context": (vocab.fingerprint or repr(sorted(vocab.text.terms))) if text_rules else ""},
         sort_keys=True, ensure_ascii=False,
     )
     return hashlib.sha256(definition_text.encode()).hexdigest()[:12]

@@ -14,10 +14,11 @@ def _field_schema(vocab: Vocabulary, spec) -> dict[str, Any]:
     described: dict[str, Any] = {"description": spec.meaning or spec.type}
     if spec.type == "enum":
         values = list(vocab.enums[spec.enum].values)
+        empty = [*values, None]  # `field: null` / `eq: null` / `ne: null` test an empty field
         described["anyOf"] = [
-            {"enum": values},
+            {"enum": empty},
             {"$ref": "#/$defs/ref"},
-            {"type": "object", "properties": {op: {"enum": values} for op in ("eq", "ne")}
+            {"type": "object", "properties": {op: {"enum": empty} for op in ("eq", "ne")}
              | {op: {"type": "array", "items": {"enum": values}} for op in ("in", "not_in")},
              "additionalProperties": False, "minProperties": 1, "maxProperties": 1},
         ]

@@ -21,6 +21,10 @@ from bisect import bisect_right
 # replacement is one character, so indexes do not move.
 _CHARS = {chr(code): chr(code - 0xFEE0) for code in range(0xFF01, 0xFF5F)}
 _CHARS.update({c: " " for c in "\u00a0\u2002\u2003\u2009\u200b\u3000\t\r\f\v"})
+# control characters are no words (and no engine should see a NUL in a value); the Unicode
+# line and paragraph separators and NEL end a line
+_CHARS.update({chr(code): " " for code in [*range(0x00, 0x09), *range(0x0e, 0x20), 0x7f]})
+_CHARS.update({c: "\n" for c in "\u0085\u2028\u2029"})
 _CHARS.update({c: "'" for c in "\u2018\u2019\u2032"})  # (a backtick is Markdown: compaction reads it as a space)
 _CHARS.update({c: '"' for c in "\u201c\u201d\u300c\u300d"})
 _CHARS.update({"\u2013": "-", "\u2212": "-", "\u0130": "i"})  # en dash, minus; İ lowers to two characters

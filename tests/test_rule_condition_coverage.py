@@ -26,6 +26,8 @@ NEVER_ALONE = {
         "the probe makes metric_drop only for an abnormal result of the case (app/evidence.py)",
     ("map.convert.ptq", "short_chain{}"):
         "chain.short_ptq concludes short_chain from flow=ptq, a condition of the same row",
+    ("map.convert.ptq_from_float", "short_chain{}"):
+        "chain.short_ptq concludes short_chain from flow=ptq, a condition of the same row",
     ("verdict.from_chain", "chain_stage{}"):
         "every run has a chain_stage: the mapping table (with its gap and no-abnormal rows), "
         "conflict.undetermined and the failure rules cover every case",

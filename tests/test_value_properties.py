@@ -355,12 +355,20 @@ seed: 0. 先排除明显用户侧问题
 read: [symptom.text, deployment_notes.text, tried_fix.text, result_note.text]
 rules:
   - id: vp.text_capture
-    title: the text after a marker, captured into a derived fact
+    title: the text after a marker (or a march name), captured into a derived fact
     match:
-      - 'vpmark(?P<tail>[^。；;！!？?\\n\\r]{0,3000})'
-      - '(?P<tail>(?<![a-z0-9])nash-[a-z](?![a-z0-9]))'
+      - '{vp_tail as tail}'
+      - '{march_name as tail}'
     then:
       - text_fact: {topic: model_march, kind: hint, value: "${match.tail|lower}"}
+"""
+# the words after the marker, as a term class of the pack's own vocabulary
+TEXT_PACK_VOCABULARY = """\
+text_terms:
+  vp_tail:
+    meaning: the marker vpmark and the word it starts (a term stays within its sentence)
+    patterns:
+      - {regex: 'vpmark[^。;!?\\s]{0,3000}', extend: false}
 """
 
 
@@ -369,6 +377,7 @@ def text_rulebase(work):
     pack = work / "text_pack"
     pack.mkdir(exist_ok=True)
     (pack / "text.yaml").write_text(TEXT_PACK, encoding="utf-8")
+    (pack / "vocabulary.yaml").write_text(TEXT_PACK_VOCABULARY, encoding="utf-8")
     return Quiet(load_rulebase([pack]))
 
 
@@ -454,8 +463,8 @@ def _check_text_diagnosis(path: Path, rulebase: RuleBase) -> dict:
     if _has_surrogate(data):
         notes = texts("intake_note")
         assert any("\ufffd" in n and "代理项" in n for n in notes), notes
-    # the text rule fired wherever its marker is (and wrote the text after it into a fact)
-    if any(re.search("vpmark", _clean(raw), re.IGNORECASE) for _, raw in expect):
+    # the text rule fired wherever its marker starts a word (and wrote the word into a fact)
+    if any(re.search("(?<![a-z0-9_])vpmark", _clean(raw), re.IGNORECASE) for _, raw in expect):
         assert any(t.get("rule") == "vp.text_capture" for t in verdict["trace"])
     return verdict
 
