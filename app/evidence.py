@@ -170,6 +170,35 @@ def _add_metric_drops(facts: FactList, tolerance: Tolerance) -> None:
         }, bad.source)
 
 
+def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
+    """The scores a free text of the case gives its models (probes/said_scores.py): the first
+    is the reference, each later one written the same way (a percentage or a fraction) is
+    measured against it with the case's tolerance."""
+    from j6doctor.probes.said_scores import scores
+
+    prose = facts.vocab.text.context.prose
+    for fact in list(facts.facts):
+        for field_name in (f.split(".", 1)[1] for f in prose if f.split(".", 1)[0] == fact.type):
+            text = fact.fields.get(field_name)
+            if not isinstance(text, str) or not text.strip():
+                continue
+            found = scores(text)
+            if len(found) < 2:
+                continue
+            key = fact.source.key if fact.source is not None and fact.source.key else fact.type
+            first = found[0]
+            facts.add("score_reference", {"mention": first.mention, "value": first.value, "quote": first.quote,
+                                          "field": key}, fact.source)
+            for later in found[1:]:
+                if later.percent != first.percent:
+                    continue
+                drop, threshold = tolerance.drop(first.value, later.value)
+                facts.add("score_drop", {
+                    "mention": later.mention, "reference": first.mention, "value": later.value,
+                    "reference_value": first.value, "drop": drop, "threshold": threshold, "within": drop <= threshold,
+                    "quote": later.quote, "field": key}, fact.source)
+
+
 def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path | None, Tolerance, str]:
     """The metrics file, the tolerance and who named the file: command line first, then the
     case's `metrics` key ("" when none did: a file found in a work folder)."""
@@ -272,6 +301,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
     if case is not None:
         facts.extend_case(case)
         _add_metric_drops(facts, tolerance)
+        _add_said_scores(facts, tolerance)
     for type_name, fields, source in options.given_facts:
         facts.add(type_name, fields, source)
     base = case.folder if case is not None else (options.workdirs[0] if options.workdirs else None)

@@ -26,6 +26,13 @@ NEVER_ALONE = {
         "the probe makes metric_drop only for an abnormal result of the case (app/evidence.py)",
     ("map.convert.ptq", "short_chain{}"):
         "chain.short_ptq concludes short_chain from flow=ptq, a condition of the same row",
+    ("score.reference", "means{mention=s.mention}"):
+        "every mention has a meaning: a fixed one from words.named_with_a_score, a flow-dependent one "
+        "from the words_by_flow table, which covers every flow",
+    ("score.drop", "means{mention=s.mention}"):
+        "every mention has a meaning (see score.reference)",
+    ("score.within", "means{mention=s.mention}"):
+        "every mention has a meaning (see score.reference)",
     ("map.convert.ptq_from_float", "short_chain{}"):
         "chain.short_ptq concludes short_chain from flow=ptq, a condition of the same row",
     ("verdict.from_chain", "chain_stage{}"):

@@ -1,0 +1,75 @@
+"""Scores written next to the model they belong to: "the fp32 model (test acc 90.5%) … the
+quantized .trt model drops to 75.75%", "float: 0.647 | calib: 0.615 | quant: 0.61", "on CPU I
+get 86% … using the NCS2 it drops to 72%". Read from the one reading of a text
+(engine/text_reader.py: the term classes `mention` and `score` of facts/text_terms.yaml); this
+module knows how people write a model's score, nothing about what a drop means for a
+diagnosis (rules/18_intake.yaml judges that).
+
+A score belongs to the nearest model named before it in the same sentence, close by and with
+no other score between them; a model's first score is its score. Integers without a percent
+sign are no scores (30 FPS, 1000 images), nor are numbers of zero or less ("-1.00")."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from j6doctor.facts import vocabulary
+
+WINDOW = 48  # characters (of the compact text) between a model's name and its score
+
+
+@dataclass(frozen=True)
+class Score:
+    mention: str       # the mention value (facts/vocabulary.yaml enum mention)
+    value: float
+    percent: bool      # written with a percent sign
+    start: int         # the span of the name and the score in the user's text
+    end: int
+    quote: str
+
+
+def scores(text: str) -> list[Score]:
+    """The score of each model the text gives one for, in the order they are written."""
+    from j6doctor.engine.text_reader import read_cached
+
+    if not text.strip():
+        return []
+    reading = read_cached(text, vocabulary().text.index)
+    mentions = reading.by_class.get("mention", [])
+    starts = [reading.tags[i][0] for i in mentions]
+    found: dict[str, Score] = {}
+    previous_score_end = -1
+    for index in reading.by_class.get("score", []):
+        start, end, _, words = reading.tags[index]
+        owner = _owner(reading, mentions, starts, start, max(previous_score_end, start - WINDOW))
+        previous_score_end = end
+        if owner is None:
+            continue
+        value, percent = _number(str(words))
+        if value is None or value <= 0:
+            continue
+        m_start = reading.tags[owner][0]
+        mention = str(reading.tags[owner][3])
+        if mention not in found:
+            a, b = reading.span_in_text(m_start, end)
+            found[mention] = Score(mention, value, percent, a, b, " ".join(text[a:b].split())[:160])
+    return list(found.values())
+
+
+def _owner(reading, mentions: list[int], starts: list[int], score_start: int, lo: int) -> int | None:
+    """The last model named before a score, in its sentence and after `lo`."""
+    at = bisect_right(starts, score_start) - 1
+    while at >= 0 and reading.tags[mentions[at]][1] > score_start:  # (a name the score stands in)
+        at -= 1
+    if at < 0 or starts[at] < lo or reading.clause_index(starts[at]) != reading.clause_index(score_start):
+        return None
+    return mentions[at]
+
+
+def _number(words: str) -> tuple[float | None, bool]:
+    percent = words.rstrip().endswith("%")
+    try:
+        return float(words.rstrip("% ").strip()), percent
+    except ValueError:
+        return None, percent

@@ -1,0 +1,61 @@
+"""Scores written next to the models they belong to (probes/said_scores.py) and what the rules
+make of them (rules/18_intake.yaml score.*): read from the one reading of the text, compared
+with the first model's score under the case's tolerance."""
+
+from __future__ import annotations
+
+import pytest
+
+from j6doctor.probes.said_scores import scores
+
+
+def _read(text: str) -> list[tuple[str, float, bool]]:
+    return [(s.mention, s.value, s.percent) for s in scores(text)]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("the fp32 model gets 90.5% on the test set, on the board it drops to 75.75%",
+     [("float", 90.5, True), ("board", 75.75, True)]),
+    ("float: mAP 0.647, quantized_model.onnx: mAP 0.61", [("float", 0.647, False), ("quantized_bc", 0.61, False)]),
+    ("原始模型 mAP 0.68，板端 mAP 0.45", [("float", 0.68, False), ("board", 0.45, False)]),
+])
+def test_a_score_belongs_to_the_model_named_before_it(text, expected):
+    assert _read(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "[HBRT] set log level as 0. version = 3.15.54.0",   # a version is no score
+    "the board runs at 30 FPS, the PC at 220 FPS",       # integers without a percent sign are no scores
+    "the board | -1.00 |",                               # nor is a number below zero
+    "mAP 0.647 on the board",                            # a score before any model belongs to none
+])
+def test_what_is_no_score(text):
+    assert _read(text) == []
+
+
+def test_a_model_keeps_its_first_score_and_a_score_needs_its_model_close_by():
+    assert _read("on the board 71.2%, later on the board 40%") == [("board", 71.2, True)]
+    far = "on the board" + " and then we waited for a very long while before we measured it" * 2 + " 71.2%"
+    assert _read(far) == []
+
+
+def test_a_score_stays_in_its_sentence():
+    assert _read("the float model is fine.\n\n71.2% after that") == []
+
+
+@pytest.mark.parametrize("symptom, stage", [
+    ("float: mAP 0.647, quantized_model.onnx: mAP 0.61", "convert"),        # beyond 1 %: the quantized model lost it
+    ("float: mAP 0.647, quantized_model.onnx: mAP 0.645, on the board mAP 0.41", "compile"),  # within 1 %: normal
+])
+def test_scores_become_results_through_the_rules(diagnose, symptom, stage):
+    verdict = diagnose({"flow": "ptq", "symptom": symptom}).verdict_json
+    assert verdict["stage"] == stage
+    assert any(f["type"] in ("score_reference", "score_drop") for f in verdict["trace"])
+
+
+def test_the_case_tolerance_decides_what_is_within(diagnose):
+    loose = diagnose({"flow": "ptq", "symptom": "float: mAP 0.647, quantized_model.onnx: mAP 0.61",
+                      "metrics": {"tolerance": 0.1}}).verdict_json
+    assert loose["stage"] != "convert"
+    drops = [f["fields"] for f in loose["trace"] if f["type"] == "score_drop"]
+    assert drops and drops[0]["within"] is True
