@@ -93,6 +93,13 @@ def _stop_engine_worker() -> None:
         worker.close_shared_worker()
 
 
+def _note_engine_fallback(console: Console) -> None:
+    backends = sys.modules.get("j6doctor.engine.backends")  # imported only if an engine was picked
+    note = backends.fallback_note() if backends is not None else None
+    if note:
+        console.tell(note)
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console script: runs the command, then exits with its status (returns when it is 0)."""
     console = Console(for_terminal(sys.stdout), for_terminal(sys.stderr))
@@ -111,6 +118,7 @@ def main(argv: list[str] | None = None) -> None:
                      "(a defect of j6doctor: set J6DOCTOR_DEBUG=1 for a traceback and please report it)")
     finally:
         _stop_engine_worker()
+    _note_engine_fallback(console)
     code = _flush(console) or code
     if code != EXIT_OK:
         sys.exit(code)

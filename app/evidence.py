@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -335,18 +336,23 @@ def _is_file(path: Path) -> bool:
 
 
 def _listed_paths(case: Case | None, facts: FactList) -> tuple[list[Path], dict[Path, str], dict[str, Source]]:
-    """The paths the case lists under artifacts and scripts, how each is shown, and the case
-    entry of each (artifacts.0, scripts.1); a listed script that is no Python file is a problem."""
+    """The paths the case lists under artifacts, scripts and badcase.path, how each is shown,
+    and the case entry of each (artifacts.0, scripts.1, badcase.path); a listed script that is
+    no Python file is a problem."""
     paths: list[Path] = []
     display_of: dict[Path, str] = {}
     listed: dict[str, Source] = {}
     if case is None:
         return paths, display_of, listed
-    for key in ("artifacts", "scripts"):
-        for index, raw in enumerate(case.data.get(key) or []):
-            paths.append(case.folder / raw)
-            display_of[case.folder / raw] = raw
-            listed.setdefault(raw, case.source(key, index))
+    entries = [(raw, (key, index)) for key in ("artifacts", "scripts")
+               for index, raw in enumerate(case.data.get(key) or [])]
+    badcase = case.data.get("badcase")
+    if isinstance(badcase, dict) and badcase.get("path"):  # read like a listed artifact (badcase.pt / .txt)
+        entries.append((badcase["path"], ("badcase", "path")))
+    for raw, key in entries:
+        paths.append(case.folder / raw)
+        display_of[case.folder / raw] = raw
+        listed.setdefault(raw, case.source(*key))
     for raw in case.data.get("scripts") or []:
         if _is_file(case.folder / raw) and not raw.lower().endswith(".py"):
             _problem(facts, raw, "scripts lists Python files (.py); this one was not checked")
@@ -432,7 +438,8 @@ def _not_a_metrics_file(path: Path) -> str:
 def _display(path: Path, base: Path | None) -> str:
     if base is not None:
         try:
-            return path.resolve().relative_to(base.resolve()).as_posix()
+            # realpath: a symlink loop is shown as given (Path.resolve raises on one before 3.13)
+            return Path(os.path.realpath(path)).relative_to(os.path.realpath(base)).as_posix()
         except ValueError:
             pass
     return path.as_posix()

@@ -4,13 +4,20 @@ how long it took and which rule engine it picked; optionally run the test suite 
 
     python benchmarks/check_interpreters.py                    # 3.10-3.13: install + one diagnosis
     python benchmarks/check_interpreters.py --versions 3.10,3.13
+    python benchmarks/check_interpreters.py --durable          # with the durable-rules extra
     python benchmarks/check_interpreters.py --tests --exclude 3.11 --jobs 2   # what .ci/run does
 
 Interpreters are looked up as pyenv versions (`$PYENV_ROOT/versions/3.X.*`, newest patch),
 then as `python3.X` on PATH. A supported version that is not on the machine is reported as
-missing and makes the exit status 1 (never silently skipped). The install is the README's
-(`pip install '.[test]'` into a new venv), from one wheel of the working tree. Progress goes to stderr, the table and the
-test output of a failed run to stdout.
+missing and makes the exit status 1 (never silently skipped).
+
+The install is `pip install 'j6doctor[test]'` into a new venv from one wheel of the working
+tree, with no C compiler (CC and CXX are /bin/false): it must succeed without one, run on
+CLIPS and say so in one line where durable-rules could be installed. `--durable` adds the
+extra (then a compiler is needed, and durable-rules runs on 3.10-3.12). `--tests` runs the
+inner loop of the suite there (the in-process tests; the default interpreter's full run, on
+both engines, covers the rest); `--tests full` runs all of it. Progress goes to stderr, the
+table and the test output of a failed run to stdout.
 """
 
 from __future__ import annotations
@@ -71,7 +78,18 @@ def build_wheel(workdir: Path) -> Path:
     return next((workdir / "dist").glob("j6doctor-*.whl"))
 
 
-def check(version: str, with_tests: bool, workdir: Path, wheel: Path) -> Outcome:
+INNER_LOOP = ["-m", "not slow and not fuzz and not browser"]
+NO_COMPILER = {"CC": "/bin/false", "CXX": "/bin/false"}
+FALLBACK_NOTE = "the rule engine is CLIPS; durable-rules (the default engine) is not installed here"
+
+
+def _fallback_expected(python: str) -> bool:
+    """durable-rules could be installed on this interpreter (CPython 3.10-3.12, not Windows)."""
+    probe = _run([python, "-c", "import sys; print(sys.version_info < (3, 13) and sys.platform != 'win32')"])
+    return probe.stdout.strip() == "True"
+
+
+def check(version: str, tests: str | None, workdir: Path, wheel: Path, durable: bool = False) -> Outcome:
     out = Outcome(version)
     python = find_interpreter(version)
     if python is None:
@@ -85,7 +103,9 @@ def check(version: str, with_tests: bool, workdir: Path, wheel: Path) -> Outcome
     if made.returncode != 0:
         out.problem, out.log = "venv failed", made.stderr
         return out
-    pip = _run([str(venv / "bin" / "pip"), "install", "-q", f"j6doctor[test] @ {wheel.as_uri()}"], cwd=workdir)
+    extras = "test,durable" if durable else "test"
+    pip = _run([str(venv / "bin" / "pip"), "install", "-q", f"j6doctor[{extras}] @ {wheel.as_uri()}"], cwd=workdir,
+               env=os.environ if durable else {**os.environ, **NO_COMPILER})
     out.install_s = time.perf_counter() - started
     if pip.returncode != 0:
         out.problem, out.log = "pip install failed", pip.stdout + pip.stderr
@@ -100,14 +120,20 @@ def check(version: str, with_tests: bool, workdir: Path, wheel: Path) -> Outcome
         out.problem, out.log = f"diagnose exited {diagnosis.returncode}", diagnosis.stderr
         return out
     out.engine = json.loads(diagnosis.stdout)["rulebase"]["engine"]
-    if with_tests:
+    noted = FALLBACK_NOTE in diagnosis.stderr
+    if noted != (out.engine == "clips" and _fallback_expected(python)):
+        out.problem = "the one-line engine note is " + ("printed" if noted else "missing") + f" on {out.engine}"
+        out.log = diagnosis.stderr
+        return out
+    if tests:
         print(f"[{version}] test suite (engine {out.engine})", file=sys.stderr)
         started = time.perf_counter()
         # The default interpreter's run cross-checks every engine call on both engines; here
         # tests/test_engine_differential.py compares them, and the rest runs once.
         environ = {**own, "J6DOCTOR_CROSS_CHECK": os.environ.get("J6DOCTOR_CROSS_CHECK", "0")}
-        suite = _run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=REPO,
-                     env=environ)
+        selection = INNER_LOOP if tests == "inner" else []
+        suite = _run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *selection],
+                     cwd=REPO, env=environ)
         summary = (suite.stdout.strip().splitlines() or ["(no output)"])[-1]
         out.tests = f"{summary} [{time.perf_counter() - started:.0f} s]"
         if suite.returncode != 0:
@@ -119,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--versions", default=",".join(SUPPORTED), help="comma-separated, default 3.10-3.13")
     parser.add_argument("--exclude", default="", help="versions not to check (e.g. the one already tested)")
-    parser.add_argument("--tests", action="store_true", help="also run the test suite in each venv")
+    parser.add_argument("--tests", nargs="?", const="inner", choices=("inner", "full"),
+                        help="also run the tests in each venv: the inner loop (default) or the full suite")
+    parser.add_argument("--durable", action="store_true", help="install the durable-rules extra too")
     parser.add_argument("--jobs", type=int, default=1, help="interpreters checked at once")
     args = parser.parse_args(argv)
     excluded = {v.strip() for v in args.exclude.split(",") if v.strip()}
@@ -127,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="j6doctor-pythons-") as tmp:
         wheel = build_wheel(Path(tmp))
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            outcomes = list(pool.map(lambda v: check(v, args.tests, Path(tmp), wheel), versions))
+            outcomes = list(pool.map(lambda v: check(v, args.tests, Path(tmp), wheel, args.durable), versions))
     print(f"{'python':8} {'install':>9} {'engine':8} {'tests':44} problem")
     for o in outcomes:
         install = f"{o.install_s:.1f} s" if o.install_s is not None else "-"

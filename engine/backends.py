@@ -20,6 +20,11 @@ from j6doctor.engine.errors import EngineError
 ENGINES = ("durable", "clips")
 _MODULES = {"durable": ".durable_backend", "clips": ".clips_backend"}
 _IMPORT_ERRORS: dict[str, str] = {}
+# durable-rules is an extra (`j6doctor[durable]`): it builds from source only, so a plain
+# `pip install` must succeed without a compiler. Where it could be installed but is not,
+# the default falls back to CLIPS and the command line says so once (fallback_note).
+DURABLE_EXTRA = "pip install 'j6doctor[durable]'"
+_FELL_BACK: list[str] = []
 
 
 class EngineUnavailableError(EngineError):
@@ -40,8 +45,8 @@ def load_backend(name: str) -> ModuleType:
 def _unavailable(name: str) -> str:
     reason = _IMPORT_ERRORS.get(name, "not installed")
     if name == "durable":
-        return (f"the durable-rules engine cannot be loaded here ({reason}); it is installed only on "
-                "Python 3.10-3.12 with a C compiler; use --engine clips")
+        return (f"the durable-rules engine cannot be loaded here ({reason}); it installs with "
+                f"{DURABLE_EXTRA} on Python 3.10-3.12 with a C compiler; use --engine clips")
     return f"the CLIPS engine cannot be loaded here ({reason}); install clipspy"
 
 
@@ -67,9 +72,25 @@ def resolve(requested: str | None = None) -> str:
         return name
     for candidate in ENGINES:
         if available(candidate):
+            if candidate != ENGINES[0] and durable_installable() and not _FELL_BACK:
+                _FELL_BACK.append(candidate)
             return candidate
     raise EngineUnavailableError("no rule engine can be loaded: " + "; ".join(
         _unavailable(n) for n in ENGINES))
+
+
+def durable_installable() -> bool:
+    """durable-rules builds and loads here (CPython 3.10-3.12, not Windows) given a compiler."""
+    return sys.version_info < (3, 13) and sys.platform != "win32"
+
+
+def fallback_note() -> str | None:
+    """One line for the user when the default engine was CLIPS only because durable-rules is
+    not installed where it could be (None otherwise, or when an engine was asked for)."""
+    if not _FELL_BACK:
+        return None
+    return (f"j6doctor: note: the rule engine is CLIPS; durable-rules (the default engine) is not "
+            f"installed here: {DURABLE_EXTRA} adds it (needs a C compiler and the Python headers)")
 
 
 @lru_cache(maxsize=None)

@@ -19,7 +19,6 @@ from j6doctor.engine import engine_json
 from j6doctor.engine.compiler import READY_TYPE, SHADOW_PREFIX, START_TYPE, CompiledRule, CompiledRuleBase, Partition
 from j6doctor.engine.errors import EngineRunError
 from j6doctor.engine.facts import Fact
-from j6doctor.engine.limits import check_rulebase
 
 NAME = "durable"
 
@@ -60,6 +59,8 @@ def prepare(compiled: CompiledRuleBase) -> None:
 
 def check(compiled: CompiledRuleBase, vocab) -> list:
     """The rule base against durable-rules' fixed tables (limits.py)."""
+    from j6doctor.engine.limits import check_rulebase  # at compile time only, never from the cache
+
     return check_rulebase(compiled, vocab)
 
 

@@ -79,7 +79,9 @@ def check_partition(part: "Partition", vocab: "Vocabulary") -> list[RuleBaseErro
         ))
 
     if len(part.rules) + 1 > MAX_RULES:
-        fail(f"ruleset {part.name} has {len(part.rules)} rules; durable-rules allows {MAX_RULES - 1}")
+        everyone = {c.rule.id for c in part.rules}
+        fail(f"ruleset {part.name} has {len(part.rules)} rules; durable-rules allows {MAX_RULES - 1}; "
+             f"{_from_files(part, everyone)}", _latest(part, everyone))
 
     root = _Node()
     for crule in part.rules:
@@ -164,8 +166,10 @@ def check_partition(part: "Partition", vocab: "Vocabulary") -> list[RuleBaseErro
     for type_name in sorted(part.consumes | part.negates):
         ftype = vocab.types.get(type_name)
         if ftype is not None and len(ftype.fields) + 5 > MAX_FACT_KEYS:
+            readers = {c.rule.id for c in part.rules if type_name in c.rule.consumes() | c.rule.negates()}
             fail(f"fact type {type_name!r} has {len(ftype.fields)} fields; durable-rules "
-                 f"allows about {MAX_FACT_KEYS}")
+                 f"allows about {MAX_FACT_KEYS}; {_from_files(part, readers)}", _latest(part, readers),
+                 "a pack's vocabulary.yaml declares the type: keep its fields below the limit")
     return errors
 
 

@@ -5,7 +5,9 @@ diagnostic input needs:
 - duplicate mapping keys are an error (a silently overwritten key drops evidence);
 - aliases are refused (no alias bombs, no shared sub-trees);
 - every mapping key and sequence item gets its 1-based line, addressable by key path;
-- nesting is limited (MAX_DEPTH), so that no reader of the data can run out of stack.
+- nesting is limited (MAX_DEPTH), so that no reader of the data can run out of stack;
+- the number of values is limited (MAX_NODES), counted on the parser's events before any
+  node is built, so that a few megabytes of `[{}, {}, ...]` cannot grow into gigabytes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ class YamlInputError(ValueError):
         super().__init__(message)
         self.message = message
         self.line = line
+
+
+class YamlTooLargeError(YamlInputError):
+    """A document of more values than MAX_NODES (refused whatever its syntax)."""
 
 
 Path = tuple[Any, ...]
@@ -52,6 +58,32 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Rule and case files nest about ten levels; deeper data would only exhaust the recursion of
 # the readers after the parser (JSON Schema validation, error messages).
 MAX_DEPTH = 100
+
+
+# A case or rule file holds a few thousand values (the largest bundled file, the vocabulary,
+# about 6,500); each built value costs some hundred bytes with its line.
+MAX_NODES = 200_000
+_NODE_EVENTS = (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent, yaml.AliasEvent)
+
+
+def _check_node_count(text: str) -> None:
+    """Refuse a document of more than MAX_NODES values before building any of them. A value
+    takes at least one character and a separator, so a shorter text is not counted."""
+    if len(text) <= MAX_NODES:
+        return
+    counter = _Loader(text)
+    try:
+        count = 0
+        while counter.check_event():
+            event = counter.get_event()
+            if isinstance(event, _NODE_EVENTS):
+                count += 1
+                if count > MAX_NODES:
+                    raise YamlTooLargeError(f"more than {MAX_NODES} values; a case, rule or metrics file holds a "
+                                            "few thousand (split it, or keep what matters)",
+                                            event.start_mark.line + 1)
+    finally:
+        counter.dispose()
 
 
 def _check_and_collect(node: yaml.Node, path: Path, lines: dict[Path, int], seen: set[int],
@@ -115,6 +147,7 @@ def load_yaml(text: str) -> LocatedDocument:
     Same result as yaml.safe_load for documents without aliases or duplicate keys."""
     loader = _Loader(text)
     try:
+        _check_node_count(text)
         node = loader.get_single_node()
         if node is None:
             return LocatedDocument(None, {})

@@ -94,7 +94,9 @@ def with_packs(packs: list[Path] | tuple[Path, ...], display: dict[Path, str] | 
             except YamlInputError as exc:
                 raise VocabularyError(f"{shown}{f':{exc.line}' if exc.line else ''}: {exc.message}") from None
             data = extend_data(data, extension, shown)
-        return Vocabulary.from_data(data, origin="+".join(str(f) for f, _ in parts))
+            # checked after each pack, so that a problem names the pack file that made it
+            vocab = Vocabulary.from_data(data, origin=shown)
+        return vocab
 
     return load_or_build(key_of("vocabulary", *(raw for _, raw in bundled_files), *(raw for _, raw in parts)), build,
                          kind="vocabulary")

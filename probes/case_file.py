@@ -24,7 +24,7 @@ from j6doctor.engine import Fact, Source
 from j6doctor.engine.schema_errors import describe_type as _describe_type
 from j6doctor.engine.schema_certain import certainly_valid
 from j6doctor.engine.schema_errors import key_of, messages
-from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_yaml
+from j6doctor.engine.strict_yaml import MAX_NODES, LocatedDocument, YamlInputError, exponent_number, load_yaml
 from j6doctor.engine.text_rules import MAX_TEXT_READ
 from j6doctor.engine.vocabulary import alias_key
 from j6doctor.facts import attr, enum_values, gate_answer_key, per_vocabulary, vocabulary
@@ -341,6 +341,7 @@ def _parse(text: str, suffix: str, display: str) -> LocatedDocument:
                     raise InputError(display, f"duplicate key {k!r}; keep one of them")
                 out[k] = v
             return out
+        _check_json_size(text, display)
         try:
             data = json.loads(text, object_pairs_hook=no_duplicates,
                               parse_constant=lambda c: _reject_constant(display, c, text))
@@ -373,6 +374,20 @@ def _parse(text: str, suffix: str, display: str) -> LocatedDocument:
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _check_json_size(text: str, display: str) -> None:
+    """The YAML reader's bound on values (MAX_NODES), for JSON: a value needs a comma after it
+    (outside strings), counted before the decoder builds any of them."""
+    if len(text) <= MAX_NODES:
+        return
+    blanked = _JSON_STRING.sub('""', text)
+    if blanked.count(",") > MAX_NODES:
+        cut = 0
+        for _ in range(MAX_NODES + 1):
+            cut = blanked.index(",", cut) + 1
+        raise InputError(display, f"more than {MAX_NODES} values; a case file holds a few thousand (split it, or "
+                                  "keep what matters)", blanked.count("\n", 0, cut) + 1)
 
 
 def _reject_constant(display: str, name: str, text: str):
@@ -596,6 +611,11 @@ def validate_case(doc: LocatedDocument, display: str, path: Path | None) -> Case
     normalizer = _Normalizer(doc)
     data = normalizer.run(data)
     case = Case(path, display, data, doc, given_keys=normalizer.given_keys)
+    oversized = list(_oversized(data, ()))
+    if oversized:  # refused before the schema, which would name every entry of a huge list
+        located = [(doc.line_of(case.written(where)), f"{'.'.join(map(str, case.written(where)))}: {message}")
+                   for where, message in oversized]
+        raise InputError(display, located[0][1], located[0][0], more=located[1:])
     errors: list[tuple[tuple, str]] = list(normalizer.errors)
     bad: set[tuple] = set()
     for err in _schema_errors(data):
@@ -615,6 +635,24 @@ def validate_case(doc: LocatedDocument, display: str, path: Path | None) -> Case
         raise InputError(display, unique[0][1], unique[0][0], more=unique[1:])
     case.notes = normalizer.notes + _notes(data, case)
     return case
+
+
+MAX_ANY_COLLECTION = 1000  # far above every schema bound: the schema names those
+
+
+def _oversized(value: Any, where: tuple) -> Iterator[tuple[tuple, str]]:
+    """Lists and mappings far longer than a case holds (the top-level lists past their
+    MAX_LIST bound, any other past MAX_ANY_COLLECTION), outermost first."""
+    if not isinstance(value, (list, dict)):
+        return
+    limit = MAX_LIST.get(where[0], MAX_ANY_COLLECTION) if len(where) == 1 and isinstance(value, list) \
+        else MAX_ANY_COLLECTION
+    if len(value) > limit:
+        what = "entries" if isinstance(value, list) else "keys"
+        yield where, f"{len(value)} {what}; at most {limit} are read (keep the ones that matter for this report)"
+        return
+    for key, child in (value.items() if isinstance(value, dict) else enumerate(value)):
+        yield from _oversized(child, where + (key,))
 
 
 def _check_meaning(data: dict[str, Any], case: Case) -> list[tuple[tuple, str]]:

@@ -27,7 +27,7 @@ import pytest
 
 from j6doctor.config import user_config_path
 from j6doctor.diagnose import diagnose_data, load_rulebase
-from j6doctor.engine.backends import available as engine_available
+from j6doctor.engine.backends import available as engine_available, durable_installable
 from j6doctor.user_cache import cache_dir
 
 CROSS_CHECK_GIVEN = os.environ.get("J6DOCTOR_CROSS_CHECK")  # "0": turned off for this run
@@ -54,6 +54,10 @@ EXAMPLE_CASES = sorted(p for p in EXAMPLES.iterdir()
 SHARED = REPO.parent / "shared"
 
 HAS_DURABLE = engine_available("durable")
+if not HAS_DURABLE and durable_installable():
+    # installed without the `durable` extra: the suite runs on CLIPS by choice, so no CLI run
+    # adds the one-line fallback note (test_engine_choice.py checks that note)
+    os.environ.setdefault("J6DOCTOR_ENGINE", "clips")
 # Tests of durable-rules' own fixed tables; on Python 3.13 (CLIPS only) they are skipped with
 # this reason, and their CLIPS counterparts say what the same pack does there.
 durable_only = pytest.mark.skipif(not HAS_DURABLE, reason="durable-rules is not installed on this Python "

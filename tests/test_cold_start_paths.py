@@ -53,10 +53,16 @@ def test_a_cold_run_gives_the_same_report_with_and_without_caches(tmp_path):
 
 
 def test_a_warm_run_imports_only_what_it_uses(tmp_path):
-    """No TOML parser without a j6doctor table, no spelling suggestions without a typo."""
+    """No TOML parser without a j6doctor table, no spelling suggestions without a typo, no
+    schema validator for a case the schema certainly admits, no rule loader, compiler checks
+    or decision tables for a rule base from the cache, no table reader, template engine or
+    database layer a JSON report of a case does not need."""
+    unused = ("tomllib", "difflib", "jsonschema", "pandas", "numpy", "jinja2", "ruamel", "sqlalchemy")
+    own = ("j6doctor.engine.rule_loader", "j6doctor.engine.decision_table", "j6doctor.engine.lint",
+           "j6doctor.engine.limits", "j6doctor.probes.compare_per_layer")
     code = ("import sys\nfrom j6doctor.cli import main\n"
             f"main({['diagnose', str(CASE), '--format', 'json', '--no-env']!r})\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tomllib', 'difflib')), file=sys.stderr)")
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {unused!r} or m in {own!r}), file=sys.stderr)")
     home = tmp_path / "cache"
     assert _python(code, home).returncode == 0  # fills the caches
     proc = _python(code, home)

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import EXAMPLES
 from j6doctor.engine import RuleBase, RuleBaseErrors
-from j6doctor.engine.backends import available
+from j6doctor.engine.backends import DURABLE_EXTRA, available, durable_installable
 
 CASE = EXAMPLES / "convert_j6m.yaml"
 HAS_DURABLE = available("durable")
@@ -39,7 +39,7 @@ def _broken_durable(tmp_path) -> dict:
     (fake / "durable" / "__init__.py").write_text(failing, encoding="utf-8")
     (fake / "durable_rules_engine.py").write_text(failing, encoding="utf-8")
     return {"PYTHONPATH": os.pathsep.join(filter(None, [str(fake), os.environ.get("PYTHONPATH", "")])),
-            "J6DOCTOR_CROSS_CHECK": "0"}
+            "J6DOCTOR_CROSS_CHECK": "0", "J6DOCTOR_ENGINE": ""}
 
 
 def test_default_engine_is_durable_where_it_imports(cli):
@@ -52,6 +52,13 @@ def test_without_durable_rules_clips_runs_and_durable_is_refused_clearly(cli, tm
     proc = cli("diagnose", str(CASE), "--format", "json", "--no-env", env=env)
     assert _engine(proc) == "clips"
     assert json.loads(proc.stdout)["stage"] == "convert"
+    # one line says which engine runs and how to get the default one, where it could install
+    notes = [line for line in proc.stderr.splitlines() if "rule engine is CLIPS" in line]
+    assert notes == ([f"j6doctor: note: the rule engine is CLIPS; durable-rules (the default engine) is not "
+                      f"installed here: {DURABLE_EXTRA} adds it (needs a C compiler and the Python headers)"]
+                     if durable_installable() else [])
+    chosen = cli("diagnose", str(CASE), "--engine", "clips", "--format", "json", "--no-env", env=env)
+    assert _engine(chosen) == "clips" and chosen.stderr == ""
     refused = cli("diagnose", str(CASE), "--engine", "durable", "--no-env", env=env)
     assert refused.returncode == 2
     assert "durable-rules engine cannot be loaded here" in refused.stderr

@@ -36,7 +36,7 @@ def store_url(given: str) -> str:
         if given.startswith("postgresql://") or given.startswith("postgres://"):
             return "postgresql+psycopg://" + given.split("://", 1)[1]
         return given
-    return "sqlite:///" + str(Path(given).expanduser().resolve())
+    return "sqlite:///" + os.path.realpath(Path(given).expanduser())  # a link loop: kept as given
 
 
 def _now() -> str:
