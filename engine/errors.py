@@ -51,7 +51,9 @@ class RuleBaseErrors(EngineError):
 
     def __init__(self, errors: list[RuleBaseError]):
         self.errors = errors
-        super().__init__("\n".join(e.render() for e in errors))
+        # never a blank message after "the rule base is invalid:"
+        super().__init__("\n".join(e.render() for e in errors).strip()
+                         or "no problem was named (a defect of j6doctor: please report it)")
 
     def __reduce__(self):  # rebuilt from its errors (a process pool sends it back pickled)
         return type(self), (self.errors,)

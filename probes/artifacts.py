@@ -262,6 +262,19 @@ def _follow_link(path: Path) -> Path | str:
         return "symlink to a file that does not exist; skipped"
 
 
+def not_found(path: Path, noun: str) -> str:
+    """Why a path that does not exist is not there, for a message: a symlink loop, a symlink
+    to nothing, or no such `noun` ("file", "rule pack folder")."""
+    try:
+        if path.is_symlink():
+            target = _follow_link(path)
+            if isinstance(target, str):
+                return target.removesuffix("; skipped")
+    except OSError:
+        pass
+    return f"no such {noun}"
+
+
 def _regular(path: Path, display: str, problems: list[tuple[str, str]],
              notes: list[tuple[str, str]]) -> Path | None:
     """The regular file behind `path` (a symlink followed and noted), or None with the
@@ -410,7 +423,7 @@ def require_folder(path: Path) -> Path:
     except OSError as exc:  # e.g. a name longer than the file system allows
         raise InputError(str(path), f"cannot read: {exc.strerror}; expected a folder") from None
     if not exists:
-        raise InputError(str(path), "no such folder; --workdir takes a folder of artifacts")
+        raise InputError(str(path), f"{not_found(path, 'folder')}; --workdir takes a folder of artifacts")
     if not is_dir:
         raise InputError(str(path), "is not a folder; --workdir takes a folder of artifacts")
     return path

@@ -6,9 +6,11 @@ Reads every known layout: vB (16 columns), the older wide23 and the v3.3 guess (
 upper-case metric names, `advice`). Knows the format and nothing about rules. Any bad input
 raises InputError naming the file, the line and what was expected.
 
-Columnar: a table is held as one array per column, its numbers parsed by pandas' C reader
-(each the value Python's float() gives its text), and the summary is computed over the
-arrays; a CompareRow object is made only for a row that is asked for (a break, the worst
+Columnar: a table is held as one array per column (numpy), and the summary is computed over
+the arrays. A table of up to STDLIB_MAX_BYTES (tens of thousands of rows, what real runs
+write) is cut by the standard library's csv reader and its numbers read by Python's float();
+a larger one by pandas' C reader (each number the value float() gives its text), which
+costs a quarter of a second to import and pays off only on hundreds of thousands of rows; a CompareRow object is made only for a row that is asked for (a break, the worst
 row, a row a sensitivity op joins to), or for all of them by `CompareTable.rows`. The fast
 reading checks what it relies on (every row's field count, the psql row layout, plain
 numbers) and leaves anything else to the exact reading, the row-by-row one.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -54,6 +57,8 @@ class _LazyModule:
 
 pd = _LazyModule("pandas")
 np = _LazyModule("numpy")
+# Up to this size a table is read without pandas (about 45,000 vB csv rows, 25,000 psql rows).
+STDLIB_MAX_BYTES = 8 * 1024 * 1024
 
 __all__ = [
     "metric_row_for",
@@ -203,7 +208,8 @@ class _Cells:
         """Per row: the cell is one of `cells` (as read)."""
         if len(cells) <= 4:
             return np.logical_or.reduce([self.values == cell for cell in cells])
-        return pd.Series(self.values).isin(cells).to_numpy()
+        wanted = set(cells)
+        return np.fromiter((value in wanted for value in self.values), dtype=bool, count=len(self.values))
 
 
 class _ByteCells(_Cells):
@@ -673,7 +679,10 @@ def _read_csv(raw: bytes, display: str, skips: Skips, numbering: Sequence[int] |
     counts = None
     if not (every_column and first_fields == width and commas == (width - 1) * rows):
         counts = _field_counts(body)
-    for attempt in ("fast", "exact"):
+    small = len(raw) <= STDLIB_MAX_BYTES
+    if small and counts is None:
+        counts = _field_counts(body)  # the exact reading relies on every row's field count
+    for attempt in (("exact",) if small else ("fast", "exact")):
         if counts is not None and not np.isin(counts, sorted(allowed)).all():
             kept, numbering = _without_unreadable_rows(raw, start, end, counts, allowed, columns, lines, skips)
             return _read_csv(kept, display, skips, numbering)
@@ -804,6 +813,10 @@ def _unmiss(cells: list[str], k: int, positions: dict[str, int], numbers: dict, 
 def _csv_exact(raw: bytes, start: int, end: int, rows: int, ncols: int, positions: dict[str, int],
                columns: list[str], lines: Sequence[int], display: str, skips: Skips):
     """Every cell as text, each number column then read the way Python reads a number."""
+    if end - start <= STDLIB_MAX_BYTES:
+        cells = _stdlib_cells(raw[start:end], ncols, rows)
+        if cells is not None:
+            return _exact_columns(cells, positions, ncols, columns, lines, skips)
     try:
         frame = pd.read_csv(
             io.BytesIO(raw[start:end]), header=None, names=list(range(ncols)), dtype=object,
@@ -818,6 +831,23 @@ def _csv_exact(raw: bytes, start: int, end: int, rows: int, ncols: int, position
                           positions, ncols, columns, lines, skips)
 
 
+def _stdlib_cells(data: bytes, ncols: int, rows: int) -> dict | None:
+    """The cells of `rows` comma-separated lines as text columns (the standard library's csv
+    reader, spaces after a comma skipped, quotes no quotes: as pandas is asked to read them;
+    a row shorter than ncols padded with blank cells), or None where the csv module would cut
+    differently from pandas (a line end inside a line) and pandas reads it."""
+    lines = data.decode("utf-8").split("\n")
+    try:
+        parsed = list(csv.reader(lines, skipinitialspace=True, quoting=csv.QUOTE_NONE, strict=False))
+    except csv.Error:
+        return None
+    if len(parsed) != rows or len(lines) != rows:
+        return None
+    columns = list(itertools.zip_longest(*parsed, fillvalue="")) if rows else []
+    columns += [("",) * rows] * (ncols - len(columns))  # fields no row has
+    return dict(enumerate(columns))
+
+
 def _exact_columns(cells: dict, positions: dict[str, int], ncols: int, columns: list[str],
                    lines: Sequence[int], skips: Skips):
     """(text, numbers) from every cell as text; a cell that is no number is read as blank
@@ -825,7 +855,7 @@ def _exact_columns(cells: dict, positions: dict[str, int], ncols: int, columns: 
     text, numbers = {}, {}
     for field in _TEXT_FIELDS + _OPTIONAL_TEXT_FIELDS:
         if field in positions and positions[field] < ncols:
-            text[field] = _Cells(cells[positions[field]])
+            text[field] = _Cells(np.asarray(cells[positions[field]], dtype=object))
     for field in _NUMBER_FIELDS:
         if field in positions and positions[field] < ncols:
             pos = positions[field]
@@ -961,6 +991,8 @@ def _psql_numbers(grid, bounds: list[int], span: dict[str, tuple[int, int]], fie
     cell is its column's width of spaces)."""
     if not fields:
         return {}
+    if grid.size <= STDLIB_MAX_BYTES:
+        return {field: _cell_numbers(grid, *span[field]) for field in fields}
     order = sorted(fields, key=lambda f: span[f][0])
     low, high = span[order[0]][0], span[order[-1]][1]
     block = np.array(grid[:, low:high + 1])  # a copy (raw is read-only)
@@ -999,6 +1031,25 @@ def _psql_numbers(grid, bounds: list[int], span: dict[str, tuple[int, int]], fie
     return numbers
 
 
+def _cell_numbers(grid, a: int, b: int):
+    """(values, missing) of the number cells between bytes a and b of each row: a blank cell
+    is missing, any other is read by Python's float() (nan / inf spoken are numbers), and a
+    cell that is no number (None, text) leaves the table to the exact reading."""
+    cells = np.ascontiguousarray(grid[:, a:b]).view(f"S{b - a}").ravel().tolist()
+    values = np.empty(len(cells), dtype=np.float64)
+    missing = np.zeros(len(cells), dtype=bool)
+    for i, cell in enumerate(cells):
+        text = cell.strip()
+        if not text:
+            values[i], missing[i] = np.nan, True
+            continue
+        try:
+            values[i] = float(text)
+        except ValueError:
+            raise _NotVouched from None
+    return values, missing
+
+
 def _psql_header(lines: list[str], at: int, bounds: list[int], display: str) -> list[str]:
     cells = cut_psql_row(lines[at], bounds, loose=True) if at < len(lines) else None
     if cells is None:
@@ -1020,6 +1071,10 @@ def _expect_header_rule(lines: list[str], at: int, border: str, display: str) ->
 def _number_column(cells, name: str, line_numbers: Sequence[int], skips: Skips):
     """(values, missing) of text cells: blank / None cells are missing, the others read by
     Python's float(); a cell that is no number is missing too, and named in `skips`."""
+    try:  # the usual column, every cell a number: one pass of float()
+        return np.fromiter(map(float, cells), dtype=np.float64, count=len(cells)), np.zeros(len(cells), dtype=bool)
+    except (ValueError, TypeError):
+        pass
     cells = np.asarray(cells, dtype=object)
     missing = np.isin(cells, _MISSING) if len(cells) else np.zeros(0, dtype=bool)
     numbers = _exact_floats(np.where(missing, "nan", cells).astype(object))

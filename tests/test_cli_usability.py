@@ -85,6 +85,7 @@ def test_quiet_and_verbose_together_at_one_level_is_a_usage_error(tmp_path):
     assert proc.returncode == 2 and "not allowed with" in proc.stderr
 
 
+@pytest.mark.slow  # the command line in subprocesses
 def test_quiet_and_verbose_work_before_and_after_the_command(tmp_path):
     write_case(tmp_path, BASELINE)
     # the --fail-on note is what -q silences
@@ -99,6 +100,7 @@ def test_quiet_and_verbose_work_before_and_after_the_command(tmp_path):
         assert proc.returncode == 0 and "j6doctor: 配置 " in proc.stderr and "规则引擎" in proc.stderr, argv
 
 
+@pytest.mark.slow  # the command line in subprocesses
 def test_rules_commands_take_quiet_and_verbose_anywhere(tmp_path):
     write_file(tmp_path / "my_pack", "site.yaml", GOOD_RULE)
     for argv in (["rules", "lint", "my_pack/", "-q"], ["-q", "rules", "lint", "my_pack/"],
@@ -123,6 +125,7 @@ def test_stage_completer_lists_the_vocabulary_stages():
     assert "convert,convert" not in complete_stages("convert,")  # a stage listed already is not offered
 
 
+@pytest.mark.slow  # the command line in subprocesses
 def test_stage_options_complete_stages_not_file_names(tmp_path):
     """What bash runs on <TAB> after `eval "$(register-python-argcomplete j6doctor)"`."""
     write_case(tmp_path, CASE)
@@ -165,6 +168,7 @@ def test_ask_refuses_stdin_as_the_case_and_says_why(tmp_path):
 
 
 # ------------------------------------------------------------------ 4. rules lint -k, rules test of one file
+@pytest.mark.slow  # the command line in subprocesses
 def test_rules_lint_k_shows_only_the_matching_rules_messages(tmp_path):
     write_file(tmp_path / "pack", "a.yaml", RULE_WITHOUT_EXAMPLE.format(id="site.alpha"))
     write_file(tmp_path / "pack", "b.yaml", RULE_WITHOUT_EXAMPLE.format(id="site.beta"))
@@ -181,6 +185,7 @@ def test_rules_lint_k_shows_only_the_matching_rules_messages(tmp_path):
     assert none.returncode == 2 and "-k no.such.rule: no rule id matches" in none.stderr
 
 
+@pytest.mark.slow  # the command line in subprocesses
 def test_rules_test_takes_a_single_rule_file(tmp_path):
     write_file(tmp_path / "pack", "good.yaml", GOOD_RULE)
     write_file(tmp_path / "pack", "bad.yaml", RULE_WITHOUT_EXAMPLE.format(id="site.bare"))
@@ -247,6 +252,7 @@ def test_rules_show_suggests_only_close_ids(tmp_path):
 
 
 # ------------------------------------------------------------------ 7. ask prompts with piped answers
+@pytest.mark.slow  # the command line in subprocesses
 def test_piped_answers_put_each_prompt_on_its_own_line(tmp_path):
     proc = run(tmp_path, "ask", "case.yaml", "--no-env", stdin="\n" * 12)
     assert proc.returncode == 0, proc.stderr
@@ -269,6 +275,7 @@ def test_a_terminal_keeps_the_answer_on_the_prompt_line(tmp_path, monkeypatch, c
 
 
 # ------------------------------------------------------------------ 8. explain JSON versioned
+@pytest.mark.slow  # the command line in subprocesses
 def test_explain_json_carries_schema_version_and_tool(tmp_path):
     write_case(tmp_path, CASE)
     proc = run(tmp_path, "explain", "case.yaml", "--no-env", "--format", "json", "--why-not", "board")

@@ -161,3 +161,22 @@ def test_a_pyproject_without_the_table_is_not_parsed(tmp_path):
     (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
     config = load_config(tmp_path, environ={"HOME": str(tmp_path / "home")})
     assert config.engine is None and config.sources == ()
+
+
+@pytest.mark.parametrize("name", ["compare_per_layer_out.csv", "compare_per_layer_out.txt"])
+def test_a_table_of_tens_of_thousands_of_rows_is_read_without_pandas(tmp_path, name):
+    """pandas costs a quarter of a second to import: it reads only tables past STDLIB_MAX_BYTES."""
+    from synthetic import big_rows, csv_text, psql
+
+    rows = big_rows(20_000)
+    text = csv_text(rows) if name.endswith(".csv") else psql(rows)
+    work = tmp_path / "qa"
+    work.mkdir()
+    (work / name).write_text(text, encoding="utf-8")
+    code = ("import sys\nfrom j6doctor.cli import main\n"
+            f"main({['diagnose', '--workdir', str(work), '--format', 'json', '--no-env']!r})\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas')[:1], file=sys.stderr)")
+    proc = _python(code, tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["artifacts"][0]["kind"].startswith("compare_per_layer")
+    assert proc.stderr.strip().splitlines()[-1] == "[]"

@@ -18,6 +18,7 @@ from conftest import compare_judgement, write_file
 from j6doctor.evidence import EvidenceOptions, collect
 from j6doctor.probes import InputError
 from j6doctor.probes.artifacts import FoundFile, find_artifacts, hashing_reads
+from j6doctor.probes import compare_per_layer
 from j6doctor.probes.compare_per_layer import (
     MAX_TEXT_BYTES, CompareRow, metric_row_for, read_compare_per_layer, summarize,
 )
@@ -28,6 +29,15 @@ from synthetic import CONV, IDENT, QCONV, VB_HEADER, big_rows, csv_text, psql, s
 FIELDS = ("qscale", "cosine", "l1", "atol", "max_qscale_diff", "base_min", "analy_min", "base_max",
           "analy_max", "base_mean", "analy_mean")
 HEADER_OF = dict(zip(FIELDS, VB_HEADER[5:]))
+
+
+@pytest.fixture(autouse=True, params=["stdlib", "pandas"])
+def reader(request, monkeypatch):
+    """Each test on both readings: tables up to STDLIB_MAX_BYTES are cut by the csv module and
+    read by float(), larger ones by pandas' C reader (forced here by a limit of 0)."""
+    if request.param == "pandas":
+        monkeypatch.setattr(compare_per_layer, "STDLIB_MAX_BYTES", 0)
+    return request.param
 
 
 def bits(value: float | None):

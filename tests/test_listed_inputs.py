@@ -104,3 +104,24 @@ def test_an_oversized_list_is_refused_once_before_the_schema_names_each_entry(tm
     assert info.value.message.startswith(key)
     assert info.value.line == line
     assert not info.value.more  # one message, not one per entry
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["diagnose", "--workdir", "loop"], "loop: symlink loop (following the link leads back to it); --workdir takes"),
+    (["diagnose", "--metrics", "loop"], "loop: symlink loop (following the link leads back to it); --metrics takes"),
+    (["diagnose", "case.yaml", "--rules", "loop"], "loop: symlink loop (following the link leads back to it); --rules"),
+    (["rules", "test", "loop"], "loop: symlink loop (following the link leads back to it); give a folder"),
+    (["diagnose", "case.yaml", "--store", "loop"], "symlink loop (following the link leads back to it); give a SQLite"),
+])
+def test_a_symlink_loop_given_on_the_command_line_is_named_as_a_loop(tmp_path, monkeypatch, capsys, args, expected):
+    from j6doctor.cli import main
+
+    os.symlink(tmp_path / "loop2", tmp_path / "loop")
+    os.symlink(tmp_path / "loop", tmp_path / "loop2")
+    write_case(tmp_path, "symptom: x\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--no-env"] if args[0] == "diagnose" else args)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert expected in err and "no such" not in err, err

@@ -19,18 +19,19 @@ REPORT_IT = "(a defect of j6doctor: please report it with this message and the c
 
 def _check_packs(rule_packs: tuple[Path, ...], rule_files: bool) -> None:
     from j6doctor.engine.rule_files import RULE_FILE_SUFFIXES
+    from j6doctor.probes.artifacts import not_found
 
     for pack in rule_packs:
         if rule_files and pack.suffix.lower() in RULE_FILE_SUFFIXES and pack.is_file():
             continue
         if rule_files and not pack.is_dir():
             raise Refusal(f"{pack}: " + ("not a rule pack folder or a rule file (*.yaml, *.yml)" if pack.exists()
-                                         else "no such rule pack folder or rule file")
+                                         else not_found(pack, "rule pack folder or rule file"))
                           + "; give a folder of *.yaml / *.yml rule files or one such file")
         if not pack.is_dir():
             raise Refusal(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml / *.yml files"
-                                         if pack.exists() else "no such rule pack folder; --rules takes a folder of "
-                                         "*.yaml / *.yml rule files"))
+                                         if pack.exists() else f"{not_found(pack, 'rule pack folder')}; --rules takes "
+                                         "a folder of *.yaml / *.yml rule files"))
 
 
 def load_rules(rule_packs: tuple[Path, ...], engine: str | None = None, rule_files: bool = False):
@@ -82,8 +83,11 @@ def _check_inputs(inputs: Inputs) -> None:
         raise Refusal("give a case file (or - for standard input), --workdir DIR or --metrics FILE (see --help)")
     metrics = inputs.metrics
     if metrics is not None:
+        from j6doctor.probes.artifacts import not_found
+
         try:
-            problem = None if metrics.is_file() else ("not a regular file" if metrics.exists() else "no such file")
+            problem = None if metrics.is_file() else ("not a regular file" if metrics.exists()
+                                                      else not_found(metrics, "file"))
         except OSError as exc:  # e.g. a name too long for the file system
             problem = f"cannot read: {exc.strerror or exc}"
         if problem:
@@ -108,10 +112,12 @@ def _load_config(inputs: Inputs):
 
 def _packs(config, rule_packs: tuple[Path, ...]) -> tuple[Path, ...]:
     """The config's packs, then those given with --rules."""
+    from j6doctor.probes.artifacts import not_found
+
     for pack in config.rules:
         if not pack.is_dir():
             raise Refusal(f"{config.sources[-1]}: rules: {pack}: "
-                          + ("not a folder" if pack.exists() else "no such rule pack folder")
+                          + ("not a folder" if pack.exists() else not_found(pack, "rule pack folder"))
                           + "; rules lists rule pack folders, relative to this file")
     return tuple(dict.fromkeys((*config.rules, *rule_packs)))
 

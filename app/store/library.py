@@ -94,7 +94,12 @@ class CaseLibrary:
         # the SQLite file (never an output of the run), None for a database server
         self.file = Path(self.url[len("sqlite:///"):]) if self.sqlite else None
         if self.file is not None:
+            from j6doctor.probes.artifacts import not_found
+
             folder = self.file.parent
+            if self.file.is_symlink() and not self.file.exists():  # a loop: SQLite says only "unable to open"
+                raise StoreError(f"{given}: {not_found(self.file, 'file')}; give a SQLite file made by j6doctor "
+                                 "(or a new path)")
             if not folder.is_dir():
                 raise StoreError(f"{given}: the folder {folder} does not exist; create it or give another --store path")
         connect_args = {"timeout": 60} if self.sqlite else {}
