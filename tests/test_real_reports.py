@@ -473,7 +473,7 @@ def test_the_broken_reference_example_blames_no_toolchain_stage(rulebase):
     ({"qat_pt": ok("normal"), "quantized_bc": ok("abnormal")}, ["export", "convert"]),
     ({"qat_bc": ok("abnormal")}, ["qat_training", "export"]),
     ({"qat_export_pt": ok("abnormal")}, ["qat_training", "pre_export"]),
-    ({"quantized_bc": ok("normal"), "board": ok("abnormal", "single_frame")}, ["board", "compile"]),
+    ({"quantized_bc": ok("normal"), "board": ok("abnormal", "single_frame")}, ["board", "compile", "user_side"]),
     ({"qat_bc": ok("normal"), "quantized_bc": ok("abnormal")}, ["convert"]),
     ({}, ["qat_training", "pre_export", "export", "convert", "compile", "board", "user_side"]),
 ])
