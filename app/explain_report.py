@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from j6doctor import __version__
-from j6doctor.diagnose import Diagnosis
+from j6doctor.diagnosis import Diagnosis
 from j6doctor.case_words import annotate
 from j6doctor.engine.explain import Explainer, derivation_tree, inputs_needed
 from j6doctor.facts import enum_values, label

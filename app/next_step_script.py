@@ -26,7 +26,7 @@ import math
 from typing import Any
 
 from j6doctor import __version__
-from j6doctor.diagnose import Diagnosis
+from j6doctor.diagnosis import Diagnosis
 from j6doctor.facts import attr, enum_values, label
 from j6doctor.templates import script_environment
 from j6doctor.verdict_model import ChecklistEntry

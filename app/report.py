@@ -7,7 +7,7 @@ import re
 from typing import Any, Callable
 
 from j6doctor.describe import describe as describe_fact
-from j6doctor.diagnose import Diagnosis
+from j6doctor.diagnosis import Diagnosis
 from j6doctor.engine import Fact, describe_engine
 from j6doctor.facts import attr, enum_values, label
 from j6doctor.next_step_script import script_stage

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from j6doctor.diagnose import diagnose_data
+from j6doctor.diagnosis import diagnose_data
 from j6doctor.evidence import EvidenceOptions
 from j6doctor.engine import RuleBase, Source
 from j6doctor.case_words import annotate

@@ -390,7 +390,7 @@ def _start_pool_process(settings: Settings) -> None:
     if "j6doctor.store.keep" in sys.modules:
         sys.modules["j6doctor.store.keep"].forget_connections()
     try:
-        from j6doctor.diagnose import load_rulebase
+        from j6doctor.diagnosis import load_rulebase
 
         load_rulebase(settings.rule_packs, settings.engine)
     except Exception:  # noqa: BLE001 - the first case reports the same error as its row
@@ -430,7 +430,7 @@ def _environment_setting(config) -> bool:
 
 def _diagnose(item: Item, settings: Settings):
     """The item's Diagnosis, with the error handling of `diagnose` (app/cli.py `_run`)."""
-    from j6doctor.diagnose import diagnose, load_rulebase
+    from j6doctor.diagnosis import diagnose, load_rulebase
     from j6doctor.engine import EngineError, EngineLimitError, EngineUnavailableError, RuleBaseErrors
     from j6doctor.evidence import EvidenceOptions
     from j6doctor.probes import InputError
@@ -791,7 +791,7 @@ def _check_arguments(paths: list[Path], jobs: int | None, formats: tuple[str, ..
 
 def _load_rules(rule_packs: tuple[Path, ...], engine: str | None) -> None:
     """Load the rule base once, before the pool forks: every pool process starts with it."""
-    from j6doctor.diagnose import load_rulebase
+    from j6doctor.diagnosis import load_rulebase
     from j6doctor.engine import EngineUnavailableError, RuleBaseErrors
 
     try:

@@ -352,7 +352,7 @@ _PATCHES = {
     "j6doctor.config": [("load_config", "read the configuration (j6doctor.toml)")],
     "j6doctor.commands.inputs": [("load_rules", "load the rule base (compiled, from the cache)")],
     "j6doctor.probes.case_file": [("read_case", "read and check the case file")],
-    "j6doctor.diagnose": [("diagnose", "diagnose: probes, evidence, rule run in the worker, verdict")],
+    "j6doctor.diagnosis": [("diagnose", "diagnose: probes, evidence, rule run in the worker, verdict")],
     "j6doctor.report": [("render_json", "render the JSON report")],
 }
 _spent, _order, _stack, _last = {"import j6doctor.cli": 0.0}, ["import j6doctor.cli"], [], [_t0]
@@ -866,7 +866,7 @@ def memory_rows(count: int) -> dict:
     """Run in a fresh process (see section_memory): the numbers of section 5 as data."""
     import yaml
 
-    from j6doctor.diagnose import diagnose_data, load_rulebase
+    from j6doctor.diagnosis import diagnose_data, load_rulebase
     from j6doctor.report import render_json
 
     data = yaml.safe_load(EXAMPLE_CASE.read_text(encoding="utf-8"))
@@ -913,7 +913,7 @@ def section_memory(ctx: Context) -> list[Table]:
                   ["loop", "VmRSS before MB", "VmRSS after MB", "growth KB / diagnosis",
                    "peak RSS MB", "Python objects +", "ms / diagnosis"], rows=result["rows"])
     if result["loaded_mb"] and result["first_mb"]:
-        table.notes.append(f"process RSS after importing j6doctor.diagnose and loading the bundled rule "
+        table.notes.append(f"process RSS after importing j6doctor.diagnosis and loading the bundled rule "
                            f"base: {result['loaded_mb']:.1f} MB; after the first diagnosis: "
                            f"{result['first_mb']:.1f} MB")
     table.notes.append("before: after 20 warm-up diagnoses and gc.collect(); peak: VmHWM (high-water RSS) of "
@@ -970,7 +970,7 @@ def section_largest(ctx: Context) -> list[Table]:
 _LIBRARY_FLOOR = r'''
 import json, os, sqlite3, sys
 os.environ["J6DOCTOR_ENGINE_PROCESS"] = "inline"
-from j6doctor.diagnose import load_rulebase
+from j6doctor.diagnosis import load_rulebase
 from j6doctor.engine import Fact, Source
 rulebase = load_rulebase([], sys.argv[2])
 connection = sqlite3.connect(sys.argv[1])
@@ -1064,7 +1064,7 @@ def section_reading(ctx: Context) -> list[Table]:
     symptom's text costs."""
     import yaml
 
-    from j6doctor.diagnose import diagnose_data, load_rulebase
+    from j6doctor.diagnosis import diagnose_data, load_rulebase
     from j6doctor.engine.facts import Fact, Source
     from j6doctor.engine.text_reader import read
     from j6doctor.engine.text_rules import Readings, find_matches

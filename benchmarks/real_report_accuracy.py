@@ -71,7 +71,7 @@ def case_of(report: dict[str, Any], form: str, folder: Path) -> dict[str, Any]:
 
 
 def score(name: str, report: dict[str, Any], form: str, rulebase, folder: Path = REPORTS) -> Outcome:
-    from j6doctor.diagnose import diagnose_data
+    from j6doctor.diagnosis import diagnose_data
     from j6doctor.report import render_markdown
 
     # diagnose_data reads no environment: the answer depends on the report alone
@@ -109,7 +109,7 @@ def _derivable(wanted: str, report: dict[str, Any], form: str) -> bool:
 
 
 def run(form: str, folder: Path = REPORTS, rulebase=None) -> list[Outcome]:
-    from j6doctor.diagnose import load_rulebase
+    from j6doctor.diagnosis import load_rulebase
 
     rulebase = rulebase or load_rulebase()
     return [score(name, report, form, rulebase, folder) for name, report in load_reports(folder)]

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from j6doctor.config import user_config_path
-from j6doctor.diagnose import diagnose_data, load_rulebase
+from j6doctor.diagnosis import diagnose_data, load_rulebase
 from j6doctor.engine.backends import available as engine_available, durable_installable
 from j6doctor.user_cache import cache_dir
 

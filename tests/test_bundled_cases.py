@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import EXAMPLES, EXAMPLE_CASES
-from j6doctor.diagnose import diagnose_file
+from j6doctor.diagnosis import diagnose_file
 
 EXPECTED = {
     "convert_j6m.yaml": ("convert", []),

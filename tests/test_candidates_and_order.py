@@ -16,7 +16,7 @@ import json
 import pytest
 
 from conftest import EXAMPLES, FULL_INFO, ok, write_case
-from j6doctor.diagnose import diagnose_file
+from j6doctor.diagnosis import diagnose_file
 from j6doctor.report import render_markdown
 from j6doctor.rules import BUNDLED_RULES_DIR
 

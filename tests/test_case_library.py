@@ -17,7 +17,7 @@ import pytest
 
 from conftest import EXAMPLES, EXAMPLE_CASES
 from pg_cluster import Cluster, server_bin
-from j6doctor.diagnose import diagnose_file, load_rulebase
+from j6doctor.diagnosis import diagnose_file, load_rulebase
 from j6doctor.report import render_markdown
 from j6doctor.store.keep import keep
 from j6doctor.store.library import open_library

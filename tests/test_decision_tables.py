@@ -93,7 +93,7 @@ def _load(pack: Path) -> RuleBase:
 
 
 def test_a_pack_adds_a_row_by_filling_cells(tmp_path):
-    from j6doctor.diagnose import diagnose as run
+    from j6doctor.diagnosis import diagnose as run
     from j6doctor.probes.case_file import case_from_data
 
     pack = _pack(tmp_path, '- {id: site.board_dump, normal: [quantized_bc, hbm_x86], first: board, cleared: false,\n'

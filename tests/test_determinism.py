@@ -19,7 +19,7 @@ def test_byte_identical_across_runs(cli, name, fmt):
 
 
 def test_same_in_one_process(rulebase):
-    from j6doctor.diagnose import diagnose_file
+    from j6doctor.diagnosis import diagnose_file
     from j6doctor.report import render_json, render_markdown
     first = diagnose_file(EXAMPLES / "compile_x86_and_board.yaml", rulebase)
     again = diagnose_file(EXAMPLES / "compile_x86_and_board.yaml", rulebase)

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import EXAMPLES, EXAMPLE_CASES
 from j6doctor.rule_tests import example_options
-from j6doctor.diagnose import diagnose_data, diagnose_file, load_rulebase
+from j6doctor.diagnosis import diagnose_data, diagnose_file, load_rulebase
 from j6doctor.engine import ENGINES, Fact, RuleBase, Source, Vocabulary
 from j6doctor.engine.backends import available
 from j6doctor.engine.differential import first_difference

@@ -8,7 +8,7 @@ import sys
 
 
 def test_importing_the_engine_hashes_nothing_until_a_cache_key_is_made():
-    code = ("import j6doctor.engine, j6doctor.facts, j6doctor.diagnose\n"
+    code = ("import j6doctor.engine, j6doctor.facts, j6doctor.diagnosis\n"
             "from j6doctor.engine.rulebase_cache import _engine_sources, key_of\n"
             "print(_engine_sources.cache_info().currsize)\n"
             "key_of('x')\n"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, EXAMPLE_CASES, HAS_DURABLE
-from j6doctor.diagnose import diagnose_file, load_rulebase
+from j6doctor.diagnosis import diagnose_file, load_rulebase
 from j6doctor.engine import EngineLimitError, RuleBase, RuleBaseErrors
 from j6doctor.facts import vocabulary
 from j6doctor.report import render_json
@@ -632,7 +632,7 @@ def test_engine_worker_ends_when_its_parent_is_killed():
     parent's death is an end of input for it."""
     if not hasattr(os, "fork"):
         pytest.skip("the engine worker is forked only where fork exists")
-    code = ("from j6doctor.diagnose import load_rulebase\n"
+    code = ("from j6doctor.diagnosis import load_rulebase\n"
             "import j6doctor.engine.worker as w, time\n"
             "load_rulebase().warm_up()\n"
             "print(w.shared_worker()._process.pid, flush=True)\n"

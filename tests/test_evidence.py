@@ -9,7 +9,7 @@ import pytest
 
 from conftest import FULL_INFO, REPO, ok
 from synthetic import write_workdir
-from j6doctor.diagnose import diagnose, diagnose_data
+from j6doctor.diagnosis import diagnose, diagnose_data
 from j6doctor.evidence import EvidenceOptions
 from j6doctor.probes.case_file import case_from_data
 from j6doctor.report import render_markdown

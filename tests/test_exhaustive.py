@@ -10,7 +10,7 @@ import itertools
 import pytest
 
 from conftest import FULL_INFO
-from j6doctor.diagnose import diagnose_data, load_rulebase
+from j6doctor.diagnosis import diagnose_data, load_rulebase
 from j6doctor.facts import attr, enum_values
 
 CHAIN = ("qat_pt", "qat_export_pt", "qat_bc", "quantized_bc", "hbm", "hbm_x86", "board")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from j6doctor.rule_tests import example_options
-from j6doctor.diagnose import diagnose_data
+from j6doctor.diagnosis import diagnose_data
 from j6doctor.engine.explain import Explainer
 
 

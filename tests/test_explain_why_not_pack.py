@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from j6doctor.cli import main
-from j6doctor.diagnose import diagnose_data, load_rulebase
+from j6doctor.diagnosis import diagnose_data, load_rulebase
 from j6doctor.engine.backends import ENGINES, available
 from j6doctor.engine.explain import Explainer
 

@@ -15,7 +15,7 @@ from j6doctor.engine.compiler import compile_rules
 from j6doctor.engine.tag_patterns import find
 from j6doctor.engine.text_reader import read
 from j6doctor.engine.text_rules import CompiledTextRule
-from j6doctor.diagnose import load_rulebase
+from j6doctor.diagnosis import load_rulebase
 
 
 # ---------------------------------------------------------------------------- text rules

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import EXAMPLE_CASES, EXAMPLES, FULL_INFO, REPO, ok
 from j6doctor.charts import _log_axis, _linear_axis, layout_compare, layout_sensitivity, metric_text
-from j6doctor.diagnose import diagnose, diagnose_data
+from j6doctor.diagnosis import diagnose, diagnose_data
 from j6doctor.evidence import EvidenceOptions
 from j6doctor.probes.case_file import read_case
 from j6doctor.report import render_html

@@ -14,7 +14,7 @@ import pytest
 from conftest import FULL_INFO, ok
 from png_pixels import count_near, read_png
 from synthetic import write_workdir
-from j6doctor.diagnose import diagnose_data
+from j6doctor.diagnosis import diagnose_data
 from j6doctor.evidence import EvidenceOptions
 from j6doctor.report import render_html
 from j6doctor.rules import BUNDLED_RULES_DIR

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from j6doctor.diagnose import diagnose
+from j6doctor.diagnosis import diagnose
 from j6doctor.evidence import EvidenceOptions
 from j6doctor.probes import InputError
 from j6doctor.probes.compare_per_layer import MAX_LINE_BYTES, read_compare_per_layer

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write_case, write_file
-from j6doctor.diagnose import diagnose_file
+from j6doctor.diagnosis import diagnose_file
 from j6doctor.engine.strict_yaml import MAX_NODES, YamlTooLargeError, load_yaml
 from j6doctor.probes import InputError
 from j6doctor.probes.case_file import read_case

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, FULL_INFO, ok
-from j6doctor.diagnose import diagnose, diagnose_data, diagnose_file
+from j6doctor.diagnosis import diagnose, diagnose_data, diagnose_file
 from j6doctor.evidence import EvidenceOptions
 from j6doctor.next_step_script import (
     PyLiteral,

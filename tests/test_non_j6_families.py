@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FULL_INFO, ok, write_case
-from j6doctor.diagnose import diagnose_data, diagnose_file
+from j6doctor.diagnosis import diagnose_data, diagnose_file
 from j6doctor.facts import attr, enum_values
 from j6doctor.next_step_script import render_next_step, script_stage, toolchain
 from j6doctor.probes.user_scripts import check_source

@@ -584,7 +584,7 @@ def _interpolate_table(tmp_path: Path) -> Path:
 
 
 def test_a_row_without_mod_name_is_named_by_its_op_and_row(tmp_path, rulebase):
-    from j6doctor.diagnose import diagnose_data
+    from j6doctor.diagnosis import diagnose_data
 
     path = _interpolate_table(tmp_path)
     table = read_compare_per_layer(path)
@@ -604,7 +604,7 @@ def test_a_row_without_mod_name_is_named_by_its_op_and_row(tmp_path, rulebase):
 
 
 def test_many_odd_rows_give_a_few_warnings_and_a_count(tmp_path, rulebase):
-    from j6doctor.diagnose import diagnose_data
+    from j6doctor.diagnosis import diagnose_data
     from j6doctor.probes.probe_output import MAX_SKIP_NOTES
 
     lines = csv_text([vb_row(f"m{k}.relu", 0.9999, 0.02) for k in range(40)]).splitlines()

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_refused, write_case
-from j6doctor.diagnose import diagnose_file
+from j6doctor.diagnosis import diagnose_file
 from j6doctor.probes.artifacts import identify
 from j6doctor.probes.hb_model_info import (InputSpec, ModelInfo, ModelInput, ModelOutput, Value,
                                            parse_hb_model_info, read_hb_model_info)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write_case
-from j6doctor.diagnose import diagnose_file
+from j6doctor.diagnosis import diagnose_file
 from j6doctor.report import render_html, render_markdown
 
 REAL = Path(__file__).parent / "fixtures" / "formats" / "real"

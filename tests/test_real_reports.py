@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import EXAMPLES, FULL_INFO, ok, write_case
-from j6doctor.diagnose import diagnose_file
+from j6doctor.diagnosis import diagnose_file
 from j6doctor.probes import InputError
 from j6doctor.probes.case_file import case_facts, read_case
 from j6doctor.report import render_markdown
@@ -526,7 +526,7 @@ def test_a_small_drop_asks_before_naming_a_stage(diagnose):
 # ---------------------------------------------------------------------------- 11. case first, environment second
 
 def test_environment_fills_only_what_the_case_leaves_out(tmp_path, rulebase, monkeypatch):
-    from j6doctor.diagnose import diagnose as run
+    from j6doctor.diagnosis import diagnose as run
     from j6doctor.evidence import EvidenceOptions
     # "installed" Horizon packages: real distribution metadata on the import path
     site = tmp_path / "site"

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from conftest import EXAMPLES, EXAMPLE_CASES
-from j6doctor.diagnose import diagnose_file
+from j6doctor.diagnosis import diagnose_file
 from j6doctor.report import render_markdown
 
 HEADINGS = ["## 结论摘要", "## 已确认事实", "## 执行过的检查", "## 关键发现", "## 下一步建议", "## 需要保留的产物",

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from j6doctor.rule_tests import example_options
-from j6doctor.diagnose import diagnose_data, load_rulebase
+from j6doctor.diagnosis import diagnose_data, load_rulebase
 from j6doctor.verdict_schema import verdict_schema
 
 RULEBASE = load_rulebase()

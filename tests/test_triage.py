@@ -21,7 +21,7 @@ from pathlib import Path
 from conftest import EXAMPLES, EXAMPLE_CASES, REPO, run_with_terminal_stderr
 import pytest
 
-from j6doctor.diagnose import diagnose_file
+from j6doctor.diagnosis import diagnose_file
 from j6doctor.triage import (ProgressBar, classify, expand, first_finding, render_table, report_stems,
                              _width)
 

@@ -44,7 +44,7 @@ import yaml
 from hypothesis import HealthCheck, Phase, example, given, note, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
-from j6doctor.diagnose import diagnose, diagnose_file, load_rulebase
+from j6doctor.diagnosis import diagnose, diagnose_file, load_rulebase
 from j6doctor.engine import RuleBase
 from j6doctor.evidence import EvidenceOptions
 from j6doctor.facts import vocabulary

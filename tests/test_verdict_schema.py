@@ -13,7 +13,7 @@ import pytest
 from conftest import EXAMPLES, EXAMPLE_CASES
 from j6doctor import __version__
 from j6doctor.cli import main
-from j6doctor.diagnose import diagnose_file
+from j6doctor.diagnosis import diagnose_file
 from j6doctor.verdict_model import SCHEMA_VERSION
 from j6doctor.verdict_schema import verdict_schema
 

@@ -38,7 +38,7 @@ def load_rules(rule_packs: tuple[Path, ...], engine: str | None = None, rule_fil
     """The bundled rule base plus packs; a broken pack is the user's input error (exit 2),
     broken bundled rules a defect (exit 3). `rule_files`: a pack may also be a single rule
     file (`rules test`)."""
-    from j6doctor.diagnose import load_rulebase
+    from j6doctor.diagnosis import load_rulebase
     from j6doctor.engine import EngineUnavailableError, RuleBaseErrors
 
     _check_packs(rule_packs, rule_files)
@@ -140,7 +140,7 @@ def _evidence_options(inputs: Inputs, config):
 
 def _diagnose(inputs: Inputs, rulebase, options, console: Console):
     """The diagnosis, with a progress line on a terminal; engine and input errors refused."""
-    from j6doctor.diagnose import diagnose_arguments
+    from j6doctor.diagnosis import diagnose_arguments
     from j6doctor.engine import EngineError, EngineLimitError, RuleBaseErrors
     from j6doctor.probes import InputError
     from j6doctor.progress import Progress

@@ -25,7 +25,7 @@ _WORKER: dict[str, Any] = {}  # in a pool process: its rule base and its own sto
 
 
 def _load(packs: tuple[str, ...], engine: str | None):
-    from j6doctor.diagnose import load_rulebase
+    from j6doctor.diagnosis import load_rulebase
 
     return load_rulebase([Path(p) for p in packs], engine)
 
