@@ -17,10 +17,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
-from ruamel.yaml import YAML
-from ruamel.yaml.scalarstring import DoubleQuotedScalarString
-
-from j6doctor.atomic_write import write_atomic
+from j6doctor.case_writer import write_case
 from j6doctor.facts import attr, enum_values, gate_answer_key, label, resolve
 from j6doctor.probes.case_file import named_value, resolve_package, value_at, value_forms
 from j6doctor.verdict_model import MissingItem, Verdict
@@ -352,96 +349,3 @@ def _versions(item: _Item, data, verdict, ask: Ask, updates) -> None:
 _ANSWER_KINDS = {"text": _text, "fields": _fields, "named": _named, "results": _results,
                  "badcase": _badcase, "versions": _versions}
 ANSWER_KINDS = tuple(_ANSWER_KINDS)
-
-
-def merge(data: Any, updates: dict[str, Any]) -> None:
-    """Add the answers to the loaded document in place; never overwrite what is there."""
-    for key, value in updates.items():
-        if key not in data:
-            data[key] = value
-        elif isinstance(value, dict) and isinstance(data[key], dict):
-            for sub, sub_value in value.items():
-                if sub not in data[key]:
-                    data[key][sub] = sub_value
-
-
-def _quoted(value: Any) -> Any:
-    """Answers are text: quote them, or YAML would read a version like 4.4 as a number."""
-    if isinstance(value, dict):
-        return {k: _quoted(v) for k, v in value.items()}
-    if isinstance(value, str):
-        return DoubleQuotedScalarString(value)
-    return value
-
-
-def write_case(path: Path, updates: dict[str, Any]) -> None:
-    """Merge the answers into the case file atomically; a new file is created when there was
-    none. In YAML only the top-level keys the answers touch are written anew (with their
-    comments); every other line stays as it was, byte for byte."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if path.suffix.lower() == ".json":
-        data = json.loads(text) if text.strip() else {}
-        merge(data, updates)
-        out = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-    else:
-        out = _yaml_with_answers(text, _quoted(updates))
-    write_atomic(path, out)
-
-
-def _yaml() -> YAML:
-    yaml = YAML(typ="rt")
-    yaml.preserve_quotes = True
-    yaml.allow_unicode = True
-    yaml.width = 4096  # a long answer stays on its line
-    return yaml
-
-
-def _dumped(yaml: YAML, data: Any) -> str:
-    buffer = io.StringIO()
-    yaml.dump(data, buffer)
-    return buffer.getvalue()
-
-
-def _yaml_with_answers(text: str, updates: dict[str, Any]) -> str:
-    yaml = _yaml()
-    data = yaml.load(text) if text.strip() else None
-    if data is None:  # empty or comment-only file: keep its text and append the answers
-        return (text.rstrip("\n") + "\n" if text.strip() else "") + _dumped(yaml, updates)
-    lines = text.splitlines(keepends=True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
-    starts = sorted((data.lc.key(k)[0], k) for k in data)
-    before = {key: set(data[key]) if isinstance(data[key], dict) else None for _, key in starts}
-    merge(data, updates)
-    replaced: dict[int, tuple[int, str]] = {}  # first line -> (end line, new text)
-    for index, (start, key) in enumerate(starts):
-        if key not in updates:
-            continue
-        end = starts[index + 1][0] if index + 1 < len(starts) else len(lines)
-        while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
-            end -= 1  # blank lines and comments before the next key stay where they are
-        value = data[key]
-        if before[key] and not value.fa.flow_style():
-            # a block mapping: its lines stay, the new entries go after them at its indentation
-            indent = " " * value.lc.key(next(iter(before[key])))[1]
-            added = _dumped(yaml, {sub: value[sub] for sub in value if sub not in before[key]})
-            block = "".join(lines[start:end]) + "".join(indent + line if line.strip() else line
-                                                         for line in added.splitlines(keepends=True))
-        else:
-            block = _dumped(yaml, {key: value})
-        replaced[start] = (end, block)
-    out: list[str] = []
-    k = 0
-    while k < len(lines):
-        if k in replaced:
-            end, block = replaced[k]
-            out.append(block)
-            k = end
-        else:
-            out.append(lines[k])
-            k += 1
-    existing = {key for _, key in starts}
-    new = {key: data[key] for key in updates if key not in existing}
-    if new:
-        out.append(_dumped(yaml, new))
-    return "".join(out)

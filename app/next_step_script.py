@@ -87,9 +87,18 @@ def _plan(diagnosis: Diagnosis) -> tuple[str, str] | None:
     if len(stages) != 1 or diagnosis.run.by_type("first_failure"):
         return None
     stage = stages[0]
-    if not attr("stage", stage, "committal", True):
-        return None
     chain = toolchain(diagnosis)
+    if not attr("stage", stage, "committal", True):
+        # no stage yet: where the diagnosis asks for artifacts the J6 QAT chain rebuilds from
+        # qat.pt and the case's results give the metric to judge them by, a script evaluates
+        # them and records the results (the stage's next_step)
+        wanted = _to_evaluate(diagnosis) if _metric(diagnosis) else []
+        template = attr("stage", stage, "next_step")
+        flows = {f["flow"] for f in diagnosis.run.by_type("flow")}
+        if wanted and template and chain == "hbdk4" and "ptq" not in flows \
+                and all(attr("artifact", a, "rebuilt") for a in wanted):
+            return stage, template
+        return None
     if chain == "hbdk3":
         return stage, attr("stage", stage, "next_step_hbdk3") or MANUAL_TEMPLATE
     template = attr("stage", stage, "next_step")
@@ -99,6 +108,18 @@ def _plan(diagnosis: Diagnosis) -> tuple[str, str] | None:
     if "ptq" in flows and not attr("stage", stage, "next_step_ptq", False):
         return None
     return stage, template
+
+
+def _to_evaluate(diagnosis: Diagnosis) -> list[str]:
+    """The artifacts the diagnosis asks to evaluate next, in chain order."""
+    order = list(enum_values("artifact"))
+    return sorted({f["artifact"] for f in diagnosis.run.by_type("evaluate_next")}, key=order.index)
+
+
+def _metric(diagnosis: Diagnosis) -> str | None:
+    """The metric the case's results are given in (the one most of them use)."""
+    metrics = [f["metric"] for f in diagnosis.run.by_type("result") if f["metric"]]
+    return max(sorted(set(metrics)), key=metrics.count) if metrics else None
 
 
 def script_stage(diagnosis: Diagnosis) -> str | None:
@@ -156,5 +177,9 @@ def render_next_step(diagnosis: Diagnosis) -> str:
         "missing": [(m.id, m.label, m.why) for m in diagnosis.verdict.missing_detail],
         "case_arg": diagnosis.case.display if diagnosis.case is not None and not diagnosis.case.display.startswith("<")
         else "",  # (standard input: no file for ask to write)
+        # the evaluation script: what to evaluate, how each is rebuilt, the case to record into
+        "evaluate": [(a, label("artifact", a), attr("artifact", a, "rebuilt")) for a in _to_evaluate(diagnosis)],
+        "metric": _metric(diagnosis),
+        "case_path": str(diagnosis.case.path) if diagnosis.case is not None and diagnosis.case.path else "",
     }
     return _environment().get_template(template).render(**context)

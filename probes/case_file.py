@@ -40,7 +40,8 @@ CASE_WHAT = "a YAML or JSON case file"
 PLATFORM_CLOSE = 0.6  # an unknown platform this close to a known spelling is a typo, not "other"
 # Lists and mappings of a case are what a person writes: bounded so that one input cannot
 # cost minutes and gigabytes (150,000 `tried` entries did).
-MAX_LIST = {"tried": 100, "artifacts": 200, "scripts": 200, "comparisons": 100, "controls": 100, "suspect": 20}
+MAX_LIST = {"tried": 100, "artifacts": 200, "scripts": 200, "comparisons": 100, "controls": 100, "suspect": 20,
+            "replaced_results": 200}
 MAX_KEYS = 200  # versions, input_parameters
 
 
@@ -137,6 +138,9 @@ def case_schema() -> dict[str, Any]:
             "message": string,
             "by": string,
             "intermittent": {"type": "boolean"},
+            # where a recorded result came from (Case.record: the script and the time)
+            "recorded": {"type": "object", "additionalProperties": False,
+                         "properties": {"script": string, "at": string}},
         },
         # a result is an accuracy status or a failure to compile / load / run
         "if": {"not": {"required": ["failure"]}},
@@ -238,6 +242,10 @@ def case_schema() -> dict[str, Any]:
                 },
             },
             "tried": {"type": "array", "maxItems": MAX_LIST["tried"], "items": string},
+            # results a later record replaced (Case.record(..., replace=True)): kept, not read
+            "replaced_results": {"type": "array", "maxItems": MAX_LIST["replaced_results"], "items": {
+                "type": "object", "additionalProperties": False, "required": ["artifact", "result"],
+                "properties": {"artifact": string, "result": {"type": ["object", "string"]}, "replaced_at": string}}},
             # answers to info-gate items that have no case key of their own (`j6doctor ask`)
             "answers": {"type": "object", "additionalProperties": False,
                         "properties": {i: string for i in enum_values("gate_item")
@@ -559,6 +567,17 @@ def read_case(path: Path) -> Case:
     text, _ = decode_written_text(raw, display, CASE_WHAT)
     doc = _post(text) if suffix in POST_SUFFIXES else _parse(text, suffix, display)
     case = validate_case(doc, display, path)
+    case.text = text
+    return case
+
+
+def case_from_text(text: str, path: Path) -> Case:
+    """The case file at `path` as it would read with `text` (the recorder checks a case before
+    writing it); InputError as read_case gives."""
+    display = path.name
+    if len(text.encode("utf-8")) > MAX_CASE_BYTES:
+        raise InputError(display, f"larger than {MAX_CASE_BYTES // (1024 * 1024)} MiB; expected {CASE_WHAT}")
+    case = validate_case(_parse(text, path.suffix.lower(), display), display, path)
     case.text = text
     return case
 

@@ -223,10 +223,11 @@ def test_a_ctrl_c_while_the_answers_are_saved_waits_for_the_save(tmp_path):
     import signal
 
     from j6doctor import ask as ask_module
+    from j6doctor import case_writer
 
     case = tmp_path / "case.yaml"
     case.write_text(ORIGINAL, encoding="utf-8")
-    real_write = ask_module.write_atomic
+    real_write = case_writer.write_atomic
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
 
     def write_while_interrupted(path, text):
@@ -235,13 +236,13 @@ def test_a_ctrl_c_while_the_answers_are_saved_waits_for_the_save(tmp_path):
         real_write(path, text)
 
     try:
-        ask_module.write_atomic = write_while_interrupted
+        case_writer.write_atomic = write_while_interrupted
         with pytest.raises(KeyboardInterrupt):
             with ask_module._interrupt_deferred():
                 ask_module.write_case(case, {"results": {"quantized_bc": {"status": "normal"}}})
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
-        ask_module.write_atomic = real_write
+        case_writer.write_atomic = real_write
         signal.signal(signal.SIGINT, previous)
     assert "quantized_bc" in case.read_text(encoding="utf-8")
     assert case.read_text(encoding="utf-8").startswith(ORIGINAL.splitlines()[0])

@@ -29,6 +29,8 @@ EXPECTED = {
     "free_text_only_mismatch.yaml": ("user_side", ["stage_results", "badcase"]),
     "broken_reference.yaml": ("user_side", ["stage_results", "badcase", "deploy_adaptation"]),
     "board_vendor_reproduced.yaml": ("compile", []),
+    # the evaluation loop (issue 31): two recorded next steps name the stage (tests/test_api.py)
+    "record_loop.yaml": ("undetermined", ["stage_results"]),
 }
 
 
