@@ -100,8 +100,21 @@ def _note_engine_fallback(console: Console) -> None:
         console.tell(note)
 
 
+def _unicode_streams() -> None:
+    """Reports and messages are Chinese: a stream whose encoding cannot write them (ASCII,
+    Latin-1: PYTHONIOENCODING, an old locale) writes UTF-8 instead of failing mid-report."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None)
+        try:
+            "诊断⚠→".encode(encoding or "utf-8")
+        except (UnicodeEncodeError, LookupError):
+            if hasattr(stream, "reconfigure"):
+                stream.reconfigure(encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console script: runs the command, then exits with its status (returns when it is 0)."""
+    _unicode_streams()
     console = Console(for_terminal(sys.stdout), for_terminal(sys.stderr))
     try:
         code = _run(argv, console)

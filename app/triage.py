@@ -1023,12 +1023,23 @@ def render_csv(rows: list[dict[str, Any]], formats: tuple[str, ...]) -> str:
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)
     for row in rows:
-        writer.writerow([
+        writer.writerow([_inert_cell(cell) for cell in (
             row["n"], row["path"], row["kind"], row["status"], row["stage"] or "", row["stage_label"] or "",
             " ".join(c["stage"] for c in row["candidates"]), " ".join(row["missing"]), row["first_finding"],
             row["error"] or "", _main_report(row) or "",
-        ])
+        )])
     return "\ufeff" + buffer.getvalue()
+
+
+# A cell a spreadsheet program would run as a formula (OWASP "CSV injection"): a file name or a
+# message beginning with one of these is written with a leading apostrophe, shown as text.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _inert_cell(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _main_report(row: dict[str, Any]) -> str | None:

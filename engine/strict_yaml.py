@@ -60,6 +60,8 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_DEPTH = 100
 
 
+_INT_TAG = "tag:yaml.org,2002:int"
+MAX_INT_DIGITS = 4300  # the default limit of int() on text (Python 3.11+ and 3.10.7+)
 # A case or rule file holds a few thousand values (the largest bundled file, the vocabulary,
 # about 6,500); each built value costs some hundred bytes with its line.
 MAX_NODES = 200_000
@@ -112,6 +114,10 @@ def _check_and_collect(node: yaml.Node, path: Path, lines: dict[Path, int], seen
             child = path + (key,)
             lines[child] = line
             _check_and_collect(value_node, child, lines, seen, line, depth + 1)
+    elif isinstance(node, yaml.ScalarNode) and node.tag == _INT_TAG and len(node.value) > MAX_INT_DIGITS:
+        # Python refuses to read an integer this long (sys.int_info.str_digits_check_threshold)
+        raise YamlInputError(f"a number of {len(node.value)} digits; at most {MAX_INT_DIGITS} are read (quote it "
+                             "if it is text)", node.start_mark.line + 1)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             child = path + (index,)

@@ -4,6 +4,7 @@ compiled once (Jinja's own cache)."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -31,12 +32,27 @@ def _build(folder: Path, autoescape: Any, finalize: Callable[[Any], Any] | None 
     )
 
 
+# In a Markdown report, text from the user that opens raw HTML as CommonMark reads it (a tag
+# name then a space, `/`, `>` or the end: `<script>`, `<img src`, `</p>`; `<!--`, `<?`) would be
+# markup to a Markdown viewer: its `<` is written `\<` (shown as a literal "<"). Any other `<`
+# ("cosine < 0.9", "pos<a.pos") is no tag and stays.
+_TAG_START = re.compile(r"<(?=/?[A-Za-z][A-Za-z0-9-]*(?:[\s/>]|$)|!|\?)")
+
+
+def _inert_markdown(eval_ctx: Any, value: Any) -> Any:
+    if eval_ctx.autoescape or not isinstance(value, str):
+        return value  # HTML: autoescape writes every value as text
+    return _TAG_START.sub(r"\\<", value)
+
+
 @lru_cache(maxsize=1)
 def report_environment() -> "jinja2.Environment":
-    """The reports: Markdown as text, `*.html.j2` with every value escaped (autoescape)."""
+    """The reports: Markdown as text with no HTML tag from a value, `*.html.j2` with every
+    value escaped (autoescape)."""
     import jinja2
 
-    return _build(TEMPLATES_DIR, jinja2.select_autoescape(enabled_extensions=("html.j2", "html", "htm"), default=False))
+    return _build(TEMPLATES_DIR, jinja2.select_autoescape(enabled_extensions=("html.j2", "html", "htm"), default=False),
+                  jinja2.pass_eval_context(_inert_markdown))
 
 
 def script_environment(finalize: Callable[[Any], Any], filters: dict[str, Callable]) -> "jinja2.Environment":

@@ -54,8 +54,12 @@ def store_call(function, *args):
 
 
 def store_files(library) -> list[Path]:
-    """The files of a SQLite case library: never an output (-o)."""
-    return [library.file] if library is not None and library.file is not None else []
+    """The files of a SQLite case library, with those SQLite keeps beside it: never an output (-o)."""
+    from j6doctor.store.library import SQLITE_SIDE_FILES
+
+    if library is None or library.file is None:
+        return []
+    return [library.file] + [library.file.with_name(library.file.name + side) for side in SQLITE_SIDE_FILES]
 
 
 def keep_diagnosis(diagnosis, given: str | None, console: Console):

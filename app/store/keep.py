@@ -9,9 +9,14 @@ _OPEN: dict[str, CaseLibrary] = {}  # one open library per store and process
 
 
 def library(given: str) -> CaseLibrary:
-    if given not in _OPEN:
-        _OPEN[given] = open_library(given)
-    return _OPEN[given]
+    """The library `given` names, opened once per process: keyed by where it is (a relative
+    path names another library once the working folder changed, as in a Python API caller)."""
+    from j6doctor.store.library import store_url
+
+    key = store_url(given)
+    if key not in _OPEN:
+        _OPEN[key] = open_library(given)
+    return _OPEN[key]
 
 
 def forget_connections() -> None:

@@ -29,6 +29,26 @@ class StoreError(Exception):
     """The store cannot be opened or used: the message names it and what to do."""
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal", ".lock")  # what SQLite and the migration lock add
+
+
+def _check_not_another_file(given: str, file: Path) -> None:
+    """An existing file is used only when it is a SQLite database: SQLite would turn any
+    other file (a case file, an empty file) into one, and the user's file would be lost."""
+    try:
+        if not file.exists():
+            return
+        with open(file, "rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise StoreError(f"{given}: cannot read: {exc.strerror or exc}") from None
+    if head != SQLITE_HEADER:
+        what = "an empty file" if not head else "not a SQLite database"
+        raise StoreError(f"{given}: exists and is {what}, not a case library; j6doctor never writes over another "
+                         "file: give a new path or a library j6doctor made")
+
+
 def store_url(given: str) -> str:
     """A database URL: a postgresql:// URL as given (with the psycopg driver), else a file path
     for SQLite."""
@@ -91,6 +111,9 @@ class CaseLibrary:
         self.given = given
         self.url = store_url(given)
         self.sqlite = self.url.startswith("sqlite")
+        if self.sqlite and self.url.rstrip("/") in ("sqlite:", "sqlite:///:memory:", "sqlite://:memory:"):
+            raise StoreError(f"{given}: an in-memory database keeps nothing; give a file path (SQLite) or a "
+                             "postgresql:// URL")
         # the SQLite file (never an output of the run), None for a database server
         self.file = Path(self.url[len("sqlite:///"):]) if self.sqlite else None
         if self.file is not None:
@@ -102,6 +125,7 @@ class CaseLibrary:
                                  "(or a new path)")
             if not folder.is_dir():
                 raise StoreError(f"{given}: the folder {folder} does not exist; create it or give another --store path")
+            _check_not_another_file(given, self.file)
         connect_args = {"timeout": 60} if self.sqlite else {}
         try:
             self.engine = sqlalchemy.create_engine(self.url, connect_args=connect_args, future=True)

@@ -1,0 +1,56 @@
+"""A case library never takes the place of a user's file (issue 32): an existing file that is
+not a SQLite database (a case file, an empty file) is refused, not turned into a database; an
+in-memory database is refused (it keeps nothing); the files SQLite keeps beside a library are
+never an output. In process, on real SQLite files."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import write_case
+from j6doctor.cli import main
+
+
+def _run(tmp_path, monkeypatch, capsys, *args: str) -> tuple[int, str]:
+    monkeypatch.chdir(tmp_path)
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content,what", [(b"", "an empty file"), (b"symptom: x\n", "not a SQLite database")])
+def test_a_store_that_is_another_file_is_refused_and_left_as_it_was(tmp_path, monkeypatch, capsys, content, what):
+    write_case(tmp_path, "symptom: quantized.bc 掉点\n")
+    (tmp_path / "mine.yaml").write_bytes(content)
+    code, err = _run(tmp_path, monkeypatch, capsys, "diagnose", "case.yaml", "--store", "mine.yaml", "--no-env")
+    assert code == 2
+    assert f"mine.yaml: exists and is {what}, not a case library" in err
+    assert (tmp_path / "mine.yaml").read_bytes() == content
+
+
+def test_the_case_itself_as_its_store_is_refused(tmp_path, monkeypatch, capsys):
+    path = write_case(tmp_path, "")
+    code, err = _run(tmp_path, monkeypatch, capsys, "diagnose", "case.yaml", "--store", "case.yaml", "--no-env")
+    assert code == 2 and "case.yaml: exists and is an empty file" in err
+    assert path.read_bytes() == b""
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
+def test_an_in_memory_store_is_refused(tmp_path, monkeypatch, capsys, url):
+    write_case(tmp_path, "symptom: x\n")
+    code, err = _run(tmp_path, monkeypatch, capsys, "diagnose", "case.yaml", "--store", url, "--no-env")
+    assert code == 2 and "an in-memory database keeps nothing" in err
+
+
+@pytest.mark.parametrize("side", ["-wal", "-shm", "-journal", ".lock"])
+def test_the_files_beside_a_library_are_never_an_output(tmp_path, monkeypatch, capsys, side):
+    write_case(tmp_path, "symptom: x\n")
+    assert _run(tmp_path, monkeypatch, capsys, "diagnose", "case.yaml", "--store", "s.db", "--no-env")[0] == 0
+    code, err = _run(tmp_path, monkeypatch, capsys, "diagnose", "case.yaml", "--store", "s.db", "--no-env",
+                     "-o", f"s.db{side}")
+    assert code == 2 and f"s.db{side}" in err
+    # the library still opens and holds the case
+    assert _run(tmp_path, monkeypatch, capsys, "diagnose", "case.yaml", "--store", "s.db", "--no-env")[0] == 0
