@@ -54,3 +54,29 @@ def test_the_files_beside_a_library_are_never_an_output(tmp_path, monkeypatch, c
     assert code == 2 and f"s.db{side}" in err
     # the library still opens and holds the case
     assert _run(tmp_path, monkeypatch, capsys, "diagnose", "case.yaml", "--store", "s.db", "--no-env")[0] == 0
+
+
+def test_a_library_of_a_newer_schema_is_named_not_an_internal_error(tmp_path, monkeypatch, capsys):
+    import sqlite3
+
+    connection = sqlite3.connect(tmp_path / "newer.db")
+    connection.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+    connection.execute("INSERT INTO alembic_version VALUES ('f00dfacecafe')")
+    connection.commit()
+    connection.close()
+    code, err = _run(tmp_path, monkeypatch, capsys, "cases", "stats", "--store", "newer.db")
+    assert code == 2 and "newer.db: the case library has a schema this j6doctor does not know" in err
+    connection = sqlite3.connect(tmp_path / "newer.db")
+    assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [("f00dfacecafe",)]
+    assert [t for (t,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == \
+        ["alembic_version"]  # nothing migrated into it
+    connection.close()
+
+
+def test_a_corrupt_library_is_named(tmp_path, monkeypatch, capsys):
+    write_case(tmp_path, "symptom: x\n")
+    assert _run(tmp_path, monkeypatch, capsys, "diagnose", "case.yaml", "--store", "s.db", "--no-env")[0] == 0
+    raw = (tmp_path / "s.db").read_bytes()
+    (tmp_path / "bad.db").write_bytes(raw[:100] + bytes(range(256)) * ((len(raw) - 100) // 256))
+    code, err = _run(tmp_path, monkeypatch, capsys, "cases", "stats", "--store", "bad.db")
+    assert code == 2 and err.startswith("j6doctor: error: bad.db: cannot open the case library")

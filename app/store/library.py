@@ -162,6 +162,7 @@ class CaseLibrary:
     def _migrate(self, target: str = HEAD) -> None:
         from alembic import command
         from alembic.config import Config
+        from alembic.util.exc import CommandError
 
         import sqlalchemy
 
@@ -174,6 +175,9 @@ class CaseLibrary:
         except sqlalchemy.exc.DBAPIError as exc:  # not a database, unreachable, refused
             raise StoreError(f"{self.given}: cannot open the case library: {exc.orig}; give a SQLite file made "
                              "by j6doctor (or a new path) or a reachable postgresql:// URL") from None
+        except CommandError as exc:  # a schema revision this j6doctor does not know: a newer one made it
+            raise StoreError(f"{self.given}: the case library has a schema this j6doctor does not know ({exc}); "
+                             "it was made by a newer j6doctor: upgrade j6doctor, or give another --store") from None
 
     def schema_version(self) -> str | None:
         import sqlalchemy
