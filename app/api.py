@@ -57,16 +57,17 @@ class Verdict:
     def to_json(self) -> str:
         return self._render("json")
 
-    def to_markdown(self) -> str:
-        return self._render("md")
+    def to_markdown(self, detail: bool = False) -> str:
+        """The Markdown report; `detail`: with the engine's bookkeeping (the command line's -v)."""
+        return self._render("md", detail)
 
     def to_html(self) -> str:
         return self._render("html")
 
-    def _render(self, fmt: str) -> str:
+    def _render(self, fmt: str, detail: bool = False) -> str:
         from j6doctor.commands.inputs import render_report
 
-        return render_report(self._diagnosis, fmt)
+        return render_report(self._diagnosis, fmt, detail)
 
     def __repr__(self) -> str:
         return f"<j6doctor.Verdict stage={self.stage!r} missing={self.missing!r}>"

@@ -128,8 +128,11 @@ def _appendix(diagnosis: Diagnosis) -> list[str]:
     return lines
 
 
-def render_markdown(diagnosis: Diagnosis) -> str:
+def render_markdown(diagnosis: Diagnosis, detail: bool = False) -> str:
+    """The Markdown report; `detail` (-v) adds the engine's bookkeeping: every rule file
+    checked with its rule count, and the rule base's fingerprint."""
     context = report_context(diagnosis)
+    context["detail"] = detail
     context["appendix"] = _appendix(diagnosis)  # the HTML page draws the same trees itself
     return report_environment().get_template("report.md.j2").render(**context)
 

@@ -27,7 +27,8 @@ def run(args, console: Console) -> int:
     diagnosed = diagnose_inputs(Inputs.from_args(args), console)
     diagnosis = diagnosed.diagnosis
     library = keep_diagnosis(diagnosis, args.store or diagnosed.config.store, console)
-    console.write(render_report(diagnosis, report_format(args.fmt, diagnosed.config)), args.output,
+    console.write(render_report(diagnosis, report_format(args.fmt, diagnosed.config), console.verbosity > 0),
+                  args.output,
                   diagnosed.protected + store_files(library))
     return fail_on_code(diagnosis.verdict.stage, args.fail_on, console)
 

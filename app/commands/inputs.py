@@ -185,7 +185,10 @@ def report_format(fmt: str | None, config) -> str:
     return fmt or config.format or "md"
 
 
-def render_report(diagnosis, fmt: str) -> str:
+def render_report(diagnosis, fmt: str, detail: bool = False) -> str:
+    """The report in `fmt`; `detail` (-v): the Markdown report with the engine's bookkeeping."""
     from j6doctor.report import render_html, render_json, render_markdown
 
-    return {"json": render_json, "html": render_html, "md": render_markdown}[fmt](diagnosis)
+    if fmt == "md":
+        return render_markdown(diagnosis, detail)
+    return {"json": render_json, "html": render_html}[fmt](diagnosis)
