@@ -80,3 +80,16 @@ def test_a_corrupt_library_is_named(tmp_path, monkeypatch, capsys):
     (tmp_path / "bad.db").write_bytes(raw[:100] + bytes(range(256)) * ((len(raw) - 100) // 256))
     code, err = _run(tmp_path, monkeypatch, capsys, "cases", "stats", "--store", "bad.db")
     assert code == 2 and err.startswith("j6doctor: error: bad.db: cannot open the case library")
+
+
+@pytest.mark.parametrize("given,expected", [
+    ("", "argument --store: empty; give a SQLite file path or a postgresql:// URL"),
+    ("libs/", "libs/: is a folder; give the SQLite file of the library (e.g. libs/cases.db)"),
+    ("existing", "existing: is a folder; give the SQLite file of the library (e.g. existing/cases.db)"),
+])
+def test_a_store_that_names_no_file_is_refused(tmp_path, monkeypatch, capsys, given, expected):
+    write_case(tmp_path, "symptom: x\n")
+    (tmp_path / "existing").mkdir()
+    code, err = _run(tmp_path, monkeypatch, capsys, "diagnose", "case.yaml", "--store", given, "--no-env")
+    assert code == 2 and expected in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["case.yaml", "existing"]  # nothing created

@@ -215,8 +215,15 @@ def add_fail_on(parser: argparse.ArgumentParser) -> None:
              "stages, e.g. --fail-on undetermined or --fail-on convert,compile (repeatable)."))
 
 
+def _store_text(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty; give a SQLite file path or a postgresql:// URL")
+    return text
+
+
 def add_store(parser: argparse.ArgumentParser, required: bool = False) -> None:
-    parser.add_argument("--store", metavar="PATH|URL", required=False,
+    _store_text.__name__ = "store"  # argparse names the type in its messages
+    parser.add_argument("--store", metavar="PATH|URL", required=False, type=_store_text,
                         help="The case library: a SQLite file (created if absent) or postgresql://user@host/db "
                              "(default: `store` in j6doctor.toml)." + (" Required here unless the config names one."
                                                                         if required else

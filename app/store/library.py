@@ -109,6 +109,9 @@ class CaseLibrary:
         except ImportError:  # pragma: no cover - a dependency of j6doctor
             raise StoreError("the case library needs SQLAlchemy (pip install sqlalchemy alembic)") from None
         self.given = given
+        if "://" not in given and (given.endswith(("/", os.sep)) or Path(given).expanduser().is_dir()):
+            raise StoreError(f"{given}: is a folder; give the SQLite file of the library (e.g. "
+                             f"{Path(given) / 'cases.db'}) or a postgresql:// URL")
         self.url = store_url(given)
         self.sqlite = self.url.startswith("sqlite")
         if self.sqlite and self.url.rstrip("/") in ("sqlite:", "sqlite:///:memory:", "sqlite://:memory:"):
@@ -147,7 +150,12 @@ class CaseLibrary:
         if self.sqlite:
             import fcntl
 
-            with open(f"{self.file}.lock", "a+") as handle:
+            try:
+                handle = open(f"{self.file}.lock", "a+")
+            except OSError as exc:  # a read-only folder: the library cannot be migrated or written there
+                raise StoreError(f"{self.given}: cannot create {self.file.name}.lock beside it: "
+                                 f"{exc.strerror or exc}; the case library needs a writable folder") from None
+            with handle:
                 fcntl.flock(handle, fcntl.LOCK_EX)
                 try:
                     with self.engine.begin() as connection:
