@@ -11,7 +11,7 @@ from j6doctor.engine import Fact, RuleBase, RuleBaseError, RuleBaseErrors, RunRe
 from j6doctor.engine.errors import VocabularyError
 from j6doctor.engine.backends import resolve as resolve_engine
 from j6doctor.evidence import EvidenceOptions, collect
-from j6doctor.facts import activate, with_packs
+from j6doctor.facts import activate, using, with_packs
 from j6doctor.probes.case_file import Case, case_from_data, read_case
 from j6doctor.rules import BUNDLED_RULES_DIR
 from j6doctor.verdict import build_verdict
@@ -76,6 +76,11 @@ def diagnose(case: Case | None, rulebase: RuleBase | None = None,
     rulebase = rulebase or load_rulebase()
     options = options or EvidenceOptions()
     rulebase.warm_up()
+    with using(rulebase.vocab):
+        return _diagnosis(case, rulebase, options)
+
+
+def _diagnosis(case: Case | None, rulebase: RuleBase, options: EvidenceOptions) -> Diagnosis:
     evidence = collect(case, options)
     result = rulebase.run(evidence.facts)
     if case is not None:
@@ -98,6 +103,11 @@ def diagnose_arguments(case: Path | None, workdirs: list[Path] | tuple[Path, ...
     """The diagnosis of what a command line names: a case file, or "-" for the bytes of
     `stdin`; or `empty_case`, a case file not written yet (`ask`), diagnosed as empty; and
     work folders. Raises InputError naming what cannot be read."""
+    with using(rulebase.vocab):  # the case is read in the rule base's words (a pack's platforms)
+        return _diagnose_named(case, workdirs, rulebase, options, empty_case, stdin)
+
+
+def _diagnose_named(case, workdirs, rulebase: RuleBase, options: EvidenceOptions, empty_case, stdin) -> Diagnosis:
     from j6doctor.probes.artifacts import require_folder
     from j6doctor.probes.case_file import case_from_bytes
 
@@ -115,12 +125,16 @@ def diagnose_arguments(case: Path | None, workdirs: list[Path] | tuple[Path, ...
 
 def diagnose_file(path: Path, rulebase: RuleBase | None = None,
                   options: EvidenceOptions | None = None) -> Diagnosis:
-    return diagnose(read_case(path), rulebase, options or EvidenceOptions(use_environment=False))
+    rulebase = rulebase or load_rulebase()
+    with using(rulebase.vocab):
+        return diagnose(read_case(path), rulebase, options or EvidenceOptions(use_environment=False))
 
 
 def diagnose_data(data: dict, rulebase: RuleBase | None = None, display: str = "<example>",
                   base: Path | None = None, options: EvidenceOptions | None = None) -> Diagnosis:
     """Diagnose a case given as data (tests, rule examples). The environment is not read:
     the answer must depend on the data alone."""
-    return diagnose(case_from_data(data, display, base), rulebase,
-                    options or EvidenceOptions(use_environment=False))
+    rulebase = rulebase or load_rulebase()
+    with using(rulebase.vocab):
+        return diagnose(case_from_data(data, display, base), rulebase,
+                        options or EvidenceOptions(use_environment=False))

@@ -27,7 +27,7 @@ from typing import Any
 
 from j6doctor import __version__
 from j6doctor.diagnosis import Diagnosis
-from j6doctor.facts import attr, enum_values, label
+from j6doctor.facts import attr, enum_values, label, using
 from j6doctor.templates import script_environment
 from j6doctor.verdict_model import ChecklistEntry
 
@@ -133,6 +133,11 @@ def script_stage(diagnosis: Diagnosis) -> str | None:
 
 
 def render_next_step(diagnosis: Diagnosis) -> str:
+    with using(diagnosis.rulebase.vocab):  # labels in the rule base's words (a pack's too)
+        return _render_next_step(diagnosis)
+
+
+def _render_next_step(diagnosis: Diagnosis) -> str:
     """The script's text. Where there is no procedure to script (暂不能判断, 基线确认, a
     failure, a platform family whose procedure j6doctor does not script) it is a file that
     says so and lists the report's next steps to carry out by hand. STAGE is the verdict's

@@ -8,9 +8,10 @@ probe, report and prompt of this process reads.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache, wraps
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from j6doctor.engine.errors import VocabularyError
 from j6doctor.engine.rulebase_cache import key_of, load_or_build
@@ -100,6 +101,20 @@ def with_packs(packs: list[Path] | tuple[Path, ...], display: dict[Path, str] | 
 
     return load_or_build(key_of("vocabulary", *(raw for _, raw in bundled_files), *(raw for _, raw in parts)), build,
                          kind="vocabulary")
+
+
+@contextmanager
+def using(vocab: Vocabulary) -> Iterator[None]:
+    """`vocab` is the vocabulary in use inside the block (a rule base's, with its packs'
+    platforms, stages and labels), whatever was activated before, which comes back after: a
+    pack's rule base and the bundled one diagnose side by side in one process."""
+    global _active
+    before = _active
+    activate(vocab)
+    try:
+        yield
+    finally:
+        _active = before
 
 
 def activate(vocab: Vocabulary | None) -> None:

@@ -229,3 +229,21 @@ def test_a_case_stored_under_the_pack_is_named_when_rediagnosed_without_it(pack,
     as_json = json.loads(cli("cases", "rediagnose", "--store", "lib.db", "--format", "json").stdout)
     (change,) = as_json["changed"]
     assert change["after"] is None and change["changed"] == ["facts"] and "platform.family" in change["error"]
+
+
+def test_a_pack_and_the_bundled_rules_diagnose_side_by_side_in_one_process(pack):
+    """Loading the bundled rule base after a pack's does not take the pack's words away from
+    the pack's rule base (issue 33): each diagnosis reads and reports in its own vocabulary."""
+    from j6doctor.diagnosis import diagnose_file, load_rulebase
+    from j6doctor.probes import InputError
+    from j6doctor.report import render_markdown
+
+    with_pack = load_rulebase([pack / "pack"])
+    bundled = load_rulebase()
+    d = diagnose_file(pack / "case.yaml", with_pack)
+    assert d.verdict_json["stage"] == "calibration_data"
+    with pytest.raises(InputError) as info:
+        diagnose_file(pack / "case.yaml", bundled)
+    assert "unknown platform 'RDK Z1'" in str(info.value)
+    assert "平台：J7X (nova-x, RDK Z1)（用户写作 RDK Z1）" in render_markdown(d)  # rendered after the bundled load
+    assert diagnose_file(pack / "case.yaml", with_pack).verdict_json["stage"] == "calibration_data"
