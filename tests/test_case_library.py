@@ -340,7 +340,8 @@ def test_bad_library_inputs_are_refused_with_their_place(tmp_path):
     assert done.returncode == 2 and "latin.jsonl:2: not UTF-8 text" in done.stderr
     (tmp_path / "notes.txt").write_text("hello\n", encoding="utf-8")
     done = run("cases", "list", "--store", "notes.txt", cwd=tmp_path, check=False)
-    assert done.returncode == 2 and "notes.txt: cannot open the case library: file is not a database" in done.stderr
+    assert done.returncode == 2 and "notes.txt: exists and is not a SQLite database, not a case library" in done.stderr
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "hello\n"  # never turned into a database
     before = Path(store).read_bytes()
     done = run("cases", "export", "--store", store, "-o", store, cwd=tmp_path, check=False)
     assert done.returncode == 2 and "refusing to overwrite" in done.stderr

@@ -309,7 +309,7 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "J6DOCTOR_DEBUG"}
     proc, shown = run_with_terminal_stderr(command, cwd=tmp_path, env=env)
     assert proc.returncode == 0
-    assert "[j6doctor] 批量诊断 " in shown and "/20" in shown and shown.endswith("\r\x1b[K")
+    assert "[j6doctor] 批量诊断 " in shown and f"/{len(EXAMPLE_CASES)}" in shown and shown.endswith("\r\x1b[K")
     quiet = subprocess.run(command + ["--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                            env=env)
     assert quiet.returncode == 0 and quiet.stderr == ""
@@ -364,7 +364,7 @@ def test_expansion_is_bounded(tmp_path):
     capped = expand([tmp_path / "cases"], max_items=3)
     assert capped.bound_hit and len(capped.items) == 3 and "only the first 3" in capped.warnings[0]
     whole = expand([tmp_path / "cases"])
-    assert not whole.bound_hit and not whole.warnings and len(whole.items) == 20
+    assert not whole.bound_hit and not whole.warnings and len(whole.items) == len(EXAMPLE_CASES)
 
 
 def test_report_names_are_numbered_and_unique(tmp_path):

@@ -55,10 +55,10 @@ def store_call(function, *args):
 
 def store_files(library) -> list[Path]:
     """The files of a SQLite case library, with those SQLite keeps beside it: never an output (-o)."""
-    from j6doctor.store.library import SQLITE_SIDE_FILES
-
     if library is None or library.file is None:
         return []
+    from j6doctor.store.library import SQLITE_SIDE_FILES  # (SQLAlchemy: only with a library)
+
     return [library.file] + [library.file.with_name(library.file.name + side) for side in SQLITE_SIDE_FILES]
 
 

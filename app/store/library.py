@@ -31,11 +31,14 @@ class StoreError(Exception):
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal", ".lock")  # what SQLite and the migration lock add
+# an empty file named like one of these is a user's document (a case not written yet), never a library
+DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json", ".md", ".markdown", ".txt", ".text", ".csv", ".py", ".toml")
 
 
 def _check_not_another_file(given: str, file: Path) -> None:
-    """An existing file is used only when it is a SQLite database: SQLite would turn any
-    other file (a case file, an empty file) into one, and the user's file would be lost."""
+    """An existing file is used only when it is a SQLite database, or an empty file not named
+    like a document: SQLite would turn any other file (a case file, an empty case.yaml) into
+    a database, and the user's file would be lost."""
     try:
         if not file.exists():
             return
@@ -43,6 +46,8 @@ def _check_not_another_file(given: str, file: Path) -> None:
             head = handle.read(len(SQLITE_HEADER))
     except OSError as exc:
         raise StoreError(f"{given}: cannot read: {exc.strerror or exc}") from None
+    if not head and file.suffix.lower() not in DOCUMENT_SUFFIXES:
+        return  # an empty file made for the library (`touch cases.db`): SQLite starts it
     if head != SQLITE_HEADER:
         what = "an empty file" if not head else "not a SQLite database"
         raise StoreError(f"{given}: exists and is {what}, not a case library; j6doctor never writes over another "
