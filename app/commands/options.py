@@ -146,7 +146,8 @@ def stages(action: argparse.Action) -> argparse.Action:
 
 # ---------------------------------------------------------------------------- shared options
 
-VERBOSE_HELP = "Also say on stderr which config files, rule packs and engine were used."
+VERBOSE_HELP = ("Also say on stderr which config files, rule packs and engine were used (diagnose: and "
+                "list every rule file checked in the Markdown report).")
 
 
 def verbosity(verbose_help: str = VERBOSE_HELP) -> list[argparse.ArgumentParser]:
