@@ -7,10 +7,13 @@ diagnosis (rules/18_intake.yaml judges that).
 
 A score belongs to the nearest model named before it in the same sentence, close by and with
 no other score between them; a model's first score is its score. Integers without a percent
-sign are no scores (30 FPS, 1000 images), nor are numbers of zero or less ("-1.00")."""
+sign are no scores (30 FPS, 1000 images), nor are numbers of zero or less ("-1.00"). A model
+named alone on a line (a heading) followed by a table of scores gets the table's mean, where
+two or more such tables have the same shape (the per-class APs of each model)."""
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
@@ -54,7 +57,58 @@ def scores(text: str) -> list[Score]:
         if mention not in found:
             a, b = reading.span_in_text(m_start, end)
             found[mention] = Score(mention, value, percent, a, b, " ".join(text[a:b].split())[:160])
-    return list(found.values())
+    for score in _scores_under_headings(text, reading, mentions):
+        found.setdefault(score.mention, score)
+    return sorted(found.values(), key=lambda score: score.start)
+
+
+# A heading line is a model's name and markup only: "float onnx:", "## quantized_model.onnx".
+_HEADING_MARKUP = re.compile(r"[\s#*:：\-_|>`=]*")
+
+
+def _scores_under_headings(text: str, reading, mentions: list[int]) -> list[Score]:
+    """Models named alone on a line, each followed by a table of scores ("float onnx:" then
+    rows of per-class APs): a model's score is the mean of its table. Read only where two or
+    more such tables have the same number of scores, so that their means compare."""
+    line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+
+    def line_of(compact_start: int, compact_end: int) -> tuple[int, int, int]:
+        a, b = reading.span_in_text(compact_start, compact_end)
+        return bisect_right(line_starts, a) - 1, a, b
+
+    named: dict[int, list[tuple[str, int, int]]] = {}
+    for index in mentions:
+        line, a, b = line_of(reading.tags[index][0], reading.tags[index][1])
+        named.setdefault(line, []).append((str(reading.tags[index][3]), a, b))
+    scored: dict[int, list[tuple[float, bool, int]]] = {}
+    for index in reading.by_class.get("score", []):
+        line, a, b = line_of(reading.tags[index][0], reading.tags[index][1])
+        value, percent = _number(str(reading.tags[index][3]))
+        if value is not None and value >= 0:
+            scored.setdefault(line, []).append((value, percent, b))
+    tables: list[tuple[str, list[tuple[float, bool, int]], int, int]] = []
+    for line, names in sorted(named.items()):
+        if len(names) != 1 or line in scored:
+            continue
+        mention, a, b = names[0]
+        end_of_line = line_starts[line + 1] - 1 if line + 1 < len(line_starts) else len(text)
+        if not _HEADING_MARKUP.fullmatch(text[line_starts[line]:a] + text[b:end_of_line]):
+            continue
+        rows, below = [], line + 1
+        while below in scored and below not in named:
+            rows.extend(scored[below])
+            below += 1
+        if rows:
+            tables.append((mention, rows, a, rows[-1][2]))
+    sizes = [len(rows) for _, rows, _, _ in tables]
+    found = []
+    for mention, rows, start, end in tables:
+        if sizes.count(len(rows)) < 2:
+            continue
+        mean = sum(value for value, _, _ in rows) / len(rows)
+        quote = " ".join(text[start:end].split())[:160]
+        found.append(Score(mention, mean, all(percent for _, percent, _ in rows), start, end, quote))
+    return found
 
 
 def _owner(reading, mentions: list[int], starts: list[int], score_start: int, lo: int) -> int | None:

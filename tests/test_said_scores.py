@@ -59,3 +59,35 @@ def test_the_case_tolerance_decides_what_is_within(diagnose):
     assert loose["stage"] != "convert"
     drops = [f["fields"] for f in loose["trace"] if f["type"] == "score_drop"]
     assert drops and drops[0]["within"] is True
+
+
+HEADED_TABLES = """\
+验证 float、校准模型、量化模型的指标：
+
+float onnx:
+| liquid stain | 0.617 | 0.825 |
+| milk stain   | 0.656 | 0.809 |
+calibrated_model.onnx:
+| liquid stain | 0.583 | 0.817 |
+| milk stain   | 0.63  | 0.812 |
+## quantized_model.onnx
+| liquid stain | 0.58  | 0.823 |
+| milk stain   | 0.622 | 0.815 |
+"""
+
+
+def test_a_model_named_alone_above_a_table_gets_the_tables_mean():
+    read = [(mention, round(value, 4), percent) for mention, value, percent in _read(HEADED_TABLES)]
+    assert read == [("float", 0.7268, False), ("qat_pt", 0.7105, False), ("quantized_bc", 0.71, False)]
+
+
+@pytest.mark.parametrize("text", [
+    # one table only: nothing to compare its mean with
+    "float onnx:\n| liquid stain | 0.617 | 0.825 |\n| milk stain | 0.656 | 0.809 |\n",
+    # tables of different shapes (another metric set each): their means do not compare
+    "float onnx:\n| a | 0.617 | 0.825 |\nquantized_model.onnx:\n| a | 0.58 |\n",
+    # a line that says more than the model's name is no heading
+    "we compared the float onnx with care:\n| a | 0.617 |\nquantized_model.onnx and more words:\n| a | 0.58 |\n",
+])
+def test_tables_that_do_not_compare_give_no_score(text):
+    assert _read(text) == []
