@@ -64,13 +64,16 @@ def scores(text: str) -> list[Score]:
 
 # A heading line is a model's name and markup only: "float onnx:", "## quantized_model.onnx".
 _HEADING_MARKUP = re.compile(r"[\s#*:：\-_|>`=]*")
+_LINE_END = re.compile("\n")
 
 
 def _scores_under_headings(text: str, reading, mentions: list[int]) -> list[Score]:
     """Models named alone on a line, each followed by a table of scores ("float onnx:" then
     rows of per-class APs): a model's score is the mean of its table. Read only where two or
     more such tables have the same number of scores, so that their means compare."""
-    line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    if len(mentions) < 2 or not reading.by_class.get("score"):
+        return []  # two tables at least, each under its model's name
+    line_starts = [0] + [match.end() for match in _LINE_END.finditer(text)]
 
     def line_of(compact_start: int, compact_end: int) -> tuple[int, int, int]:
         a, b = reading.span_in_text(compact_start, compact_end)
