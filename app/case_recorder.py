@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from j6doctor.api_errors import J6DoctorError
-from j6doctor.case_writer import with_updates
+from j6doctor.case_writer import with_replacement, with_updates
 from j6doctor.exit_codes import EXIT_INPUT
 
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -110,7 +110,8 @@ def _artifact_id(artifact: str) -> str:
 
 
 def _entry(status, metric, value, evidence, by, note, failure, message) -> dict[str, Any]:
-    if (status is None) == (failure is None) and not (status is None and failure is None and value is not None):
+    forms = (status is not None) + (failure is not None)  # a value alone is the third form
+    if forms > 1 or (forms == 0 and value is None):
         raise J6DoctorError("record: give a status, a metric and value to judge, or a failure (not several)",
                             EXIT_INPUT)
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
@@ -140,7 +141,7 @@ def _judged(path: Path, case, key: str, entry: dict[str, Any]) -> str:
     """normal / abnormal: the value against the nearest earlier artifact on the chain (the
     float model first) with a normal result of the same metric, with the case's tolerance."""
     from j6doctor.facts import enum_values
-    from j6doctor.probes.tolerance import Tolerance
+    from j6doctor.probes.tolerance import case_tolerance
 
     results = case.data.get("results", {}) if case is not None else {}
     order = list(enum_values("artifact"))
@@ -151,10 +152,7 @@ def _judged(path: Path, case, key: str, entry: dict[str, Any]) -> str:
     if base is None:
         raise J6DoctorError(f"{path.name}: no earlier artifact has a normal {entry['metric']} result to judge "
                             f"{key} against; give status= (normal / abnormal)", EXIT_INPUT)
-    settings = case.data.get("metrics") or {}
-    tolerance = Tolerance(settings.get("tolerance", 0.01), settings.get("relative", True),
-                          settings.get("higher_is_better", True))
-    drop, threshold = tolerance.drop(base["value"], entry["value"])
+    drop, threshold = case_tolerance(case.data.get("metrics") or {}).drop(base["value"], entry["value"])
     return "abnormal" if drop > threshold else "normal"
 
 
@@ -171,14 +169,7 @@ def _with_entry(text: str, suffix: str, case, key: str, entry: dict[str, Any], p
         return with_updates(text, suffix, {"results": {key: entry}})
     written = case.written(("results", key))[-1]  # the key as the user spelt it
     replaced = {"artifact": key, "result": previous, "replaced_at": _now()}
-    if suffix.lower() == ".json":
-        data = json.loads(text)
-        data["results"][written] = entry
-        data.setdefault("replaced_results", []).append(replaced)
-        return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-    from j6doctor.case_writer import replaced_yaml
-
-    return replaced_yaml(text, ("results", written), entry, ("replaced_results", replaced))
+    return with_replacement(text, suffix, ("results", written), entry, ("replaced_results", replaced))
 
 
 def _read(path: Path, text: str):

@@ -112,14 +112,19 @@ def _yaml_with_answers(text: str, updates: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def replaced_yaml(text: str, place: tuple[str, str], value: Any, kept: tuple[str, Any]) -> str:
-    """The YAML case with the entry at `place` (results, the key as written) replaced by
-    `value` and `kept` (a list key, an item) appended to that list: a round trip through
-    ruamel.yaml, which keeps the comments and the order of everything else."""
+def with_replacement(text: str, suffix: str, place: tuple[str, str], value: Any, kept: tuple[str, Any]) -> str:
+    """The case text (YAML or JSON by `suffix`) with the entry at `place` (results, the key as
+    written) replaced by `value` and `kept` (a list key, an item) appended to that list. YAML
+    goes through a ruamel.yaml round trip, which keeps the comments and the order of the rest."""
+    name, item = kept
+    if suffix.lower() == ".json":
+        data = json.loads(text)
+        data[place[0]][place[1]] = value
+        data.setdefault(name, []).append(item)
+        return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     yaml = _yaml()
     data = yaml.load(text)
     data[place[0]][place[1]] = _quoted(value)
-    name, item = kept
     if name not in data or data[name] is None:
         data[name] = []
     data[name].append(_quoted(item))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, wraps
 from pathlib import Path
+from typing import Any, Callable
 
 from j6doctor.engine import Fact, RuleBase, RuleBaseError, RuleBaseErrors, RunResult
 from j6doctor.engine.errors import VocabularyError
@@ -57,6 +58,16 @@ def _rulebase(extra: tuple[tuple[Path, str], ...], engine: str) -> RuleBase:
     # the forked engine worker). The gc module's own advice for long-lived objects.
     gc.freeze()
     return rulebase
+
+
+def in_its_words(render: Callable[..., str]) -> Callable[..., str]:
+    """A renderer of a Diagnosis, run in the vocabulary of the rule base that made it (a
+    pack's stages and labels too), whichever rule base was loaded last."""
+    @wraps(render)
+    def rendered(diagnosis: Diagnosis, *args: Any, **kwargs: Any) -> str:
+        with using(diagnosis.rulebase.vocab):
+            return render(diagnosis, *args, **kwargs)
+    return rendered
 
 
 def load_rulebase(extra_rule_dirs: list[Path] | tuple[Path, ...] = (), engine: str | None = None) -> RuleBase:

@@ -25,7 +25,7 @@ from j6doctor.facts import vocabulary
 from j6doctor.probes import InputError
 from j6doctor.probes.case_file import Case, case_facts, normalize_platform, resolve_package, version_number
 from j6doctor.probes.probe_output import ProbeOutput, Reading
-from j6doctor.probes.tolerance import Tolerance
+from j6doctor.probes.tolerance import Tolerance, case_tolerance
 
 if TYPE_CHECKING:  # imported where used: a case without files needs no discovery, metrics or board
     from j6doctor.probes.artifacts import Digests, FoundFile
@@ -209,11 +209,7 @@ def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path
         spec = {"file": spec}
     else:
         key = ("metrics", "file")
-    tolerance = options.tolerance or Tolerance(
-        value=float(spec.get("tolerance", 0.01)),
-        relative=bool(spec.get("relative", True)),
-        higher_is_better=bool(spec.get("higher_is_better", True)),
-    )
+    tolerance = options.tolerance or case_tolerance(spec)
     if options.metrics is not None:
         return options.metrics, tolerance, "--metrics"
     if spec.get("file") and case is not None:

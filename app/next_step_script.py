@@ -26,8 +26,8 @@ import math
 from typing import Any
 
 from j6doctor import __version__
-from j6doctor.diagnosis import Diagnosis
-from j6doctor.facts import attr, enum_values, label, using
+from j6doctor.diagnosis import Diagnosis, in_its_words
+from j6doctor.facts import attr, enum_values, label
 from j6doctor.templates import script_environment
 from j6doctor.verdict_model import ChecklistEntry
 
@@ -88,24 +88,22 @@ def _plan(diagnosis: Diagnosis) -> tuple[str, str] | None:
         return None
     stage = stages[0]
     chain = toolchain(diagnosis)
+    template = attr("stage", stage, "next_step")
+    ptq = any(f["flow"] == "ptq" for f in diagnosis.run.by_type("flow"))
     if not attr("stage", stage, "committal", True):
         # no stage yet: where the diagnosis asks for artifacts the J6 QAT chain rebuilds from
         # qat.pt and the case's results give the metric to judge them by, a script evaluates
         # them and records the results (the stage's next_step)
         wanted = _to_evaluate(diagnosis) if _metric(diagnosis) else []
-        template = attr("stage", stage, "next_step")
-        flows = {f["flow"] for f in diagnosis.run.by_type("flow")}
-        if wanted and template and chain == "hbdk4" and "ptq" not in flows \
-                and all(attr("artifact", a, "rebuilt") for a in wanted):
+        rebuilt = all(attr("artifact", a, "rebuilt") for a in wanted)
+        if wanted and rebuilt and template and chain == "hbdk4" and not ptq:
             return stage, template
         return None
     if chain == "hbdk3":
         return stage, attr("stage", stage, "next_step_hbdk3") or MANUAL_TEMPLATE
-    template = attr("stage", stage, "next_step")
     if chain != "hbdk4" or not template:
         return stage, MANUAL_TEMPLATE
-    flows = {f["flow"] for f in diagnosis.run.by_type("flow")}
-    if "ptq" in flows and not attr("stage", stage, "next_step_ptq", False):
+    if ptq and not attr("stage", stage, "next_step_ptq", False):
         return None
     return stage, template
 
@@ -132,12 +130,8 @@ def script_stage(diagnosis: Diagnosis) -> str | None:
     return plan[0] if plan is not None and plan[1] != MANUAL_TEMPLATE else None
 
 
+@in_its_words
 def render_next_step(diagnosis: Diagnosis) -> str:
-    with using(diagnosis.rulebase.vocab):  # labels in the rule base's words (a pack's too)
-        return _render_next_step(diagnosis)
-
-
-def _render_next_step(diagnosis: Diagnosis) -> str:
     """The script's text. Where there is no procedure to script (暂不能判断, 基线确认, a
     failure, a platform family whose procedure j6doctor does not script) it is a file that
     says so and lists the report's next steps to carry out by hand. STAGE is the verdict's

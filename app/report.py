@@ -7,9 +7,9 @@ import re
 from typing import Any, Callable
 
 from j6doctor.describe import describe as describe_fact
-from j6doctor.diagnosis import Diagnosis
+from j6doctor.diagnosis import Diagnosis, in_its_words
 from j6doctor.engine import Fact, describe_engine
-from j6doctor.facts import attr, enum_values, label, using
+from j6doctor.facts import attr, enum_values, label
 from j6doctor.next_step_script import script_stage
 from j6doctor.templates import report_environment
 from j6doctor.verdict_model import Verdict
@@ -128,12 +128,8 @@ def _appendix(diagnosis: Diagnosis) -> list[str]:
     return lines
 
 
+@in_its_words
 def render_markdown(diagnosis: Diagnosis, detail: bool = False) -> str:
-    with using(diagnosis.rulebase.vocab):  # labels in the rule base's words (a pack's too)
-        return _render_markdown(diagnosis, detail)
-
-
-def _render_markdown(diagnosis: Diagnosis, detail: bool = False) -> str:
     """The Markdown report; `detail` (-v) adds the engine's bookkeeping: every rule file
     checked with its rule count, and the rule base's fingerprint."""
     context = report_context(diagnosis)
@@ -165,12 +161,8 @@ def _rule_linker(fired: set[str]) -> Callable[[Any], Any]:
     return link
 
 
+@in_its_words
 def render_html(diagnosis: Diagnosis) -> str:
-    with using(diagnosis.rulebase.vocab):  # labels in the rule base's words (a pack's too)
-        return _render_html(diagnosis)
-
-
-def _render_html(diagnosis: Diagnosis) -> str:
     """A self-contained HTML page (inline CSS and SVG, no script, no network); every value
     is escaped by Jinja's autoescape."""
     from j6doctor import __version__
@@ -195,10 +187,6 @@ def _render_html(diagnosis: Diagnosis) -> str:
     return report_environment().get_template("report.html.j2").render(**context)
 
 
+@in_its_words
 def render_json(diagnosis: Diagnosis) -> str:
-    with using(diagnosis.rulebase.vocab):  # labels in the rule base's words (a pack's too)
-        return _render_json(diagnosis)
-
-
-def _render_json(diagnosis: Diagnosis) -> str:
     return json.dumps(diagnosis.verdict_json, ensure_ascii=False, indent=2, sort_keys=False) + "\n"

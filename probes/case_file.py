@@ -565,21 +565,29 @@ def read_case(path: Path) -> Case:
     # File-system errors name the path as given; content errors the file name, with a line.
     raw = read_bytes(path, str(path), CASE_WHAT, MAX_CASE_BYTES)
     text, _ = decode_written_text(raw, display, CASE_WHAT)
+    return _case_of_text(text, path)
+
+
+def case_from_text(text: str, path: Path) -> Case:
+    """The case file at `path` as it would read with `text` (the recorder checks a case before
+    writing it); InputError as read_case gives."""
+    _check_case_size(len(text.encode("utf-8")), path.name)
+    return _case_of_text(text, path)
+
+
+def _case_of_text(text: str, path: Path) -> Case:
+    """The decoded text of the case file at `path` (a post by its suffix), validated."""
+    display = path.name
+    suffix = path.suffix.lower()
     doc = _post(text) if suffix in POST_SUFFIXES else _parse(text, suffix, display)
     case = validate_case(doc, display, path)
     case.text = text
     return case
 
 
-def case_from_text(text: str, path: Path) -> Case:
-    """The case file at `path` as it would read with `text` (the recorder checks a case before
-    writing it); InputError as read_case gives."""
-    display = path.name
-    if len(text.encode("utf-8")) > MAX_CASE_BYTES:
+def _check_case_size(size: int, display: str) -> None:
+    if size > MAX_CASE_BYTES:
         raise InputError(display, f"larger than {MAX_CASE_BYTES // (1024 * 1024)} MiB; expected {CASE_WHAT}")
-    case = validate_case(_parse(text, path.suffix.lower(), display), display, path)
-    case.text = text
-    return case
 
 
 def _post(text: str) -> LocatedDocument:
@@ -589,8 +597,7 @@ def _post(text: str) -> LocatedDocument:
 
 def case_from_bytes(raw: bytes, display: str, base: Path) -> Case:
     """A case read from a stream (standard input): YAML or JSON, relative paths from `base`."""
-    if len(raw) > MAX_CASE_BYTES:
-        raise InputError(display, f"larger than {MAX_CASE_BYTES // (1024 * 1024)} MiB; expected {CASE_WHAT}")
+    _check_case_size(len(raw), display)
     text, _ = decode_written_text(raw, display, CASE_WHAT)
     suffix = ".json" if text.lstrip().startswith("{") else ".yaml"
     doc = _parse(text, suffix, display)

@@ -10,8 +10,9 @@ Columnar: a table is held as one array per column (numpy), and the summary is co
 the arrays. A table of up to STDLIB_MAX_BYTES (tens of thousands of rows, what real runs
 write) is cut by the standard library's csv reader and its numbers read by Python's float();
 a larger one by pandas' C reader (each number the value float() gives its text), which
-costs a quarter of a second to import and pays off only on hundreds of thousands of rows; a CompareRow object is made only for a row that is asked for (a break, the worst
-row, a row a sensitivity op joins to), or for all of them by `CompareTable.rows`. The fast
+costs a quarter of a second to import and pays off only on hundreds of thousands of rows.
+A CompareRow object is made only for a row that is asked for (a break, the worst row, a row
+a sensitivity op joins to), or for all of them by `CompareTable.rows`. The fast
 reading checks what it relies on (every row's field count, the psql row layout, plain
 numbers) and leaves anything else to the exact reading, the row-by-row one.
 

@@ -4,6 +4,7 @@ the tolerance of the metrics file, the case's `metrics` key or --tolerance."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
@@ -24,3 +25,10 @@ class Tolerance:
         drop = (baseline - value) if self.higher_is_better else (value - baseline)
         threshold = self.value * abs(baseline) if self.relative else self.value
         return drop, threshold
+
+
+def case_tolerance(spec: Mapping[str, Any]) -> Tolerance:
+    """The tolerance a case's `metrics:` mapping sets (tolerance, relative, higher_is_better),
+    the defaults for what it leaves out."""
+    return Tolerance(value=float(spec.get("tolerance", 0.01)), relative=bool(spec.get("relative", True)),
+                     higher_is_better=bool(spec.get("higher_is_better", True)))
