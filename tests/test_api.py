@@ -149,6 +149,19 @@ def test_a_replacement_keeps_the_old_entry(tmp_path):
     assert written["results"]["qat.pt"]["value"] == 41.2 and written["tried"] == ["ConsistencyStrategy level 0"]
 
 
+def test_a_replacement_in_a_json_case_keeps_the_old_entry(tmp_path):
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps({"results": {"qat.pt": {"status": "normal", "metric": "top1", "value": 76.1}}}))
+    case = j6doctor.Case.open(path)
+    case.record("quantized_bc", "normal", evidence="dataset_eval", script="a.py")
+    case.record("quantized_bc", metric="top1", value=70.0, evidence="dataset_eval", replace=True, script="b.py")
+    written = json.loads(path.read_text())
+    assert written["results"]["qat.pt"]["value"] == 76.1  # the user's key as written
+    assert written["results"]["quantized_bc"]["status"] == "abnormal"
+    assert [(r["artifact"], r["result"]["status"], r["result"]["recorded"]["script"])
+            for r in written["replaced_results"]] == [("quantized_bc", "normal", "a.py")]
+
+
 def test_a_json_case_and_a_new_case_are_recorded_into(tmp_path):
     path = tmp_path / "case.json"
     path.write_text(json.dumps({"results": {"qat_pt": {"status": "normal", "metric": "top1", "value": 76.1}}}))
