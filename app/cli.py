@@ -20,22 +20,36 @@ import os
 import sys
 
 from j6doctor import __version__
-from j6doctor.commands import COMMANDS, options
+from j6doctor.commands import COMMANDS, module_of, options
 from j6doctor.commands.console import Console, Refusal
 from j6doctor.exit_codes import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK
 from j6doctor.terminal_text import for_terminal
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(run: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command (run=None), or the parser that runs the command `run`
+    (a name of COMMANDS, or "" for none): the others are only listed, by name and summary,
+    and their modules are not imported."""
     parser = options.TopParser(
         prog="j6doctor", formatter_class=options.Formatter, parents=options.verbosity(),
         description="j6doctor — locate where a horizon_plugin_pytorch J6 model loses accuracy between\n"
                     "qat.pt, qat.export.pt, qat.bc, quantized.bc, hbm and the board, with the evidence chain.")
     parser.add_argument("--version", action="version", version=f"j6doctor, version {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    for command in COMMANDS:
-        command.register(commands)
+    for name in COMMANDS:
+        if run is None or name == run:
+            module_of(name).register(commands)
+        else:
+            options.listed(commands, name)
     return parser
+
+
+def command_run(argv: list[str]) -> str | None:
+    """The command these arguments run: the first one that is no option (the top level's
+    options take no value), "" when there is none, None when it is no command (argparse's
+    error then lists every command)."""
+    first = next((arg for arg in argv if not arg.startswith("-")), "")
+    return first if first in COMMANDS or not first else None
 
 
 def _complete(parser: argparse.ArgumentParser) -> None:
@@ -51,9 +65,11 @@ def _complete(parser: argparse.ArgumentParser) -> None:
 
 def _run(argv: list[str] | None, console: Console) -> int:
     """Parse and run the command; its exit code."""
-    parser = build_parser()
+    arguments = sys.argv[1:] if argv is None else argv
+    # shell completion needs every command's options; a run needs its own command's only
+    parser = build_parser(None if "_ARGCOMPLETE" in os.environ else command_run(arguments))
     _complete(parser)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     run = getattr(args, "run", None)
     if run is None:  # `j6doctor` or `j6doctor rules` alone: its help, as click did
         (getattr(args, "parser", None) or parser).print_help(console.out)

@@ -22,7 +22,7 @@ from j6doctor.engine.facts import Derivation, Fact
 from j6doctor.engine.placeholders import fill
 from j6doctor.engine.rule_model import Ref, Rule
 from j6doctor.engine.text_reader import Reading
-from j6doctor.engine.text_rules import Readings, conclusion_fields, find_matches
+from j6doctor.engine.text_rules import Readings, conclusion_fields, find_matches, texts_of
 from j6doctor.engine.vocabulary import Vocabulary
 
 DEFAULT_MAX_FIRINGS = 10_000
@@ -122,7 +122,7 @@ class _Run:
     def run_text_rules(self, readings: dict[str, Reading] | None) -> None:
         """Text rules first: their facts are in place before any fact rule runs. Each text is
         read once (`readings`: those made already, by the text) and shared by every rule."""
-        inputs = [f for f in self.store if f.derivation is None]
+        inputs = texts_of(self.compiled.text_rules, [f for f in self.store if f.derivation is None])
         shared = Readings(self.vocab.text, readings)
         for compiled in self.compiled.text_rules:
             rule = compiled.rule

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from functools import lru_cache
 
 # Full-width forms U+FF01..U+FF5E are ASCII shifted by 0xFEE0; the rest one by one. Every
 # replacement is one character, so indexes do not move.
@@ -40,7 +41,12 @@ _BLANKS = re.compile(r"[\n*`]")
 _RUNS = rf" (?: +|(?=[{_CJK}])|$)|(?<=[{_CJK}]) |^ "
 _ADDRESS = r" *(?:(?:https?://|www\.)(?a:[\w.~:/?#@!$&*+=%-])+ *)+"  # (addresses in a row: one run)
 _CHANGED = re.compile(_RUNS)
-_CHANGED_OR_ADDRESS = re.compile(rf"{_ADDRESS}|{_RUNS}")  # (for a text that holds an address)
+
+
+@lru_cache(maxsize=1)
+def _changed_or_address() -> re.Pattern:
+    """_CHANGED with web addresses, for a text that holds one (compiled when one is first seen)."""
+    return re.compile(rf"{_ADDRESS}|{_RUNS}")
 
 
 def is_cjk(char: str) -> bool:
@@ -104,7 +110,7 @@ def compact(normalised: str) -> Compact:
     c_starts, n_starts = [0], [0]
     kept = 0       # index in `normalised` of the first character not yet copied
     length = 0     # length of the compact text so far
-    runs = _CHANGED_OR_ADDRESS if "://" in spaced or "www." in spaced else _CHANGED
+    runs = _changed_or_address() if "://" in spaced or "www." in spaced else _CHANGED
     for run in runs.finditer(spaced):
         start, end = run.span()
         pieces.append(spaced[kept:start])

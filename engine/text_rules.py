@@ -65,6 +65,9 @@ class CompiledTextRule:
         assert spec is not None
         # a reading lacking a class every variant of a pattern needs cannot match it
         self.needs = tuple(required_classes(p) for p in spec.match)
+        self.fields_of: dict[str, tuple[str, ...]] = {}  # fact type → the fields read of it
+        for type_name, field_name in spec.reads:
+            self.fields_of[type_name] = (*self.fields_of.get(type_name, ()), field_name)
 
 
 class Readings:
@@ -90,6 +93,7 @@ def read_texts(rules: list[CompiledTextRule], facts: list[Fact], lexicon: TextLe
     out: dict[str, Reading] = {}
     if lexicon.index is None:
         return out
+    facts = texts_of(rules, facts)
     for rule in rules:
         for _, _, text in texts_read(rule, facts):
             if text not in out:
@@ -97,12 +101,17 @@ def read_texts(rules: list[CompiledTextRule], facts: list[Fact], lexicon: TextLe
     return out
 
 
+def texts_of(rules: list[CompiledTextRule], facts: list[Fact]) -> list[Fact]:
+    """The facts of a type some of the rules read (each rule then looks at these alone)."""
+    types = {type_name for rule in rules for type_name in rule.fields_of}
+    return [fact for fact in facts if fact.type in types]
+
+
 def texts_read(rule: CompiledTextRule, facts: Iterable[Fact]) -> Iterable[tuple[Fact, str, str]]:
     """(fact, case key, text) of every text the rule reads."""
+    fields_of = rule.fields_of
     for fact in facts:
-        for type_name, field_name in rule.rule.text.reads:  # type: ignore[union-attr]
-            if fact.type != type_name:
-                continue
+        for field_name in fields_of.get(fact.type, ()):
             text = fact.fields.get(field_name)
             if isinstance(text, str) and text.strip():
                 key = fact.source.key if fact.source is not None and fact.source.key else f"{fact.type}.{field_name}"
@@ -133,15 +142,18 @@ def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, every:
     admitted or not (a negation, a hypothesis), go into `seen`: their values were read."""
     spec = rule.rule.text
     assert spec is not None
+    patterns = [pattern for pattern, needs in zip(spec.match, rule.needs)
+                if all(cls in reading.by_class for cls in needs)]
+    if not patterns:  # (most rules, on most texts)
+        return []
     candidates: dict[tuple[int, ...], Hit] = {}
     context = lexicon.context
     wanted = context.readings.get(spec.context or context.default)
     # a reading that needs a trigger (a suspicion, a question) looks only where one can be
     where = _with_triggers(lexicon, reading, wanted.needs) if wanted is not None and wanted.needs else None
-    for pattern, needs in zip(spec.match, rule.needs):
-        if all(cls in reading.by_class for cls in needs):
-            for hit in find(pattern, reading, every=True, clauses=where):
-                candidates.setdefault(hit.tags, hit)
+    for pattern in patterns:
+        for hit in find(pattern, reading, every=True, clauses=where):
+            candidates.setdefault(hit.tags, hit)
     for hit in candidates.values():
         seen.update(tag for _, tag in hit.captures)
     out: list[tuple[Hit, Clause]] = []
@@ -300,4 +312,4 @@ def conclusion_fields(match: TextMatch, fields: dict[str, Any], specs: dict[str,
 
 
 __all__ = ["CompiledTextRule", "MAX_TEXT_READ", "Readings", "TagPattern", "TextMatch", "conclusion_fields",
-           "find_matches", "read", "read_texts"]
+           "find_matches", "read", "read_texts", "texts_of"]

@@ -15,7 +15,7 @@ from j6doctor.exit_codes import EXIT_OK
 
 
 def register(commands) -> None:
-    p = options.command(commands, "ask", "Ask for the missing information, write it into the case, then diagnose.",
+    p = options.command(commands, "ask",
                         "Ask for the missing information that would change the judgement (info gate order,\n"
                         "with the reason), write the answers into CASE (created with the first answer; existing\n"
                         "content and comments are kept), then diagnose. An empty answer skips; end of input stops\n"

@@ -14,7 +14,6 @@ from j6doctor.exit_codes import EXIT_FINDINGS, EXIT_OK
 
 def register(commands) -> None:
     p = options.command(commands, "cases",
-                        "The case library: list, show, search, resolve, stats, rediagnose, export, import.",
                         "The case library that `diagnose --store` and `triage --store` fill: every diagnosis kept\n"
                         "(SQLite file or PostgreSQL URL), past cases found by similarity, rule changes checked\n"
                         f"against all stored cases (`rediagnose`, exit {EXIT_FINDINGS} when a verdict would change).")

@@ -10,7 +10,7 @@ from j6doctor.exit_codes import EXIT_FAIL_ON, EXIT_OK
 
 
 def register(commands) -> None:
-    p = options.command(commands, "diagnose", "Diagnose a case and/or work folders: which stage, and why.",
+    p = options.command(commands, "diagnose",
                         "Diagnose CASE (case.yaml / case.json) and/or the artifacts under --workdir:\n"
                         "which stage, and why.")
     options.add_inputs(p)

@@ -10,7 +10,7 @@ from j6doctor.exit_codes import EXIT_OK
 
 
 def register(commands) -> None:
-    p = options.command(commands, "explain", "The evidence chain of the verdict, rule by rule.",
+    p = options.command(commands, "explain",
                         "The evidence chain of the verdict: every derived fact with its rule, rule file and\n"
                         "line, down to the input facts and their sources (case key, file, line, sha256).")
     options.add_inputs(p)

@@ -10,7 +10,7 @@ from j6doctor.exit_codes import EXIT_OK
 
 
 def register(commands) -> None:
-    p = options.command(commands, "inspect", "What each probe reads from files and folders, without a diagnosis.",
+    p = options.command(commands, "inspect",
                         "What each probe reads from FILE / DIR (recursively): the kind each file is recognised\n"
                         "as — by its content, or only by its name — and the data extracted, without a diagnosis.")
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")

@@ -9,7 +9,7 @@ from j6doctor.exit_codes import EXIT_OK
 
 
 def register(commands) -> None:
-    p = options.command(commands, "next-step", "Write the concluded stage's next step as a runnable Python script.",
+    p = options.command(commands, "next-step",
                         "Write the concluded stage's next step as a runnable Python script (imports and call\n"
                         "order of the documented APIs; your paths filled in, FILL IN where the case lacks them).")
     options.add_inputs(p)

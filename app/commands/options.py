@@ -9,6 +9,7 @@ import os
 import stat
 from pathlib import Path
 
+from j6doctor.commands import COMMANDS
 from j6doctor.exit_codes import EXIT_FAIL_ON
 from j6doctor.terminal_text import terminal_columns
 
@@ -164,10 +165,16 @@ def verbosity(verbose_help: str = VERBOSE_HELP) -> list[argparse.ArgumentParser]
     return [parent]
 
 
-def command(commands, name: str, summary: str, description: str) -> argparse.ArgumentParser:
-    """A command of the top level (`commands`: its subparsers)."""
-    return commands.add_parser(name, help=summary, description=description, formatter_class=Formatter,
+def command(commands, name: str, description: str) -> argparse.ArgumentParser:
+    """A command of the top level (`commands`: its subparsers), with its summary of COMMANDS."""
+    return commands.add_parser(name, help=COMMANDS[name], description=description, formatter_class=Formatter,
                                parents=verbosity())
+
+
+def listed(commands, name: str) -> None:
+    """A command that is not run: its name and summary in `j6doctor --help`, and a choice the
+    top-level parser knows, without its options."""
+    commands.add_parser(name, help=COMMANDS[name], add_help=False)
 
 
 def subcommand(sub, name: str, verbose_help: str = VERBOSE_HELP, **kwargs) -> argparse.ArgumentParser:

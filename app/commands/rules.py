@@ -13,7 +13,7 @@ from j6doctor.exit_codes import EXIT_FINDINGS, EXIT_OK
 
 
 def register(commands) -> None:
-    p = options.command(commands, "rules", "Work on the rule base: new, lint, test, list, show, schema.",
+    p = options.command(commands, "rules",
                         "Work on the rule base: start a rule (new), check it (lint), run each rule's example\n"
                         "cases (test), list the rules or show one (list, show), print the rule-file schema (schema).")
     sub = p.add_subparsers(dest="rules_command", metavar="COMMAND", title="commands")

@@ -9,7 +9,7 @@ from j6doctor.exit_codes import EXIT_OK
 
 
 def register(commands) -> None:
-    p = options.command(commands, "schema", "Print the JSON Schema of the verdict, a case file or a rule file.",
+    p = options.command(commands, "schema",
                         "Print a JSON Schema: `verdict` (the JSON verdict of `diagnose --format json`, with its\n"
                         "schema_version), `case` (case.yaml / case.json) or `rule` (a rule file, with the fact\n"
                         "vocabulary folded in). With --rules, the packs' vocabulary is included.")

@@ -11,7 +11,7 @@ from j6doctor.commands.console import Console, Refusal
 
 
 def register(commands) -> None:
-    p = options.command(commands, "triage", "Diagnose many cases and work folders at once, with a summary table.",
+    p = options.command(commands, "triage",
                         "Diagnose many cases and/or work folders in a process pool and summarise them: one row\n"
                         "per case (stage, candidates, missing, first finding), on the terminal and, with --out,\n"
                         "as summary.csv, summary.json and index.html linking one report per case.\n\n"
