@@ -42,6 +42,33 @@ def test_help_loads_no_record_classes(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == "False"
 
 
+def test_help_lists_every_command_without_importing_one(tmp_path):
+    from j6doctor.commands import COMMANDS
+
+    code = ("import sys\nfrom j6doctor.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('j6doctor.commands.')), file=sys.stderr)")
+    proc = _python(code, tmp_path / "cache")
+    assert proc.returncode == 0
+    listed = [line.split()[0] for line in proc.stdout.split("COMMAND\n", 1)[1].splitlines()
+              if line.startswith("    ") and not line.startswith("     ")]
+    assert listed == list(COMMANDS)
+    # the console and the options are the parser's own; no command module is imported
+    assert proc.stderr.strip().splitlines()[-1] == "['j6doctor.commands.console', 'j6doctor.commands.options']"
+
+
+def test_a_command_runs_with_its_own_parser_only_and_a_typo_lists_every_command(tmp_path):
+    from j6doctor.cli import build_parser, command_run
+
+    assert command_run(["-q", "rules", "lint"]) == "rules"
+    assert command_run(["--help"]) == "" and command_run(["diagnoze", "x"]) is None
+    parser = build_parser("rules")
+    assert parser.parse_args(["rules", "lint"]).rules_command == "lint"
+    proc = _cli(["diagnoze", "case.yaml"], tmp_path / "cache")
+    assert proc.returncode == 2
+    assert "invalid choice: 'diagnoze'" in proc.stderr and "'rules'" in proc.stderr
+
+
 def test_a_cold_run_gives_the_same_report_with_and_without_caches(tmp_path):
     args = ["diagnose", str(CASE), "--format", "json", "--no-env"]
     cold = _cli(args, tmp_path / "cache")
@@ -59,7 +86,10 @@ def test_a_warm_run_imports_only_what_it_uses(tmp_path):
     database layer a JSON report of a case does not need."""
     unused = ("tomllib", "difflib", "jsonschema", "pandas", "numpy", "jinja2", "ruamel", "sqlalchemy")
     own = ("j6doctor.engine.rule_loader", "j6doctor.engine.decision_table", "j6doctor.engine.lint",
-           "j6doctor.engine.limits", "j6doctor.probes.compare_per_layer")
+           "j6doctor.engine.limits", "j6doctor.probes.compare_per_layer",
+           # the other commands: listed by `--help`, never built for a diagnosis
+           "j6doctor.commands.ask", "j6doctor.commands.cases", "j6doctor.commands.rules",
+           "j6doctor.commands.triage", "j6doctor.commands.schema", "j6doctor.commands.inspect")
     code = ("import sys\nfrom j6doctor.cli import main\n"
             f"main({['diagnose', str(CASE), '--format', 'json', '--no-env']!r})\n"
             f"print(sorted(m for m in sys.modules if m.split('.')[0] in {unused!r} or m in {own!r}), file=sys.stderr)")
