@@ -109,6 +109,12 @@ def _stop_engine_worker() -> None:
         worker.close_shared_worker()
 
 
+def _close_libraries() -> None:
+    keep = sys.modules.get("j6doctor.store.keep")  # imported only if a case library was opened
+    if keep is not None:
+        keep.close_libraries()
+
+
 def _note_engine_fallback(console: Console) -> None:
     backends = sys.modules.get("j6doctor.engine.backends")  # imported only if an engine was picked
     note = backends.fallback_note() if backends is not None else None
@@ -147,6 +153,7 @@ def main(argv: list[str] | None = None) -> None:
                      "(a defect of j6doctor: set J6DOCTOR_DEBUG=1 for a traceback and please report it)")
     finally:
         _stop_engine_worker()
+        _close_libraries()
     _note_engine_fallback(console)
     code = _flush(console) or code
     if code != EXIT_OK:

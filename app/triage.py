@@ -546,13 +546,17 @@ def run_item(index: int, item: Item, stem: str | None, settings: Settings) -> di
 
 def _keep(diagnosis, store: str, row: dict[str, Any]) -> None:
     """Record the diagnosis in the case library (each pool process opens its own connection)."""
+    import sqlalchemy
+
     from j6doctor.store.keep import keep, library
-    from j6doctor.store.library import StoreError
+    from j6doctor.store.library import StoreError, failure
 
     try:
         row["case_id"] = keep(diagnosis, library(store)).case_id
     except StoreError as exc:
         raise _ItemError("input_error", str(exc)) from None
+    except sqlalchemy.exc.SQLAlchemyError as exc:  # a full disk, a server gone mid-way
+        raise _ItemError("input_error", str(failure(store, exc))) from None
 
 
 def _run_chunk(chunk: list[tuple[int, Item, str | None]], settings: Settings) -> list[dict[str, Any]]:

@@ -35,14 +35,21 @@ def _build(folder: Path, autoescape: Any, finalize: Callable[[Any], Any] | None 
 # In a Markdown report, text from the user that opens raw HTML as CommonMark reads it (a tag
 # name then a space, `/`, `>` or the end: `<script>`, `<img src`, `</p>`; `<!--`, `<?`) would be
 # markup to a Markdown viewer: its `<` is written `\<` (shown as a literal "<"). Any other `<`
-# ("cosine < 0.9", "pos<a.pos") is no tag and stays.
-_TAG_START = re.compile(r"<(?=/?[A-Za-z][A-Za-z0-9-]*(?:[\s/>]|$)|!|\?)")
+# ("cosine < 0.9", "pos<a.pos") is no tag and stays, and so does one escaped already (after an
+# odd run of backslashes: a stored report shown again is not escaped twice, and `\\<b>`, an
+# escaped backslash before a tag, is still escaped).
+_TAG_START = re.compile(r"(?<!\\)((?:\\\\)*)<(?=/?[A-Za-z][A-Za-z0-9-]*(?:[\s/>]|$)|!|\?)")
+
+
+def inert_markdown(text: str) -> str:
+    """Markdown text with no raw HTML tag: each tag's `<` written `\\<`."""
+    return _TAG_START.sub(r"\1\\<", text)
 
 
 def _inert_markdown(eval_ctx: Any, value: Any) -> Any:
     if eval_ctx.autoescape or not isinstance(value, str):
         return value  # HTML: autoescape writes every value as text
-    return _TAG_START.sub(r"\\<", value)
+    return inert_markdown(value)
 
 
 @lru_cache(maxsize=1)

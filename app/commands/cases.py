@@ -96,9 +96,9 @@ FILTERS = ("stage", "candidate", "platform", "flow", "finding", "op_type", "miss
 def list_(args, console: Console) -> int:
     from j6doctor.store.commands import list_text
 
-    library = open_required(args.store)
+    library = open_required(args.store, write=False)
     filters = {name: getattr(args, name) for name in FILTERS}
-    rows = store_call(lambda: library.rows(text=getattr(args, "text", None), **filters))
+    rows = store_call(library, lambda: library.rows(text=getattr(args, "text", None), **filters))
     console.echo(list_text(rows, args.fmt), nl=False)
     return EXIT_OK
 
@@ -106,14 +106,14 @@ def list_(args, console: Console) -> int:
 def show(args, console: Console) -> int:
     from j6doctor.store.commands import show_text
 
-    library = open_required(args.store)
-    console.echo(store_call(show_text, library, args.case_id, args.fmt), nl=False)
+    library = open_required(args.store, write=False)
+    console.echo(store_call(library, show_text, library, args.case_id, args.fmt), nl=False)
     return EXIT_OK
 
 
 def resolve(args, console: Console) -> int:
     library = open_required(args.store)
-    store_call(library.resolve, args.case_id, args.stage, args.note)
+    store_call(library, library.resolve, args.case_id, args.stage, args.note)
     console.say(f"j6doctor: 案例 #{args.case_id} 的根因记为 {args.stage}")
     return EXIT_OK
 
@@ -121,7 +121,8 @@ def resolve(args, console: Console) -> int:
 def stats(args, console: Console) -> int:
     from j6doctor.store.commands import stats_text
 
-    console.echo(stats_text(open_required(args.store), args.fmt), nl=False)
+    library = open_required(args.store, write=False)
+    console.echo(store_call(library, stats_text, library, args.fmt), nl=False)
     return EXIT_OK
 
 
@@ -131,10 +132,10 @@ def rediagnose(args, console: Console) -> int:
 
     if args.jobs is not None and args.jobs < 0:
         raise Refusal("--jobs must be 0 (all cores) or more")
-    library = open_required(args.store)
+    library = open_required(args.store, write=False)
     packs = tuple(args.rule_packs)
     load_rules(packs, args.engine)  # a broken pack is said here, once, with its file and line
-    count, changes = store_call(rediagnose_library, library, tuple(str(p) for p in packs), args.engine, args.jobs)
+    count, changes = store_call(library, rediagnose_library, library, tuple(str(p) for p in packs), args.engine, args.jobs)
     console.echo(rediagnose_text(count, changes, args.fmt, args.diff), nl=False)
     return EXIT_FINDINGS if changes else EXIT_OK
 
@@ -142,11 +143,11 @@ def rediagnose(args, console: Console) -> int:
 def export(args, console: Console) -> int:
     """The lines go out as they are read (a large library is never held in memory); a file
     is replaced only once the export is complete."""
-    library = open_required(args.store)
+    library = open_required(args.store, write=False)
     output = args.output
     if output is None or str(output) == "-":
         try:
-            count = store_call(library.export_jsonl, console.out)
+            count = store_call(library, library.export_jsonl, console.out)
             console.out.flush()
         except OSError as exc:  # a closed pipe, a full disk behind a redirection
             raise Refusal(f"cannot write the export to standard output: {exc.strerror or exc}") from None
@@ -165,7 +166,7 @@ def _export_to_file(library, output: Path) -> int:
     try:
         with writing_atomic(output) as stream:
             text = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
-            count = store_call(library.export_jsonl, text)
+            count = store_call(library, library.export_jsonl, text)
             text.flush()
             text.detach()  # the binary stream is closed by writing_atomic
     except OSError as exc:
@@ -178,7 +179,7 @@ def import_(args, console: Console) -> int:
     library = open_required(args.store)
     try:
         with open(args.file, "rb") as lines:  # decoded line by line: an error names its line
-            added, known = store_call(library.import_jsonl, lines, str(args.file))
+            added, known = store_call(library, library.import_jsonl, lines, str(args.file))
     except OSError as exc:
         raise Refusal(f"{args.file}: cannot read: {exc.strerror or exc}; expected a JSON Lines file of "
                       "`j6doctor cases export`") from None

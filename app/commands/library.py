@@ -8,21 +8,23 @@ from pathlib import Path
 from j6doctor.commands.console import Console, Refusal
 
 
-def open_library(given: str | None):
-    """The case library at `given`, opened and migrated; None without one."""
+def open_library(given: str | None, write: bool = True):
+    """The case library at `given`, opened and migrated (to write), or opened to read only
+    (nothing created or written beside it); None without one."""
     if not given:
         return None
     from j6doctor.store.keep import library
     from j6doctor.store.library import StoreError
 
     try:
-        return library(given)
+        return library(given, write)
     except StoreError as exc:
         raise Refusal(str(exc)) from None
 
 
-def open_required(store: str | None):
-    """The library of --store, else of the current folder's config: the `cases` commands."""
+def open_required(store: str | None, write: bool = True):
+    """The library of --store, else of the current folder's config: the `cases` commands
+    (write=False: those that only read it)."""
     if not store:
         from j6doctor.config import load_config
         from j6doctor.probes import InputError
@@ -31,26 +33,25 @@ def open_required(store: str | None):
             store = load_config(Path.cwd()).store
         except InputError as exc:
             raise Refusal(exc.render()) from None
-    library = open_library(store)
+    library = open_library(store, write)
     if library is None:
         raise Refusal("give the case library with --store PATH|URL (or `store` in j6doctor.toml)")
     return library
 
 
-def store_call(function, *args):
-    """function(*args) on the library; a database that fails mid-way is refused with why."""
+def store_call(library, function, *args):
+    """function(*args) on `library`; a database that fails mid-way (gone, full, read-only,
+    damaged) is refused with the library's name and why."""
     import sqlalchemy
 
-    from j6doctor.store.library import StoreError
+    from j6doctor.store.library import StoreError, failure
 
     try:
         return function(*args)
     except StoreError as exc:
         raise Refusal(str(exc)) from None
     except sqlalchemy.exc.SQLAlchemyError as exc:  # the database went away or refused mid-way
-        reason = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise Refusal(f"the case library failed: {reason[:300]}; check that the database "
-                      "is reachable and writable, then run the command again") from None
+        raise Refusal(str(failure(library.given, exc))) from None
 
 
 def store_files(library) -> list[Path]:
@@ -70,7 +71,7 @@ def keep_diagnosis(diagnosis, given: str | None, console: Console):
         return None
     from j6doctor.store.keep import keep
 
-    recorded = store_call(keep, diagnosis, library)
+    recorded = store_call(library, keep, diagnosis, library)
     console.say_verbose(f"j6doctor: 案例库 {library.given}：案例 #{recorded.case_id}"
                         f"{'（新）' if recorded.new_case else f'（第 {recorded.times} 次）'}")
     return library

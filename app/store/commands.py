@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from j6doctor.store.library import CaseLibrary
+from j6doctor.templates import inert_markdown
 
 
 def _json(value: Any) -> str:
@@ -30,7 +31,8 @@ def show_text(library: CaseLibrary, case_id: int, fmt: str) -> str:
     case = library.show(case_id)
     if fmt == "json":
         return _json(case["verdict"])
-    return case["report_md"]
+    # a stored report may come from an imported line or an older j6doctor: no raw HTML either way
+    return inert_markdown(case["report_md"])
 
 
 def stats_text(library: CaseLibrary, fmt: str) -> str:

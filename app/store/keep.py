@@ -5,17 +5,18 @@ from __future__ import annotations
 
 from j6doctor.store.library import CaseLibrary, Recorded, RunInputs, open_library, run_inputs
 
-_OPEN: dict[str, CaseLibrary] = {}  # one open library per store and process
+_OPEN: dict[tuple[str, bool], CaseLibrary] = {}  # one open library per store, use and process
 
 
-def library(given: str) -> CaseLibrary:
-    """The library `given` names, opened once per process: keyed by where it is (a relative
-    path names another library once the working folder changed, as in a Python API caller)."""
+def library(given: str, write: bool = True) -> CaseLibrary:
+    """The library `given` names, opened once per process to write, or to read only
+    (CaseLibrary): keyed by where it is (a relative path names another library once the
+    working folder changed, as in a Python API caller)."""
     from j6doctor.store.library import store_url
 
-    key = store_url(given)
+    key = (store_url(given), write)
     if key not in _OPEN:
-        _OPEN[key] = open_library(given)
+        _OPEN[key] = open_library(given, write=write)
     return _OPEN[key]
 
 
@@ -24,6 +25,14 @@ def forget_connections() -> None:
     closing them (they are the parent's), so that this process opens its own."""
     for opened in _OPEN.values():
         opened.engine.dispose(close=False)
+    _OPEN.clear()
+
+
+def close_libraries() -> None:
+    """Close every library this process opened: SQLite then folds its write-ahead log into
+    the file and removes the files it kept beside it."""
+    for opened in _OPEN.values():
+        opened.engine.dispose()
     _OPEN.clear()
 
 

@@ -54,6 +54,28 @@ def _check_not_another_file(given: str, file: Path) -> None:
                          "file: give a new path or a library j6doctor made")
 
 
+def _check_not_another_database(given: str, file: Path) -> None:
+    """A SQLite database with tables but none of a library's is someone else's: j6doctor
+    would add its tables to it (and switch its journal to WAL). Looked at read-only."""
+    if not file.exists() or file.stat().st_size == 0:
+        return
+    import sqlite3
+
+    try:
+        connection = _read_only_connection(file)()
+        try:
+            tables = [row[0] for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError:
+        return  # a damaged file: opening it says why (never written over)
+    if tables and "alembic_version" not in tables:
+        shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+        raise StoreError(f"{given}: is a SQLite database of something else (tables: {shown}), not a case library; "
+                         "j6doctor never writes into another database: give a new path or a library j6doctor made")
+
+
 def store_url(given: str) -> str:
     """A database URL: a postgresql:// URL as given (with the psycopg driver), else a file path
     for SQLite."""
@@ -108,7 +130,12 @@ def content_hash(facts: list[dict[str, Any]]) -> str:
 
 
 class CaseLibrary:
-    def __init__(self, given: str, schema: str | None = HEAD):
+    """`write=False` (the `cases` commands that only read): nothing is created or written
+    beside the store — no lock file, no migration unless the schema is older; a library
+    that does not exist is refused, and one on a folder or medium this user cannot write is
+    read as it is (SQLite read-only)."""
+
+    def __init__(self, given: str, schema: str | None = HEAD, write: bool = True):
         try:
             import sqlalchemy
         except ImportError:  # pragma: no cover - a dependency of j6doctor
@@ -134,16 +161,62 @@ class CaseLibrary:
             if not folder.is_dir():
                 raise StoreError(f"{given}: the folder {folder} does not exist; create it or give another --store path")
             _check_not_another_file(given, self.file)
-        connect_args = {"timeout": 60} if self.sqlite else {}
+            _check_not_another_database(given, self.file)
+            if not write and (not self.file.exists() or self.file.stat().st_size == 0):
+                raise StoreError(f"{given}: no case library there yet; `j6doctor diagnose --store {given}` or "
+                                 "`triage --store` fills one, or give the path of an existing one")
+        # a SQLite library only read, that this user may not write (a read-only folder or
+        # medium, another user's library): opened read-only, nothing written in it or beside it
+        self.read_only = not write and self.file is not None and not _writable(self.file)
         try:
-            self.engine = sqlalchemy.create_engine(self.url, connect_args=connect_args, future=True)
+            self.engine = self._read_only_engine() if self.read_only else self._writing_engine()
         except (sqlalchemy.exc.ArgumentError, ModuleNotFoundError) as exc:
             raise StoreError(f"{given}: not a usable database URL ({exc}); give a file path (SQLite) or "
                              "postgresql://user@host/db") from None
-        if self.sqlite:
-            sqlalchemy.event.listen(self.engine, "connect", _sqlite_pragmas)
         if schema is not None:  # None: a worker of a process that has already migrated it
-            self._migrate(schema)  # an older store is brought to `schema` (the newest unless a test asks)
+            self._open(schema, write)
+
+    def _writing_engine(self):
+        import sqlalchemy
+
+        engine = sqlalchemy.create_engine(self.url, connect_args={"timeout": 60} if self.sqlite else {}, future=True)
+        if self.sqlite:
+            sqlalchemy.event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+
+    def _read_only_engine(self):
+        import sqlalchemy
+
+        return sqlalchemy.create_engine("sqlite://", creator=_read_only_connection(self.file))
+
+    def _open(self, schema: str, write: bool) -> None:
+        """Bring the store to `schema` (the newest unless a test asks): a writer always (under
+        the migration lock), a reader only when its schema is another and it may write it."""
+        if not write:
+            version = self._version_for_reading()
+            if version == schema:
+                return
+            if version is None and self.sqlite:
+                raise StoreError(f"{self.given}: holds no case library yet (an empty database); "
+                                 "`j6doctor diagnose --store` or `triage --store` fills it")
+            if self.read_only:
+                raise StoreError(f"{self.given}: the case library has the schema {version} and this j6doctor "
+                                 f"reads {schema}; it cannot be upgraded here (no write access to it or its "
+                                 "folder): upgrade it where it can be written, or use the j6doctor that made it")
+        self._migrate(schema)
+
+    def _version_for_reading(self) -> str | None:
+        """The schema version, read without writing; None for a database without one."""
+        import sqlalchemy
+
+        try:
+            with self.engine.connect() as connection:
+                if not sqlalchemy.inspect(connection).has_table("alembic_version"):
+                    return None
+                return connection.execute(sqlalchemy.text("SELECT version_num FROM alembic_version")).scalar()
+        except sqlalchemy.exc.DBAPIError as exc:
+            raise StoreError(f"{self.given}: cannot open the case library: {exc.orig}; give a SQLite file made "
+                             "by j6doctor or a reachable postgresql:// URL") from None
 
     # ------------------------------------------------------------------ schema
     @contextmanager
@@ -185,9 +258,8 @@ class CaseLibrary:
             with self._migration_lock() as connection:
                 config.attributes["connection"] = connection
                 command.upgrade(config, target)
-        except sqlalchemy.exc.DBAPIError as exc:  # not a database, unreachable, refused
-            raise StoreError(f"{self.given}: cannot open the case library: {exc.orig}; give a SQLite file made "
-                             "by j6doctor (or a new path) or a reachable postgresql:// URL") from None
+        except sqlalchemy.exc.DBAPIError as exc:  # not a database, unreachable, refused, no room
+            raise StoreError(f"{self.given}: cannot open the case library: {exc.orig}; {_what_to_do(exc)}") from None
         except CommandError as exc:  # a schema revision this j6doctor does not know: a newer one made it
             raise StoreError(f"{self.given}: the case library has a schema this j6doctor does not know ({exc}); "
                              "it was made by a newer j6doctor: upgrade j6doctor, or give another --store") from None
@@ -521,6 +593,50 @@ def _summary(row: dict[str, Any]) -> dict[str, Any]:
             "resolved_note": row["resolved_note"] or ""}
 
 
+def _what_to_do(exc: Exception) -> str:
+    """The advice for a database error at opening: the disk, the permissions, or the file."""
+    reason = str(getattr(exc, "orig", None) or exc).lower()
+    if "disk i/o error" in reason or "full" in reason:
+        return "check that its disk has room and can be written, then run the command again"
+    if "readonly" in reason or "read-only" in reason:
+        return "it or its folder cannot be written here: give a --store this user can write"
+    return "give a SQLite file made by j6doctor (or a new path) or a reachable postgresql:// URL"
+
+
+def failure(given: str, exc: Exception) -> StoreError:
+    """A database error met mid-way (the server gone, a full disk, a read-only or damaged
+    file) as the refusal that names the library."""
+    reason = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
+    return StoreError(f"{given}: the case library failed: {reason[:300]}; check that the database is reachable, "
+                      "writable and has room, then run the command again")
+
+
+def _writable(file: Path) -> bool:
+    """Whether this user can write the SQLite file and the folder its side files go in."""
+    return os.access(file, os.W_OK) and os.access(file.parent, os.W_OK | os.X_OK)
+
+
+def _read_only_connection(file: Path):
+    """A connection factory for a SQLite file read where nothing may be written: read-only,
+    and for a WAL library whose side files cannot be made there, the file as it is on disk
+    (`immutable`: what a reader sees of a library nobody writes at that moment)."""
+    import sqlite3
+    from urllib.parse import quote
+
+    uri = "file:" + quote(str(file))
+
+    def connect() -> sqlite3.Connection:
+        connection = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60)
+        try:
+            connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return connection
+        except sqlite3.OperationalError:
+            connection.close()
+            return sqlite3.connect(f"{uri}?immutable=1", uri=True)
+
+    return connect
+
+
 def _sqlite_pragmas(connection, _record) -> None:
     """WAL lets readers run beside a writer; synchronous=NORMAL is WAL's usual pairing (no
     corruption on a crash, only the last commits may be lost on a power cut, and an fsync per
@@ -532,9 +648,10 @@ def _sqlite_pragmas(connection, _record) -> None:
     cursor.close()
 
 
-def open_library(given: str | os.PathLike, schema: str = HEAD) -> CaseLibrary:
-    return CaseLibrary(str(given), schema)
+def open_library(given: str | os.PathLike, schema: str | None = HEAD, write: bool = True) -> CaseLibrary:
+    return CaseLibrary(str(given), schema, write)
 
 
-__all__ = ["CaseLibrary", "HEAD", "Recorded", "RunInputs", "StoreError", "content_hash", "metadata", "open_library",
+__all__ = ["CaseLibrary", "HEAD", "Recorded", "RunInputs", "StoreError", "content_hash", "failure", "metadata",
+           "open_library",
            "run_inputs", "store_url", "stored_facts"]

@@ -34,7 +34,7 @@ def _init(store: str, packs: tuple[str, ...], engine: str | None) -> None:
     os.environ["J6DOCTOR_ENGINE_PROCESS"] = "inline"  # the pool process is the engine's process
     try:
         _WORKER["rulebase"] = _load(packs, engine)
-        _WORKER["library"] = open_library(store, schema=None)  # the parent has migrated it
+        _WORKER["library"] = open_library(store, schema=None, write=False)  # the parent has migrated it
     except Exception as exc:  # said by the first task, in the parent, as the store's problem
         _WORKER["error"] = f"{store}: a rediagnose worker could not start: {str(exc)[:500]}"
 
