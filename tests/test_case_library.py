@@ -324,7 +324,14 @@ def test_bad_library_inputs_are_refused_with_their_place(tmp_path):
     line = json.loads(export.read_text(encoding="utf-8"))
     broken = [({**line, "case": {**line["case"], "signature_json": "not json"}}, "case.signature_json: not JSON text"),
               ({**line, "diagnoses": [{**line["diagnoses"][0], "verdict_json": "{}"}]}, "diagnoses[].verdict_json"),
-              ({**line, "diagnoses": [{**line["diagnoses"][0], "times": "many"}]}, "diagnoses[].times: expected int")]
+              ({**line, "diagnoses": [{**line["diagnoses"][0], "times": "many"}]}, "diagnoses[].times: expected int"),
+              ({**line, "diagnoses": [{**line["diagnoses"][0], "times": 10 ** 40}]},
+               "diagnoses[].times: expected a count from 1 to 9223372036854775807"),
+              ({**line, "diagnoses": [{**line["diagnoses"][0], "candidates_json": '{"convert": 1}'}]},
+               "diagnoses[].candidates_json: expected a JSON list of texts"),
+              ({**line, "case": {**line["case"], "facts_json": json.dumps([{"id": "f1", "type": "symptom",
+                                                                            "fields": {}, "source": "case.yaml"}])}},
+               "case.facts_json[0]: expected a fact {id, type, fields, source}")]
     for number, (item, message) in enumerate(broken):
         bad = tmp_path / f"bad{number}.jsonl"
         bad.write_text(export.read_text(encoding="utf-8") + json.dumps(item, ensure_ascii=False) + "\n",

@@ -30,6 +30,7 @@ class StoreError(Exception):
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+SQLITE_MAX_INT = 2 ** 63 - 1  # the largest INTEGER of SQLite (and BIGINT of PostgreSQL)
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal", ".lock")  # what SQLite and the migration lock add
 # an empty file named like one of these is a user's document (a case not written yet), never a library
 DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json", ".md", ".markdown", ".txt", ".text", ".csv", ".py", ".toml")
@@ -555,6 +556,8 @@ def _check_fields(part: Any, fields: dict[str, tuple], where: str) -> dict[str, 
         value = part.get(name)
         if not isinstance(value, kind) or isinstance(value, bool):
             raise ValueError(f"{where}.{name}: expected {getattr(kind, '__name__', 'text or null')}, got {value!r:.60}")
+        if kind is int and not 0 < value <= SQLITE_MAX_INT:  # a count, that a database column can hold
+            raise ValueError(f"{where}.{name}: expected a count from 1 to {SQLITE_MAX_INT}, got {str(value)[:30]}")
         if content is not None:
             try:
                 parsed = json.loads(value)
