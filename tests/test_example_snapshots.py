@@ -3,9 +3,11 @@
 
 A report is produced exactly as README's command does (`j6doctor diagnose
 examples/cases/<case> --format json|md --no-env`, from the repository folder) and compared
-byte for byte, after two normalisations only: the engine that ran (durable-rules or CLIPS,
-whichever this Python has) and the rule-base fingerprint (a hash of every rule file, which
-any edit changes). A difference fails with a diff;
+byte for byte, after normalisations of bookkeeping only: the engine that ran (durable-rules
+or CLIPS, whichever this Python has), the rule-base fingerprint (a hash of every rule file,
+which any edit changes) and rule count, and the line of each rule in its file (a rule added
+above it moves it), so that a new rule changes only the reports it takes part in. A
+difference fails with a diff;
 
     python -m pytest tests/test_example_snapshots.py --update
 
@@ -27,6 +29,7 @@ CASES = [p.name for p in EXAMPLE_CASES]
 FORMATS = ("json", "md")
 UPDATE_HINT = "python -m pytest tests/test_example_snapshots.py --update"
 _ENGINE_LINE = re.compile(r"^(规则引擎：).+$", re.M)
+_RULE_LINE = re.compile(r"(rules/[\w./-]+\.yaml):\d+")  # a rule's place, as the report writes it
 
 
 def normalise(text: str, fmt: str) -> str:
@@ -36,10 +39,13 @@ def normalise(text: str, fmt: str) -> str:
         verdict["rulebase"]["engine"] = "<engine>"
         verdict["rulebase"]["rules"] = "<rules>"  # bookkeeping: a new rule elsewhere changes it
         verdict["tool"]["version"] = "<version>"  # a release changes it, not a rule
-        return json.dumps(verdict, ensure_ascii=False, indent=2) + "\n"
+        for entry in verdict.get("trace", ()):
+            if "rule_line" in entry:
+                entry["rule_line"] = "<line>"
+        return _RULE_LINE.sub(r"\1:<line>", json.dumps(verdict, ensure_ascii=False, indent=2)) + "\n"
     normalised, count = _ENGINE_LINE.subn(r"\1<engine>", text)
     assert count == 1, "the report's engine line changed its wording: update _ENGINE_LINE"
-    return normalised
+    return _RULE_LINE.sub(r"\1:<line>", normalised)
 
 
 def report(case: str, fmt: str, capsys, monkeypatch) -> str:
@@ -78,11 +84,18 @@ def test_no_expected_report_without_its_example(request):
     assert not stale, f"expected reports of examples that no longer exist: {stale}; remove them with: {UPDATE_HINT}"
 
 
-def test_the_normalisation_only_touches_engine_fingerprint_rule_count_and_version():
-    md = "# t\n规则引擎：durable-rules 2.0.28\n正文 durable-rules\n"
-    assert normalise(md, "md") == "# t\n规则引擎：<engine>\n正文 durable-rules\n"
+def test_the_normalisation_only_touches_engine_fingerprint_rule_count_version_and_rule_lines():
+    md = ("# t\n规则引擎：durable-rules 2.0.28\n正文 durable-rules\n"
+          "- [d1] x ← 规则 a.b「t」（rules/40_verdict.yaml:58） ← 输入：case.yaml:12 results.board\n")
+    assert normalise(md, "md") == ("# t\n规则引擎：<engine>\n正文 durable-rules\n"
+                                   "- [d1] x ← 规则 a.b「t」（rules/40_verdict.yaml:<line>） ← 输入：case.yaml:12 "
+                                   "results.board\n")
     verdict = {"tool": {"name": "j6doctor", "version": "9.9"}, "stage": "convert",
-               "rulebase": {"fingerprint": "abc", "rules": 3, "engine": "clips"}}
+               "rulebase": {"fingerprint": "abc", "rules": 3, "engine": "clips"},
+               "trace": [{"id": "f1", "source": {"file": "case.yaml", "line": 3}},
+                         {"id": "d1", "rule": "a.b", "rule_file": "rules/40_verdict.yaml", "rule_line": 58}]}
     assert json.loads(normalise(json.dumps(verdict), "json")) == {
         "tool": {"name": "j6doctor", "version": "<version>"}, "stage": "convert",
-        "rulebase": {"fingerprint": "<fingerprint>", "rules": "<rules>", "engine": "<engine>"}}
+        "rulebase": {"fingerprint": "<fingerprint>", "rules": "<rules>", "engine": "<engine>"},
+        "trace": [{"id": "f1", "source": {"file": "case.yaml", "line": 3}},
+                  {"id": "d1", "rule": "a.b", "rule_file": "rules/40_verdict.yaml", "rule_line": "<line>"}]}
