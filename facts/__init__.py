@@ -95,12 +95,26 @@ def with_packs(packs: list[Path] | tuple[Path, ...], display: dict[Path, str] | 
             except YamlInputError as exc:
                 raise VocabularyError(f"{shown}{f':{exc.line}' if exc.line else ''}: {exc.message}") from None
             data = extend_data(data, extension, shown)
+            _check_no_probe(extension, shown)
             # checked after each pack, so that a problem names the pack file that made it
             vocab = Vocabulary.from_data(data, origin=shown)
         return vocab
 
     return load_or_build(key_of("vocabulary", *(raw for _, raw in bundled_files), *(raw for _, raw in parts)), build,
                          kind="vocabulary")
+
+
+def _check_no_probe(extension: dict[str, Any], shown: str) -> None:
+    """A pack's file kinds are recorded, never read: a probe is j6doctor's code, which a pack
+    (YAML) cannot add."""
+    kinds = ((extension.get("enums") or {}).get("file_kind") or {}).get("values") or {}
+    for kind, attrs in kinds.items():
+        declared = sorted(set(attrs) & {"probe", "reader", "summary", "read_together", "scanned"}) \
+            if isinstance(attrs, dict) else []
+        if declared:
+            raise VocabularyError(f"{shown}: enums.file_kind.values.{kind}.{declared[0]}: a pack cannot declare a probe "
+                                  "(the code that reads a file kind is j6doctor's); leave it out: the files of "
+                                  "the kind are then found and recorded (path, size, sha256), not read")
 
 
 @contextmanager

@@ -2,8 +2,8 @@
 sources (file, line, key, sha256 of the bytes read), and readings — its tables and summaries
 kept for the report to draw, never turned into presentation here.
 
-Each probe module that reads an artifact kind has `add_facts(found, out)` (the kinds and
-their modules are listed in probes/registry.py); the diagnosis calls it for each file found.
+Each probe module that reads an artifact kind has `add_facts(found, out)` (each file kind of
+the vocabulary names its probe; probes/registry.py); the diagnosis calls it for each file found.
 """
 
 from __future__ import annotations

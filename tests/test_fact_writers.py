@@ -40,23 +40,19 @@ def _input_types() -> dict[str, tuple[str, ...]]:
     return {name: t.probes for name, t in vocabulary().types.items() if t.origin == "input"}
 
 
-def _module_of(kind: str) -> str:
-    """The probes/ module whose add_facts the registry calls for a file kind."""
-    group = registry._GROUPS.get(kind)
-    return group[0] if group else registry._READERS[kind][0]
-
-
 def _written_by_file_probes(folders: list[Path]) -> dict[str, set[str]]:
     """type -> the probes/ modules that added facts of it, each file read alone by its probe."""
     found, _, _ = find_artifacts(folders, REPO)
     seen: dict[str, set[str]] = defaultdict(set)
+    declared = registry.probes()
     for item in found:
-        if item.kind not in registry._READERS or item.kind in registry._NOT_ARTIFACTS:
+        probe = declared.get(item.kind)
+        if probe is None or not probe.scanned:
             continue  # recorded only (models, configs); the metrics file is evidence.py's
         facts = FactList()
         registry.add_facts([item], ProbeOutput(facts, 10), lambda found_file, error: None)
         for fact in facts.facts:
-            seen[fact.type].add(_module_of(item.kind))
+            seen[fact.type].add(probe.module)
     return seen
 
 
