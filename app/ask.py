@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
 from j6doctor.case_writer import write_case
-from j6doctor.facts import attr, enum_values, gate_answer_key, label, resolve
+from j6doctor.facts import attr, enum_values, gate_answer_key, label, resolve, using
 from j6doctor.probes.case_file import named_value, resolve_package, value_at, value_forms
 from j6doctor.verdict_model import MissingItem, Verdict
 
@@ -168,7 +168,8 @@ def ask_session(case: Path, diagnose_case: Callable[[bool], Any], ask: Ask, say:
         asked.update(m.id for m in items)
         data = diagnosis.case.data if diagnosis.case is not None else {}
         try:
-            updates = ask_missing(data, diagnosis.verdict, items, ask, say)
+            with using(diagnosis.rulebase.vocab):  # asked and answered in the rule base's words (a pack's items)
+                updates = ask_missing(data, diagnosis.verdict, items, ask, say)
         except Interrupted as stop:
             if stop.updates:
                 with _interrupt_deferred():

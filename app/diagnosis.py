@@ -12,7 +12,7 @@ from j6doctor.engine import Fact, RuleBase, RuleBaseError, RuleBaseErrors, RunRe
 from j6doctor.engine.errors import VocabularyError
 from j6doctor.engine.backends import resolve as resolve_engine
 from j6doctor.evidence import EvidenceOptions, collect
-from j6doctor.facts import activate, using, with_packs
+from j6doctor.facts import using, with_packs
 from j6doctor.probes.case_file import Case, case_from_data, read_case
 from j6doctor.rules import BUNDLED_RULES_DIR
 from j6doctor.verdict import build_verdict
@@ -77,9 +77,7 @@ def load_rulebase(extra_rule_dirs: list[Path] | tuple[Path, ...] = (), engine: s
     file (`rules test FILE`), shown by the path given."""
     extra = tuple((Path(p).resolve(), Path(p).as_posix().rstrip("/")) if Path(p).is_dir() else (Path(p), "")
                   for p in extra_rule_dirs)
-    rulebase = _rulebase(extra, resolve_engine(engine))
-    activate(rulebase.vocab)  # the packs' vocabulary is what the probes and reports read
-    return rulebase
+    return _rulebase(extra, resolve_engine(engine))
 
 
 def diagnose(case: Case | None, rulebase: RuleBase | None = None,

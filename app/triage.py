@@ -734,7 +734,7 @@ def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = N
     engine = engine.lower() if engine else None
     try:
         formats = _check_arguments(paths, jobs, formats, rule_packs)
-        _load_rules(rule_packs, engine)
+        rulebase = _load_rules(rule_packs, engine)
         _check_out(out, paths)
         expansion = expand(paths, out)
         stems = report_stems(expansion.items)
@@ -747,6 +747,15 @@ def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = N
         stderr.write(f"j6doctor: error: {exc.message}\n")
         return exc.code
     settings = Settings(rule_packs, engine, env, formats, out, tuple(explicit), store)
+    from j6doctor.facts import using
+
+    with using(rulebase.vocab):  # the table and summaries in the rule base's words (a pack's stages)
+        return _triage(settings, expansion, stems, jobs, progress, stdout, stderr, fail_on)
+
+
+def _triage(settings: Settings, expansion, stems, jobs: int | None, progress: bool, stdout: TextIO,
+            stderr: TextIO, fail_on: list[str] | None) -> int:
+    out = settings.out
     work = [(i, item, stems[i]) for i, item in enumerate(expansion.items)]
     bar = ProgressBar(len(work), stderr, None if progress else False)
     try:
@@ -758,7 +767,7 @@ def triage_main(paths: list[Path], out: Path | None = None, jobs: int | None = N
     code = _exit_code(rows, expansion) or (EXIT_OK if printed else EXIT_INPUT)
     _print_problems(rows, expansion, stderr)
     if out is not None:
-        problem = write_summaries(out, rows, expansion, formats, code)
+        problem = write_summaries(out, rows, expansion, settings.formats, code)
         if problem:
             stderr.write(f"j6doctor: error: {problem}\n")
             return EXIT_INPUT
@@ -793,13 +802,13 @@ def _check_arguments(paths: list[Path], jobs: int | None, formats: tuple[str, ..
     return formats
 
 
-def _load_rules(rule_packs: tuple[Path, ...], engine: str | None) -> None:
+def _load_rules(rule_packs: tuple[Path, ...], engine: str | None):
     """Load the rule base once, before the pool forks: every pool process starts with it."""
     from j6doctor.diagnosis import load_rulebase
     from j6doctor.engine import EngineUnavailableError, RuleBaseErrors
 
     try:
-        load_rulebase(rule_packs, engine)
+        return load_rulebase(rule_packs, engine)
     except EngineUnavailableError as exc:
         raise _Refused(str(exc)) from None
     except RuleBaseErrors as exc:

@@ -2,13 +2,16 @@
 read domain constants out of it (chain positions, labels, gate order).
 
 A rule pack may add to the vocabulary with its own `vocabulary.yaml` (new values, new
-attributes, new fact types); `activate` makes such an extended vocabulary the one every
-probe, report and prompt of this process reads.
+attributes, new fact types). The vocabulary a rule base was loaded with is in use only
+inside `using(vocab)` — the diagnosis, its rendering, a prompt — and only in that context
+(a context variable: another thread or task keeps its own); outside, the bundled one is.
+Nothing sets it for the rest of the process.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache, wraps
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -25,7 +28,8 @@ VOCABULARY_FILE = "vocabulary.yaml"
 # enum_attributes) is their union; an entry defined in both is an error.
 VOCABULARY_FILES = (VOCABULARY_FILE, "text_context.yaml", "text_terms.yaml", "known_messages.yaml")
 
-_active: Vocabulary | None = None
+# the vocabulary of the `using` block this context runs in (None: the bundled one)
+_in_use: ContextVar[Vocabulary | None] = ContextVar("j6doctor_vocabulary", default=None)
 
 
 def _bundled_files() -> list[tuple[str, bytes]]:
@@ -67,8 +71,9 @@ def bundled() -> Vocabulary:
 
 
 def vocabulary() -> Vocabulary:
-    """The vocabulary in use: the bundled one, or the one a rule pack extended (activate)."""
-    return _active if _active is not None else bundled()
+    """The vocabulary in use: the one of the innermost `using` block, else the bundled one."""
+    vocab = _in_use.get()
+    return vocab if vocab is not None else bundled()
 
 
 def pack_vocabulary_files(packs: list[Path] | tuple[Path, ...]) -> list[Path]:
@@ -120,21 +125,13 @@ def _check_no_probe(extension: dict[str, Any], shown: str) -> None:
 @contextmanager
 def using(vocab: Vocabulary) -> Iterator[None]:
     """`vocab` is the vocabulary in use inside the block (a rule base's, with its packs'
-    platforms, stages and labels), whatever was activated before, which comes back after: a
-    pack's rule base and the bundled one diagnose side by side in one process."""
-    global _active
-    before = _active
-    activate(vocab)
+    platforms, stages and labels); what was in use before comes back after: a pack's rule
+    base and the bundled one diagnose side by side in one process."""
+    token = _in_use.set(None if vocab is bundled() else vocab)
     try:
         yield
     finally:
-        _active = before
-
-
-def activate(vocab: Vocabulary | None) -> None:
-    """Make `vocab` the vocabulary of this process (None: the bundled one)."""
-    global _active
-    _active = None if vocab is None or vocab is bundled() else vocab
+        _in_use.reset(token)
 
 
 T = TypeVar("T")

@@ -247,3 +247,36 @@ def test_a_pack_and_the_bundled_rules_diagnose_side_by_side_in_one_process(pack)
     assert "unknown platform 'RDK Z1'" in str(info.value)
     assert "平台：J7X (nova-x, RDK Z1)（用户写作 RDK Z1）" in render_markdown(d)  # rendered after the bundled load
     assert diagnose_file(pack / "case.yaml", with_pack).verdict_json["stage"] == "calibration_data"
+
+
+def test_loading_a_packs_rule_base_changes_no_vocabulary_outside_its_runs(pack):
+    """No process-wide vocabulary: a pack's words are in use inside its diagnosis and its
+    renderings only, and in the thread that runs them (issue 33)."""
+    import threading
+
+    from j6doctor.diagnosis import load_rulebase
+    from j6doctor.facts import bundled, using, vocabulary
+
+    with_pack = load_rulebase([pack / "pack"])
+    assert vocabulary() is bundled()  # loading it set nothing
+    seen = []
+    with using(with_pack.vocab):
+        assert "J7X" in vocabulary().enums["platform"].values
+        thread = threading.Thread(target=lambda: seen.append(vocabulary()))
+        thread.start()
+        thread.join()
+    assert seen == [bundled()]  # another thread never saw the pack's words
+    assert vocabulary() is bundled()
+
+
+def test_the_schemas_hold_the_packs_values_with_rules_only(pack, cli):
+    with_pack = cli("schema", "rule", "--rules", "pack")
+    assert with_pack.returncode == 0, with_pack.stderr
+    assert "J7X" in with_pack.stdout and "calibration_data" in with_pack.stdout
+    assert "J7X" not in cli("schema", "rule").stdout
+
+
+def test_triage_counts_the_packs_stage_under_its_label(pack, cli):
+    done = cli("triage", "case.yaml", "--rules", "pack", "--no-progress", "-j", "1")
+    assert done.returncode == 0, done.stderr
+    assert "按阶段：校准数据 1" in done.stdout

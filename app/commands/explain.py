@@ -24,15 +24,17 @@ def register(commands) -> None:
 
 def run(args, console: Console) -> int:
     from j6doctor.explain_report import explain_data, render_explain_json, render_explain_markdown, stage_choices
+    from j6doctor.facts import using
 
     why_not = args.why_not_stage
     if why_not is not None and why_not not in stage_choices():
         raise Refusal(f"--why-not: {options.unknown_stage(why_not, stage_choices())}")
     diagnosed = diagnose_inputs(Inputs.from_args(args), console)
-    data = explain_data(diagnosed.diagnosis, why_not)
-    if report_format(args.fmt, diagnosed.config) == "json":
-        text = render_explain_json(data)
-    else:
-        text = render_explain_markdown(diagnosed.diagnosis, data)
+    with using(diagnosed.diagnosis.rulebase.vocab):  # explained in the rule base's words (a pack's)
+        data = explain_data(diagnosed.diagnosis, why_not)
+        if report_format(args.fmt, diagnosed.config) == "json":
+            text = render_explain_json(data)
+        else:
+            text = render_explain_markdown(diagnosed.diagnosis, data)
     console.write(text, args.output, diagnosed.protected)
     return EXIT_OK

@@ -41,7 +41,10 @@ def run(args, console: Console) -> int:
     vocabulary where it matters: their enum values and fact types)."""
     import json
 
-    if args.rule_packs:
-        load_rules(tuple(args.rule_packs))  # loads and activates the packs' vocabulary (or refuses with why)
-    console.echo(json.dumps(_document(args.what), ensure_ascii=False, indent=2))
+    from j6doctor.facts import bundled, using
+
+    # the packs' vocabulary (or a refusal that says why a pack cannot be loaded)
+    vocab = load_rules(tuple(args.rule_packs)).vocab if args.rule_packs else bundled()
+    with using(vocab):
+        console.echo(json.dumps(_document(args.what), ensure_ascii=False, indent=2))
     return EXIT_OK

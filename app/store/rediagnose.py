@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from j6doctor.engine import EngineRunError, Fact, Source, VocabularyError
+from j6doctor.facts import using
 from j6doctor.process_pool import ProcessPool
 from j6doctor.store.library import StoreError, open_library
 from j6doctor.verdict import build_verdict
@@ -86,7 +87,8 @@ def rediagnose_one(case: dict[str, Any], rulebase) -> dict[str, Any] | None:
 
 
 def _changes(library, ids: list[int], rulebase) -> list[dict[str, Any]]:
-    return [change for case in library.stored(ids) if (change := rediagnose_one(case, rulebase)) is not None]
+    with using(rulebase.vocab):  # the stored facts are judged in the rule base's words (a pack's values)
+        return [change for case in library.stored(ids) if (change := rediagnose_one(case, rulebase)) is not None]
 
 
 def _chunk(ids: list[int]) -> list[dict[str, Any]]:
