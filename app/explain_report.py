@@ -8,6 +8,7 @@ from typing import Any
 from j6doctor import __version__
 from j6doctor.diagnosis import Diagnosis
 from j6doctor.case_words import annotate
+from j6doctor.describe import has_words, words
 from j6doctor.engine.explain import Explainer, derivation_tree, inputs_needed
 from j6doctor.facts import enum_values, label
 
@@ -50,10 +51,22 @@ def render_explain_json(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
 
 
-def tree_lines(node: dict[str, Any], depth: int, out: list[str]) -> None:
+def is_ptq(diagnosis: Diagnosis) -> bool:
+    """Whether the case's flow is PTQ (its artifacts are then named as PTQ users name them)."""
+    flow = diagnosis.verdict.flow
+    return flow is not None and flow.flow == "ptq"
+
+
+def tree_lines(node: dict[str, Any], depth: int, out: list[str], ptq: bool = False) -> None:
+    """The derivation tree of `node` as Markdown lines; an input fact in the vocabulary's
+    words for its type (`ptq`: the artifacts as a PTQ flow names them)."""
     pad = "  " * depth
-    fields = "，".join(f"{k}={v}" for k, v in node["fields"].items() if v not in ("", None))
-    head = f"{pad}- [{node['fact']}] {node['type']}（{fields}）"
+    if "rule" not in node and has_words(node["type"]):
+        local = node.get("source", {}).get("kind") == "environment"
+        head = f"{pad}- [{node['fact']}] {node['type']}：{words(node['type'], node['fields'], ptq, local)}"
+    else:
+        fields = "，".join(f"{k}={v}" for k, v in node["fields"].items() if v not in ("", None))
+        head = f"{pad}- [{node['fact']}] {node['type']}（{fields}）"
     if node.get("see_above"):
         out.append(head + "（见上）")
         return
@@ -64,7 +77,7 @@ def tree_lines(node: dict[str, Any], depth: int, out: list[str]) -> None:
         if node.get("absent"):
             out.append(f"{pad}  - 且不存在：{'；'.join(node['absent'])}")
         for premise in node["premises"]:
-            tree_lines(premise, depth + 1, out)
+            tree_lines(premise, depth + 1, out, ptq)
     else:
         src = node.get("source", {})
         where = src.get("file") or src.get("kind", "")
@@ -139,17 +152,18 @@ def render_explain_markdown(diagnosis: Diagnosis, data: dict[str, Any]) -> str:
             out += ["案例中挡住这个结论的内容在前，其余是能让某条规则成立的补充（不一定每条都需要）：", ""]
             out += would_change_lines(w["would_change"])
             out.append("")
+    ptq = is_ptq(diagnosis)
     out += ["## 结论的推导", ""]
     for tree in data["conclusions"]:
-        tree_lines(tree, 0, out)
+        tree_lines(tree, 0, out, ptq)
     if data["missing"]:
         out += ["", "## 缺失信息的推导", ""]
         for tree in data["missing"]:
-            tree_lines(tree, 0, out)
+            tree_lines(tree, 0, out, ptq)
     if data["mistakes"]:
         out += ["", "## 常见误区的推导", ""]
         for tree in data["mistakes"]:
-            tree_lines(tree, 0, out)
+            tree_lines(tree, 0, out, ptq)
     if "why_not" in data and data["why_not"]["rules"]:
         w = data["why_not"]
         out += ["", f"## 逐条规则：为什么没有得出 {w['stage_label']}", ""]

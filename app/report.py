@@ -7,6 +7,7 @@ import re
 from typing import Any, Callable
 
 from j6doctor.describe import describe as describe_fact
+from j6doctor.explain_report import is_ptq
 from j6doctor.diagnosis import Diagnosis, in_its_words
 from j6doctor.engine import Fact, describe_engine
 from j6doctor.facts import attr, enum_values, label
@@ -35,7 +36,7 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
     for fact in result.facts:
         if fact.derivation is None:  # what the case and the files gave
             by_type.setdefault(fact.type, []).append(fact)
-    ptq = verdict.flow is not None and verdict.flow.flow == "ptq"
+    ptq = is_ptq(diagnosis)
 
     def describe(fact: Fact) -> str:
         return describe_fact(fact, ptq)
@@ -119,12 +120,12 @@ def _key_findings(verdict: Verdict) -> list[dict[str, Any]]:
 
 def _appendix(diagnosis: Diagnosis) -> list[str]:
     """The derivation trees of the verdict and of each mistake, for the audit appendix."""
-    from j6doctor.explain_report import explain_data, tree_lines
+    from j6doctor.explain_report import explain_data, is_ptq, tree_lines
 
     data = explain_data(diagnosis)
     lines: list[str] = []
     for tree in data["conclusions"] + data["mistakes"]:
-        tree_lines(tree, 0, lines)
+        tree_lines(tree, 0, lines, is_ptq(diagnosis))
     return lines
 
 

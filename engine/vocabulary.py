@@ -119,6 +119,8 @@ class FactType:
     similar_by: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # an input type: the modules that write its facts (probes/<name>.py; `evidence`: app/evidence.py)
     probes: tuple[str, ...] = ()
+    # how a report words such a fact: a template over its fields (rendered by the application)
+    described_as: str = ""
 
     @property
     def written_fields(self) -> list[str]:
@@ -260,8 +262,12 @@ def _fact_type(tname: str, tspec: Any, enums: dict[str, EnumSpec], origin: str) 
     unknown_placeholders = [f for f in WRITTEN_PLACEHOLDER.findall(written) if f not in fields]
     if unknown_placeholders:
         raise VocabularyError(f"{where}: written_as names no field {unknown_placeholders[0]!r}")
+    described = tspec.get("described_as", "")
+    if not isinstance(described, str):
+        raise VocabularyError(f"{where}: described_as must be text (a template over the type's fields)")
     return FactType(tname, origin_kind, str(tspec.get("meaning", "")), fields, exclusive, written,
-                    _similar_by(tspec.get("similar_by"), fields, where), _probes(tspec.get("probes"), origin_kind, where))
+                    _similar_by(tspec.get("similar_by"), fields, where), _probes(tspec.get("probes"), origin_kind, where),
+                    described)
 
 
 def _probes(raw: Any, origin_kind: str, where: str) -> tuple[str, ...]:

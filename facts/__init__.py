@@ -101,6 +101,7 @@ def with_packs(packs: list[Path] | tuple[Path, ...], display: dict[Path, str] | 
                 raise VocabularyError(f"{shown}{f':{exc.line}' if exc.line else ''}: {exc.message}") from None
             data = extend_data(data, extension, shown)
             _check_no_probe(extension, shown)
+            _check_described_as(extension, shown)
             # checked after each pack, so that a problem names the pack file that made it
             vocab = Vocabulary.from_data(data, origin=shown)
         return vocab
@@ -120,6 +121,24 @@ def _check_no_probe(extension: dict[str, Any], shown: str) -> None:
             raise VocabularyError(f"{shown}: enums.file_kind.values.{kind}.{declared[0]}: a pack cannot declare a probe "
                                   "(the code that reads a file kind is j6doctor's); leave it out: the files of "
                                   "the kind are then found and recorded (path, size, sha256), not read")
+
+
+def _check_described_as(extension: dict[str, Any], shown: str) -> None:
+    """A pack's `described_as` templates parse (they are rendered in a sandbox: app/describe.py)."""
+    described = {name: spec["described_as"] for name, spec in (extension.get("types") or {}).items()
+                 if isinstance(spec, dict) and isinstance(spec.get("described_as"), str)}
+    if not described:
+        return
+    import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
+
+    env = SandboxedEnvironment()
+    for name, text in described.items():
+        try:
+            env.parse(text)
+        except jinja2.TemplateSyntaxError as exc:
+            raise VocabularyError(f"{shown}: types.{name}.described_as: not a valid template ({exc.message}); "
+                                  "write the fields as {{ field }}") from None
 
 
 @contextmanager
