@@ -190,3 +190,95 @@ def _check_constructed_keys(data: dict, node: yaml.MappingNode) -> None:
     if len(data) != len(node.value):
         raise YamlInputError("duplicate key (two keys with the same value); keep one of them",
                              node.start_mark.line + 1)
+
+
+# ---------------------------------------------------------------------------- JSON
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def load_json(text: str, holds: str = "a document") -> LocatedDocument:
+    """Parse one JSON document as strictly as load_yaml reads YAML, with the line of every
+    key path: a duplicate key, NaN / Infinity, more than MAX_NODES values or MAX_DEPTH levels
+    are refused with their line (`holds`: what the document is, for the messages). Raises
+    YamlInputError (message, line)."""
+    import json
+
+    _check_json_size(text, holds)
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates,
+                          parse_constant=lambda name: _reject_constant(name, text, holds))
+    except _DuplicateKey:  # the YAML reader knows the line of the second one
+        try:
+            load_yaml(text)
+        except YamlInputError as found:
+            if found.message.startswith("duplicate key"):
+                raise found from None
+        raise YamlInputError("duplicate key; keep one of them") from None
+    except YamlInputError:  # NaN / Infinity, said by the hook with its line
+        raise
+    except json.JSONDecodeError as exc:
+        raise YamlInputError(f"not valid JSON: {exc.msg}", exc.lineno) from None
+    except RecursionError:
+        raise YamlInputError("JSON nesting is too deep") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise YamlInputError(f"not valid JSON: {exc}") from None
+    # Python 3.13's decoder reads far deeper nesting than the recursion limit lets a reader
+    # walk: the depth is bounded here, on every Python the same.
+    if _depth(data) > MAX_DEPTH:
+        raise YamlInputError(f"JSON nesting is too deep (more than {MAX_DEPTH} levels)")
+    try:  # the lines: JSON is (almost always) valid YAML
+        lines = load_yaml(text).lines
+    except YamlInputError:
+        lines = {}
+    return LocatedDocument(data, lines)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _depth(value: Any) -> int:
+    """Levels of nesting of a parsed JSON value, walked without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                stack.extend((child, level + 1) for child in item)
+    return deepest
+
+
+def _check_json_size(text: str, holds: str) -> None:
+    """MAX_NODES for JSON: a value needs a comma after it (outside strings), counted before the
+    decoder builds any of them."""
+    if len(text) <= MAX_NODES:
+        return
+    blanked = _JSON_STRING.sub('""', text)
+    if blanked.count(",") > MAX_NODES:
+        cut = 0
+        for _ in range(MAX_NODES + 1):
+            cut = blanked.index(",", cut) + 1
+        raise YamlTooLargeError(f"more than {MAX_NODES} values; {holds} holds a few thousand (split it, or keep "
+                                "what matters)", blanked.count("\n", 0, cut) + 1)
+
+
+def _reject_constant(name: str, text: str, holds: str):
+    """NaN / Infinity: refused, on the line of its first use outside a string (the decoder's
+    hook is not told where it is)."""
+    blanked = _JSON_STRING.sub(lambda m: " " * len(m.group()), text)
+    found = re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", blanked)
+    line = blanked.count("\n", 0, found.start()) + 1 if found else None
+    raise YamlInputError(f"{name} is not a valid number in {holds}; write a finite number or leave the key out", line)

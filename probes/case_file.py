@@ -12,7 +12,6 @@ the line and the allowed values, all of them in one run; what is accepted but wo
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -24,7 +23,7 @@ from j6doctor.engine import Fact, Source
 from j6doctor.engine.schema_errors import describe_type as _describe_type
 from j6doctor.engine.schema_certain import certainly_valid
 from j6doctor.engine.schema_errors import key_of, messages
-from j6doctor.engine.strict_yaml import MAX_NODES, LocatedDocument, YamlInputError, exponent_number, load_yaml
+from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_json, load_yaml
 from j6doctor.engine.text_rules import MAX_TEXT_READ
 from j6doctor.engine.vocabulary import alias_key
 from j6doctor.facts import attr, enum_values, gate_answer_key, per_vocabulary, vocabulary
@@ -341,71 +340,10 @@ def _format_errors(err: "jsonschema.ValidationError") -> Iterator[tuple[tuple, s
 
 
 def _parse(text: str, suffix: str, display: str) -> LocatedDocument:
-    if suffix == ".json":
-        def no_duplicates(pairs):
-            out = {}
-            for k, v in pairs:
-                if k in out:
-                    raise InputError(display, f"duplicate key {k!r}; keep one of them")
-                out[k] = v
-            return out
-        _check_json_size(text, display)
-        try:
-            data = json.loads(text, object_pairs_hook=no_duplicates,
-                              parse_constant=lambda c: _reject_constant(display, c, text))
-        except InputError as exc:  # a duplicate key: the YAML reader knows its line
-            try:
-                load_yaml(text)
-            except YamlInputError as found:
-                if found.message.startswith("duplicate key"):
-                    raise InputError(display, found.message, found.line) from None
-            raise exc from None
-        except json.JSONDecodeError as exc:
-            raise InputError(display, f"not valid JSON: {exc.msg}", exc.lineno) from None
-        except RecursionError:
-            raise InputError(display, "JSON nesting is too deep") from None
-        except ValueError as exc:  # e.g. an integer of more than 4300 digits
-            raise InputError(display, f"not valid JSON: {exc}") from None
-        # Python 3.13's JSON decoder reads far deeper nesting than the recursion limit lets
-        # the checks below walk: the depth is bounded here, on every Python the same.
-        if _nesting(data) > MAX_NESTING:
-            raise InputError(display, f"JSON nesting is too deep (more than {MAX_NESTING} levels)")
-        try:  # line numbers only; JSON is (almost always) valid YAML
-            lines = load_yaml(text).lines
-        except YamlInputError:
-            lines = {}
-        return LocatedDocument(data, lines)
     try:
-        return load_yaml(text)
+        return load_json(text, "a case file") if suffix == ".json" else load_yaml(text)
     except YamlInputError as exc:
         raise InputError(display, exc.message, exc.line) from None
-
-
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-
-
-def _check_json_size(text: str, display: str) -> None:
-    """The YAML reader's bound on values (MAX_NODES), for JSON: a value needs a comma after it
-    (outside strings), counted before the decoder builds any of them."""
-    if len(text) <= MAX_NODES:
-        return
-    blanked = _JSON_STRING.sub('""', text)
-    if blanked.count(",") > MAX_NODES:
-        cut = 0
-        for _ in range(MAX_NODES + 1):
-            cut = blanked.index(",", cut) + 1
-        raise InputError(display, f"more than {MAX_NODES} values; a case file holds a few thousand (split it, or "
-                                  "keep what matters)", blanked.count("\n", 0, cut) + 1)
-
-
-def _reject_constant(display: str, name: str, text: str):
-    """NaN / Infinity in JSON: refused, on the line of its first use outside a string (the
-    decoder's hook is not told where it is)."""
-    blanked = _JSON_STRING.sub(lambda m: " " * len(m.group()), text)
-    found = re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", blanked)
-    line = blanked.count("\n", 0, found.start()) + 1 if found else None
-    raise InputError(display, f"{name} is not a valid number in a case file; write a finite number or leave "
-                              "the key out", line)
 
 
 # ---------------------------------------------------------------------------- normalisation
@@ -473,20 +411,6 @@ class _Normalizer:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-MAX_NESTING = 100  # a case is a few levels deep; the walks below recurse once per level
-
-
-def _nesting(value: Any) -> int:
-    """How deeply lists and mappings nest in `value` (iterative)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, depth)
-            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return deepest
-
-
 def _valid_text(value: Any, where: tuple, notes: list[tuple[tuple, str]]) -> Any:
     """A copy with lone surrogates (JSON "\\ud800" escapes: not Unicode text, cannot be
     printed or written) replaced by U+FFFD, each replacement noted."""

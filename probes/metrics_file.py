@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j6doctor.engine.strict_yaml import YamlInputError, load_yaml
+from j6doctor.engine.strict_yaml import YamlInputError, load_json, load_yaml
 from j6doctor.facts import enum_values, resolve
 from j6doctor.probes.input_error import InputError, Skips
 from j6doctor.probes.tolerance import Tolerance
@@ -174,22 +173,15 @@ def _csv_rows(text: str, display: str) -> MetricRows:
 def _document_rows(text: str, suffix: str, display: str) -> MetricRows:
     """The rows of a YAML / JSON metrics file: a list of rows, or a mapping with `results`."""
     try:
-        doc = json.loads(text) if suffix == ".json" else load_yaml(text).data
-        located = load_yaml(text) if suffix != ".json" else None
-    except (json.JSONDecodeError, YamlInputError) as exc:
-        line = getattr(exc, "lineno", None) or getattr(exc, "line", None)
-        problem = str(getattr(exc, "msg", None) or getattr(exc, "message", exc))
-        kind = f"not valid {'JSON' if suffix == '.json' else 'YAML'}"
-        _fail(display, problem if problem.startswith(kind) else f"{kind}: {problem}", line)
-    except RecursionError:  # json.loads of very deeply nested arrays
-        _fail(display, "not valid JSON: nested too deeply")
-    except ValueError as exc:  # e.g. an integer of more than 4300 digits
-        _fail(display, f"not valid JSON: {exc}")
+        located = load_json(text, "a metrics file") if suffix == ".json" else load_yaml(text)
+    except YamlInputError as exc:
+        _fail(display, exc.message, exc.line)
+    doc = located.data
     records = doc.get("results") if isinstance(doc, dict) else doc
     if not isinstance(records, list):
         _fail(display, "expected a list of rows (or a mapping with a 'results' list)")
     prefix = ("results",) if isinstance(doc, dict) else ()
-    lines = [located.line_of(prefix + (i,)) if located else None for i in range(len(records))]
+    lines = [located.line_of(prefix + (i,)) for i in range(len(records))]
     return _rows_from_records(records, lines, display)
 
 
