@@ -6,7 +6,7 @@ import gc
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache, wraps
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from j6doctor.engine import Fact, RuleBase, RuleBaseError, RuleBaseErrors, RunResult
 from j6doctor.engine.errors import VocabularyError
@@ -60,11 +60,14 @@ def _rulebase(extra: tuple[tuple[Path, str], ...], engine: str) -> RuleBase:
     return rulebase
 
 
-def in_its_words(render: Callable[..., str]) -> Callable[..., str]:
-    """A renderer of a Diagnosis, run in the vocabulary of the rule base that made it (a
-    pack's stages and labels too), whichever rule base was loaded last."""
+T = TypeVar("T")
+
+
+def in_its_words(render: Callable[..., T]) -> Callable[..., T]:
+    """A renderer (or reader) of a Diagnosis, run in the vocabulary of the rule base that made
+    it (a pack's stages and labels too), whichever rule base was loaded last."""
     @wraps(render)
-    def rendered(diagnosis: Diagnosis, *args: Any, **kwargs: Any) -> str:
+    def rendered(diagnosis: Diagnosis, *args: Any, **kwargs: Any) -> T:
         with using(diagnosis.rulebase.vocab):
             return render(diagnosis, *args, **kwargs)
     return rendered

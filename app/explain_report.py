@@ -11,6 +11,7 @@ from j6doctor.case_words import annotate
 from j6doctor.describe import has_words, words
 from j6doctor.engine.explain import Explainer, derivation_tree, inputs_needed
 from j6doctor.facts import enum_values, label
+from j6doctor.templates import inert_markdown
 
 
 def _rules(diagnosis: Diagnosis) -> dict:
@@ -170,7 +171,7 @@ def render_explain_markdown(diagnosis: Diagnosis, data: dict[str, Any]) -> str:
         for check in w["rules"]:
             _check_lines(check, 0, out)
     out.append("")
-    return "\n".join(out)
+    return inert_markdown("\n".join(out))  # the user's words hold no raw HTML for a Markdown viewer
 
 
 def stage_choices() -> list[str]:

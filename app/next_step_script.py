@@ -120,6 +120,7 @@ def _metric(diagnosis: Diagnosis) -> str | None:
     return max(sorted(set(metrics)), key=metrics.count) if metrics else None
 
 
+@in_its_words
 def script_stage(diagnosis: Diagnosis) -> str | None:
     """The chain stage whose procedure the script runs (a user-side verdict keeps the chain's).
     The scripts write the J6 QAT (horizon_plugin_pytorch + hbdk4) procedure; a PTQ case gets

@@ -197,24 +197,25 @@ def _check_constructed_keys(data: dict, node: yaml.MappingNode) -> None:
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
-def load_json(text: str, holds: str = "a document") -> LocatedDocument:
+def load_json(text: str, holds: str = "a document", non_finite: bool = False) -> LocatedDocument:
     """Parse one JSON document as strictly as load_yaml reads YAML, with the line of every
-    key path: a duplicate key, NaN / Infinity, more than MAX_NODES values or MAX_DEPTH levels
-    are refused with their line (`holds`: what the document is, for the messages). Raises
-    YamlInputError (message, line)."""
+    key path: a duplicate key, more than MAX_NODES values or MAX_DEPTH levels are refused with
+    their line, and so are NaN / Infinity unless `non_finite` (they are then floats, as
+    json.dump writes them, for the reader to judge value by value). `holds`: what the
+    document is, for the messages. Raises YamlInputError (message, line)."""
     import json
 
     _check_json_size(text, holds)
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicates,
-                          parse_constant=lambda name: _reject_constant(name, text, holds))
-    except _DuplicateKey:  # the YAML reader knows the line of the second one
+                          parse_constant=float if non_finite else lambda name: _reject_constant(name, text, holds))
+    except _DuplicateKey as exc:  # the YAML reader knows the line of the second one
         try:
             load_yaml(text)
         except YamlInputError as found:
             if found.message.startswith("duplicate key"):
                 raise found from None
-        raise YamlInputError("duplicate key; keep one of them") from None
+        raise YamlInputError(f"duplicate key {exc.args[0]!r}; keep one of them") from None
     except YamlInputError:  # NaN / Infinity, said by the hook with its line
         raise
     except json.JSONDecodeError as exc:

@@ -101,9 +101,9 @@ def with_packs(packs: list[Path] | tuple[Path, ...], display: dict[Path, str] | 
                 raise VocabularyError(f"{shown}{f':{exc.line}' if exc.line else ''}: {exc.message}") from None
             data = extend_data(data, extension, shown)
             _check_no_probe(extension, shown)
-            _check_described_as(extension, shown)
             # checked after each pack, so that a problem names the pack file that made it
             vocab = Vocabulary.from_data(data, origin=shown)
+            _check_described_as(extension, vocab, shown)
         return vocab
 
     return load_or_build(key_of("vocabulary", *(raw for _, raw in bundled_files), *(raw for _, raw in parts)), build,
@@ -123,22 +123,17 @@ def _check_no_probe(extension: dict[str, Any], shown: str) -> None:
                                   "the kind are then found and recorded (path, size, sha256), not read")
 
 
-def _check_described_as(extension: dict[str, Any], shown: str) -> None:
-    """A pack's `described_as` templates parse (they are rendered in a sandbox: app/describe.py)."""
-    described = {name: spec["described_as"] for name, spec in (extension.get("types") or {}).items()
-                 if isinstance(spec, dict) and isinstance(spec.get("described_as"), str)}
-    if not described:
-        return
-    import jinja2
-    from jinja2.sandbox import SandboxedEnvironment
+def _check_described_as(extension: dict[str, Any], vocab: Vocabulary, shown: str) -> None:
+    """A pack's `described_as` templates compile, name only their type's fields and do only
+    what wording needs (facts/described.py)."""
+    from j6doctor.facts.described import compile_described
 
-    env = SandboxedEnvironment()
-    for name, text in described.items():
-        try:
-            env.parse(text)
-        except jinja2.TemplateSyntaxError as exc:
-            raise VocabularyError(f"{shown}: types.{name}.described_as: not a valid template ({exc.message}); "
-                                  "write the fields as {{ field }}") from None
+    for name, spec in (extension.get("types") or {}).items():
+        if isinstance(spec, dict) and spec.get("described_as"):
+            try:
+                compile_described(vocab, vocab.types[name])
+            except VocabularyError as exc:
+                raise VocabularyError(f"{shown}: {exc}") from None
 
 
 @contextmanager

@@ -173,7 +173,7 @@ def _csv_rows(text: str, display: str) -> MetricRows:
 def _document_rows(text: str, suffix: str, display: str) -> MetricRows:
     """The rows of a YAML / JSON metrics file: a list of rows, or a mapping with `results`."""
     try:
-        located = load_json(text, "a metrics file") if suffix == ".json" else load_yaml(text)
+        located = load_json(text, "a metrics file", non_finite=True) if suffix == ".json" else load_yaml(text)
     except YamlInputError as exc:
         _fail(display, exc.message, exc.line)
     doc = located.data

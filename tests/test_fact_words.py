@@ -53,20 +53,40 @@ def test_a_type_without_words_is_shown_by_its_fields():
     assert words("chain_stage", {"stage": "convert", "next_step": ""}) == "chain_stage（stage=convert）"
 
 
-def test_a_template_reaches_nothing_but_the_fields():
-    from jinja2.exceptions import SecurityError
-
-    from j6doctor.describe import _environment
-
-    template = _environment().from_string("{{ text.__class__.__mro__ }}")
-    with pytest.raises(SecurityError):
-        template.render(text="x")
-
-
-def test_a_packs_template_that_does_not_parse_is_refused_with_its_place(tmp_path):
+@pytest.mark.parametrize("template,message", [
+    ("{{ text.__class__ }}", "Getattr is not allowed"),
+    ("{{ text[0] }}", "Getitem is not allowed"),
+    ("{{ text * 300000000 }}", "Mul is not allowed"),
+    ("{{ text ~ text }}", "Concat is not allowed"),
+    ("{{ range(10) }}", "Call is not allowed"),
+    ("{% for c in text %}{{ c }}{% endfor %}", "For is not allowed"),
+    ("{{ txt }}", "'txt' is no field of calib_note (fields: text; also ptq, local)"),
+    ("{{ text|upper }}", "no filter 'upper' (filters: label, artifact)"),
+    ("{{ text|label('nosuch') }}", "label takes the name of an enum of the vocabulary"),
+    ("校准：{{ text", "not a valid template"),
+])
+def test_a_packs_template_may_only_word_its_fields(tmp_path, template, message):
     write_file(tmp_path / "pack", "vocabulary.yaml",
-               "types:\n  calib_note:\n    origin: derived\n    described_as: '校准：{{ text'\n"
+               "types:\n  calib_note:\n    origin: derived\n    described_as: " + _quoted(template) + "\n"
                "    fields:\n      text: {type: str, required: true}\n")
     with pytest.raises(VocabularyError) as refused:
         with_packs([tmp_path / "pack"], {tmp_path / "pack": "pack"})
-    assert str(refused.value).startswith("pack/vocabulary.yaml: types.calib_note.described_as: not a valid template")
+    assert str(refused.value).startswith("pack/vocabulary.yaml: types.calib_note.described_as: ")
+    assert message in str(refused.value)
+
+
+def test_a_packs_good_template_words_its_facts(tmp_path):
+    from j6doctor.facts import using
+
+    write_file(tmp_path / "pack", "vocabulary.yaml",
+               "types:\n  calib_note:\n    origin: derived\n"
+               "    described_as: '校准：{{ text }}{% if status %}（{{ status|label(\"status\") }}）{% endif %}'\n"
+               "    fields:\n      text: {type: str, required: true}\n      status: {type: str, default: ''}\n")
+    vocab = with_packs([tmp_path / "pack"], {tmp_path / "pack": "pack"})
+    with using(vocab):
+        assert words("calib_note", {"text": "用了 200 张", "status": "abnormal"}) == "校准：用了 200 张（异常）"
+        assert words("calib_note", {"text": "用了 200 张", "status": ""}) == "校准：用了 200 张"
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -202,3 +202,29 @@ def test_a_stored_report_with_raw_html_shows_none(library, tmp_path):
     shown = _j6doctor(["cases", "show", "1", "--store", "new.db"], folder, library[1])
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == "# 报告\n\n\\<script>alert(1)\\</script>\n\\<img src=x onerror=alert(2)>\n\\\\\\<b>x\n"
+
+
+@pytest.mark.parametrize("name", ["lib?mode=memory.db", "lib#1.db", "lib%41.db"])
+def test_a_library_is_the_file_named_even_with_url_characters(tmp_path, library, name):
+    other = tmp_path / "lib"
+    other.write_bytes(b"not mine to touch")
+    proc = _j6doctor(["diagnose", CASE, "--store", name, "--no-env", "-o", "report.md"], tmp_path, library[1])
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / name).read_bytes().startswith(b"SQLite format 3\x00")
+    assert other.read_bytes() == b"not mine to touch" and not (tmp_path / "libA.db").exists()
+    listed = _j6doctor(["cases", "list", "--store", name], tmp_path, library[1])
+    assert listed.returncode == 0 and "convert_j6m.yaml" in listed.stdout
+
+
+def test_another_programs_alembic_database_is_not_taken_for_a_library(tmp_path, library):
+    other = tmp_path / "app.sqlite"
+    with sqlite3.connect(other) as connection:
+        connection.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+        connection.execute("INSERT INTO alembic_version VALUES ('3f2a')")
+        connection.execute("CREATE TABLE users (name TEXT)")
+    connection.close()
+    before = other.read_bytes()
+    proc = _j6doctor(["diagnose", CASE, "--store", other.name, "--no-env", "-o", "-"], tmp_path, library[1])
+    assert proc.returncode == 2
+    assert "app.sqlite: is a SQLite database of something else (tables: alembic_version, users)" in proc.stderr
+    assert other.read_bytes() == before

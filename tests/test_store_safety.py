@@ -62,6 +62,7 @@ def test_a_library_of_a_newer_schema_is_named_not_an_internal_error(tmp_path, mo
     connection = sqlite3.connect(tmp_path / "newer.db")
     connection.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
     connection.execute("INSERT INTO alembic_version VALUES ('f00dfacecafe')")
+    connection.execute("CREATE TABLE cases (id INTEGER PRIMARY KEY)")  # a library, of a later layout
     connection.commit()
     connection.close()
     code, err = _run(tmp_path, monkeypatch, capsys, "cases", "stats", "--store", "newer.db")
@@ -69,7 +70,8 @@ def test_a_library_of_a_newer_schema_is_named_not_an_internal_error(tmp_path, mo
     connection = sqlite3.connect(tmp_path / "newer.db")
     assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [("f00dfacecafe",)]
     assert [t for (t,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == \
-        ["alembic_version"]  # nothing migrated into it
+        ["alembic_version", "cases"]  # nothing migrated into it
+    assert connection.execute("PRAGMA journal_mode").fetchone() == ("delete",)  # not even its journal changed
     connection.close()
 
 

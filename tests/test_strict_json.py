@@ -50,9 +50,12 @@ def test_a_json_metrics_row_is_named_by_its_line(tmp_path):
     assert [item.line for item in rows.skipped.kept] == [4]
 
 
-def test_a_json_metrics_file_with_nan_is_refused_with_its_line(tmp_path):
+def test_a_json_metrics_row_with_nan_is_skipped_with_its_line_and_the_others_are_read(tmp_path):
+    """json.dump writes NaN: the row is skipped, as a YAML .nan is, and the others judged."""
     path = tmp_path / "metrics.json"
-    path.write_text('[\n  {"artifact": "qat_pt", "metric": "mAP", "value": NaN}\n]\n', encoding="utf-8")
-    with pytest.raises(InputError) as refused:
-        read_metrics(path, "metrics.json")
-    assert refused.value.line == 2 and "NaN is not a valid number in a metrics file" in str(refused.value)
+    path.write_text('[\n  {"artifact": "qat_pt", "metric": "mAP", "value": 41.2},\n'
+                    '  {"artifact": "quantized_bc", "metric": "mAP", "value": NaN},\n'
+                    '  {"artifact": "qat_bc", "metric": "mAP", "value": 41.0}\n]\n', encoding="utf-8")
+    rows = read_metrics(path, "metrics.json")
+    assert [(r.artifact, r.line) for r in rows] == [("qat_pt", 2), ("qat_bc", 4)]
+    assert [item.line for item in rows.skipped.kept] == [3]

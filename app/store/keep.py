@@ -46,7 +46,9 @@ def attach_similar(diagnosis, store: CaseLibrary, inputs: RunInputs | None = Non
 
 def keep(diagnosis, store: CaseLibrary) -> Recorded:
     """Attach the similar past cases, then record the diagnosis with its Markdown report."""
+    from j6doctor.facts import using
     from j6doctor.report import render_markdown
 
-    inputs = attach_similar(diagnosis, store)
-    return store.record(diagnosis, render_markdown(diagnosis), inputs)
+    with using(diagnosis.rulebase.vocab):  # its features in the rule base's words (a pack's similar_by)
+        inputs = attach_similar(diagnosis, store)
+        return store.record(diagnosis, render_markdown(diagnosis), inputs)

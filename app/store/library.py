@@ -22,6 +22,7 @@ from j6doctor.store import similar
 from j6doctor.store.schema import cases, diagnoses, metadata, resolutions
 
 HEAD = "v2"  # the newest schema version (migrations/versions)
+OLDER = ("v1",)  # the versions a migration brings to HEAD
 EXPORT_FORMAT = "j6doctor-case-library/1"
 
 
@@ -71,7 +72,7 @@ def _check_not_another_database(given: str, file: Path) -> None:
             connection.close()
     except sqlite3.DatabaseError:
         return  # a damaged file: opening it says why (never written over)
-    if tables and "alembic_version" not in tables:
+    if tables and not {"alembic_version", "cases"} <= set(tables):
         shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
         raise StoreError(f"{given}: is a SQLite database of something else (tables: {shown}), not a case library; "
                          "j6doctor never writes into another database: give a new path or a library j6doctor made")
@@ -84,7 +85,11 @@ def store_url(given: str) -> str:
         if given.startswith("postgresql://") or given.startswith("postgres://"):
             return "postgresql+psycopg://" + given.split("://", 1)[1]
         return given
-    return "sqlite:///" + os.path.realpath(Path(given).expanduser())  # a link loop: kept as given
+    from sqlalchemy.engine import URL
+
+    # quoted: a `?`, `#` or `%` in a file name is part of the name, never a query or an escape
+    path = os.path.realpath(Path(given).expanduser())  # a link loop: kept as given
+    return URL.create("sqlite", database=path).render_as_string(hide_password=False)
 
 
 def _now() -> str:
@@ -151,7 +156,7 @@ class CaseLibrary:
             raise StoreError(f"{given}: an in-memory database keeps nothing; give a file path (SQLite) or a "
                              "postgresql:// URL")
         # the SQLite file (never an output of the run), None for a database server
-        self.file = Path(self.url[len("sqlite:///"):]) if self.sqlite else None
+        self.file = Path(sqlalchemy.engine.make_url(self.url).database or "") if self.sqlite else None
         if self.file is not None:
             from j6doctor.probes.artifacts import not_found
 
@@ -191,33 +196,54 @@ class CaseLibrary:
         return sqlalchemy.create_engine("sqlite://", creator=_read_only_connection(self.file))
 
     def _open(self, schema: str, write: bool) -> None:
-        """Bring the store to `schema` (the newest unless a test asks): a writer always (under
-        the migration lock), a reader only when its schema is another and it may write it."""
-        if not write:
-            version = self._version_for_reading()
-            if version == schema:
-                return
-            if version is None and self.sqlite:
-                raise StoreError(f"{self.given}: holds no case library yet (an empty database); "
-                                 "`j6doctor diagnose --store` or `triage --store` fills it")
-            if self.read_only:
-                raise StoreError(f"{self.given}: the case library has the schema {version} and this j6doctor "
-                                 f"reads {schema}; it cannot be upgraded here (no write access to it or its "
-                                 "folder): upgrade it where it can be written, or use the j6doctor that made it")
+        """Bring the store to `schema` (the newest unless a test asks), under the migration
+        lock, when it is empty (a writer) or older. Its version is read first without writing
+        anything: a library of a newer j6doctor is never touched, and one at `schema` needs
+        neither the lock nor a migration."""
+        version = self._version_for_reading()
+        if version == schema:
+            return
+        if version not in (None, *OLDER):
+            raise StoreError(f"{self.given}: the case library has a schema this j6doctor does not know "
+                             f"({version}); it was made by a newer j6doctor: upgrade j6doctor, or give "
+                             "another --store")
+        if not write and version is None:
+            raise StoreError(f"{self.given}: holds no case library yet (an empty database); "
+                             "`j6doctor diagnose --store` or `triage --store` fills it")
+        if self.read_only:
+            raise StoreError(f"{self.given}: the case library has the schema {version} and this j6doctor "
+                             f"reads {schema}; it cannot be upgraded here (no write access to it or its "
+                             "folder): upgrade it where it can be written, or use the j6doctor that made it")
         self._migrate(schema)
 
     def _version_for_reading(self) -> str | None:
-        """The schema version, read without writing; None for a database without one."""
+        """The schema version, read without writing (a SQLite file read-only); None for a
+        database without one."""
+        import sqlite3
+
         import sqlalchemy
 
+        query = "SELECT version_num FROM alembic_version"
         try:
+            if self.file is not None:
+                if not self.file.exists() or self.file.stat().st_size == 0:
+                    return None
+                connection = _read_only_connection(self.file)()
+                try:
+                    known = connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                                               "name = 'alembic_version'").fetchone()
+                    row = connection.execute(query).fetchone() if known else None
+                    return row[0] if row else None
+                finally:
+                    connection.close()
             with self.engine.connect() as connection:
                 if not sqlalchemy.inspect(connection).has_table("alembic_version"):
                     return None
-                return connection.execute(sqlalchemy.text("SELECT version_num FROM alembic_version")).scalar()
+                return connection.execute(sqlalchemy.text(query)).scalar()
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.given}: cannot open the case library: {exc}; {_what_to_do(exc)}") from None
         except sqlalchemy.exc.DBAPIError as exc:
-            raise StoreError(f"{self.given}: cannot open the case library: {exc.orig}; give a SQLite file made "
-                             "by j6doctor or a reachable postgresql:// URL") from None
+            raise StoreError(f"{self.given}: cannot open the case library: {exc.orig}; {_what_to_do(exc)}") from None
 
     # ------------------------------------------------------------------ schema
     @contextmanager
@@ -633,8 +659,10 @@ def _read_only_connection(file: Path):
         try:
             connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return connection
-        except sqlite3.OperationalError:
+        except sqlite3.OperationalError as exc:
             connection.close()
+            if "readonly" not in str(exc) and "unable to open" not in str(exc):
+                raise  # (a lock held past the timeout, a damaged file: said as it is)
             return sqlite3.connect(f"{uri}?immutable=1", uri=True)
 
     return connect
