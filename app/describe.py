@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from j6doctor.engine import Fact
 from j6doctor.facts import per_vocabulary, vocabulary
-from j6doctor.facts.described import compile_described
 
 if TYPE_CHECKING:
     import jinja2
@@ -38,5 +37,7 @@ def has_words(type_name: str) -> bool:
 def _templates() -> dict[str, "jinja2.Template"]:
     """type → its compiled `described_as`, for the vocabulary in use (a pack's are checked
     when it loads; the bundled ones by the tests)."""
+    from j6doctor.facts.described import compile_described  # (Jinja: only for a run that words facts)
+
     vocab = vocabulary()
     return {name: compile_described(vocab, ftype) for name, ftype in vocab.types.items() if ftype.described_as}

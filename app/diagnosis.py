@@ -63,6 +63,13 @@ def _rulebase(extra: tuple[tuple[Path, str], ...], engine: str) -> RuleBase:
 T = TypeVar("T")
 
 
+def is_ptq(diagnosis: Diagnosis) -> bool:
+    """Whether the case's flow is PTQ (its artifacts are then named as PTQ users name them)."""
+    flow = diagnosis.verdict.flow
+    return flow is not None and flow.flow == "ptq"
+
+
+
 def in_its_words(render: Callable[..., T]) -> Callable[..., T]:
     """A renderer (or reader) of a Diagnosis, run in the vocabulary of the rule base that made
     it (a pack's stages and labels too), whichever rule base was loaded last."""

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from j6doctor import __version__
-from j6doctor.diagnosis import Diagnosis
+from j6doctor.diagnosis import Diagnosis, is_ptq
 from j6doctor.case_words import annotate
 from j6doctor.describe import has_words, words
 from j6doctor.engine.explain import Explainer, derivation_tree, inputs_needed
@@ -50,12 +50,6 @@ def explain_data(diagnosis: Diagnosis, why_not_stage: str | None = None) -> dict
 
 def render_explain_json(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-
-
-def is_ptq(diagnosis: Diagnosis) -> bool:
-    """Whether the case's flow is PTQ (its artifacts are then named as PTQ users name them)."""
-    flow = diagnosis.verdict.flow
-    return flow is not None and flow.flow == "ptq"
 
 
 def tree_lines(node: dict[str, Any], depth: int, out: list[str], ptq: bool = False) -> None:

@@ -7,8 +7,7 @@ import re
 from typing import Any, Callable
 
 from j6doctor.describe import describe as describe_fact
-from j6doctor.explain_report import is_ptq
-from j6doctor.diagnosis import Diagnosis, in_its_words
+from j6doctor.diagnosis import Diagnosis, in_its_words, is_ptq
 from j6doctor.engine import Fact, describe_engine
 from j6doctor.facts import attr, enum_values, label
 from j6doctor.next_step_script import script_stage
@@ -120,7 +119,7 @@ def _key_findings(verdict: Verdict) -> list[dict[str, Any]]:
 
 def _appendix(diagnosis: Diagnosis) -> list[str]:
     """The derivation trees of the verdict and of each mistake, for the audit appendix."""
-    from j6doctor.explain_report import explain_data, is_ptq, tree_lines
+    from j6doctor.explain_report import explain_data, tree_lines
 
     data = explain_data(diagnosis)
     lines: list[str] = []

@@ -16,7 +16,7 @@ def listing(rulebase: RuleBase) -> list[dict[str, Any]]:
     """One entry per rule, in rule-base order."""
     return [{"id": r.id, "title": r.title, "seed": r.seed, "file": r.file, "line": r.line,
              "kind": "text" if r.text is not None else "fact", "examples": len(r.examples),
-             "overrides": r.overrides} for r in rulebase.rules]
+             "overrides": r.overrides} for r in rulebase.with_examples().rules]
 
 
 def find(rulebase: RuleBase, rule_id: str) -> tuple[Rule | None, list[str]]:
@@ -38,6 +38,7 @@ def _value(value: Any) -> Any:
 
 def detail(rulebase: RuleBase, rule: Rule) -> dict[str, Any]:
     """Everything `rules show` prints about one rule."""
+    rulebase.with_examples()
     reads = rule.consumes() | rule.negates()
     made = rule.produces()
     fed_by = sorted(r.id for r in rulebase.rules if r.id != rule.id and r.produces() & reads)

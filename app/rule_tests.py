@@ -196,7 +196,7 @@ def run_rule_tests(rulebase: RuleBase, selected: Callable[[str], bool] | None = 
                    ) -> tuple[list[ExampleResult], list[RuleCoverage]]:
     """Run the examples of every rule (of those whose id `selected` accepts), with per-rule
     coverage of the rules run."""
-    rules = [r for r in rulebase.rules if selected is None or selected(r.id)]
+    rules = [r for r in rulebase.with_examples().rules if selected is None or selected(r.id)]
     tally = _Tally({r.id: 0 for r in rules}, {r.id: 0 for r in rules}, {r.id: set() for r in rules})
     results = [_run_example(rule, index, rulebase, tally) for rule in rules for index in range(len(rule.examples))]
     coverage = [RuleCoverage(r.id, r.file, r.line, len(r.examples), tally.fired_own[r.id], tally.fired_any[r.id],

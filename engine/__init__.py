@@ -25,6 +25,18 @@ from j6doctor.engine.runtime import RunResult, run
 from j6doctor.engine.worker import EngineLimitError, shared_worker
 from j6doctor.engine.vocabulary import Vocabulary
 
+def _without_examples(built: tuple[list[Rule], CompiledRuleBase], key: str) -> tuple[list[Rule], CompiledRuleBase]:
+    """The rules without their examples, which go into a cache entry of their own."""
+    from j6doctor.engine.rule_model import EXAMPLES_NOT_LOADED
+
+    rules, compiled = built
+    examples = [rule.examples for rule in rules]
+    load_or_build(key, lambda: examples, kind="examples")
+    for rule in rules:
+        rule.examples = EXAMPLES_NOT_LOADED
+    return rules, compiled
+
+
 def rule_file_schema() -> dict:
     """The JSON schema of a rule file (engine/rule_schema.json)."""
     from j6doctor.engine.rule_loader import rule_file_schema as schema
@@ -46,6 +58,8 @@ class RuleBase:
     rules: list[Rule]
     compiled: CompiledRuleBase
     sources: tuple[str, ...] = ()  # the rule folders, as shown to the user
+    # (cache key, folders, display, engine) of rules loaded without their examples
+    examples_from: tuple | None = None
 
     @classmethod
     def load(cls, directories: list[Path], vocab: Vocabulary,
@@ -72,9 +86,31 @@ class RuleBase:
             files = None
         if files is None or cache_dir() is None:
             rules, compiled = build()
-        else:
-            rules, compiled = load_or_build(cache_key(files, vocab, engine, build_id(engine)), build)
-        return cls(vocab, rules, compiled, shown)
+            return cls(vocab, rules, compiled, shown)
+        key = cache_key(files, vocab, engine, build_id(engine))
+        # a diagnosis never reads the rules' examples: they are cached apart (with_examples)
+        rules, compiled = load_or_build(key, lambda: _without_examples(build(), key))
+        return cls(vocab, rules, compiled, shown, (key, tuple(directories), display, engine))
+
+    def with_examples(self) -> "RuleBase":
+        """This rule base with every rule's examples in place (rules test, rules list / show):
+        from their cache entry, or the rule files read again."""
+        if self.examples_from is None:
+            return self
+        key, directories, display, engine = self.examples_from
+
+        def parsed() -> list:
+            from j6doctor.engine.rule_loader import load_rule_dirs
+
+            rules, errors = load_rule_dirs(list(directories), self.vocab, display)
+            if errors:
+                raise RuleBaseErrors(errors)
+            return [rule.examples for rule in rules]
+
+        for rule, examples in zip(self.rules, load_or_build(key, parsed, kind="examples")):
+            rule.examples = examples
+        self.examples_from = None
+        return self
 
     @property
     def engine(self) -> str:

@@ -156,6 +156,26 @@ class Example:
     facts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # input facts beside the case
 
 
+class _ExamplesNotLoaded:
+    """What a rule from the rule-base cache holds instead of its examples: a diagnosis never
+    reads them, so they are kept in an entry of their own (RuleBase.with_examples). Using it
+    as a list is an error, never an empty list."""
+
+    def _fail(self, *_args: Any) -> Any:
+        raise RuntimeError("the rule's examples are not loaded: call RuleBase.with_examples() first")
+
+    __len__ = __iter__ = __getitem__ = __bool__ = _fail
+
+    def __reduce__(self) -> str:
+        return "EXAMPLES_NOT_LOADED"  # pickled by name: one sentinel per process
+
+    def __repr__(self) -> str:
+        return "EXAMPLES_NOT_LOADED"
+
+
+EXAMPLES_NOT_LOADED = _ExamplesNotLoaded()
+
+
 @dataclass
 class Rule:
     """One rule as written in its YAML file."""

@@ -87,6 +87,8 @@ def test_a_warm_run_imports_only_what_it_uses(tmp_path):
     unused = ("tomllib", "difflib", "jsonschema", "pandas", "numpy", "jinja2", "ruamel", "sqlalchemy")
     own = ("j6doctor.engine.rule_loader", "j6doctor.engine.decision_table", "j6doctor.engine.lint",
            "j6doctor.engine.limits", "j6doctor.probes.compare_per_layer",
+           # the explanation's wording: for Markdown and explain, not for a JSON verdict
+           "j6doctor.explain_report", "j6doctor.case_words", "j6doctor.engine.explain", "j6doctor.facts.described",
            # the other commands: listed by `--help`, never built for a diagnosis
            "j6doctor.commands.ask", "j6doctor.commands.cases", "j6doctor.commands.rules",
            "j6doctor.commands.triage", "j6doctor.commands.schema", "j6doctor.commands.inspect")

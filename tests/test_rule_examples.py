@@ -12,7 +12,7 @@ from j6doctor.rule_tests import example_options
 from j6doctor.diagnosis import diagnose_data, load_rulebase
 from j6doctor.verdict_schema import verdict_schema
 
-RULEBASE = load_rulebase()
+RULEBASE = load_rulebase().with_examples()
 VERDICT = jsonschema.Draft202012Validator(verdict_schema())
 EXAMPLES = [(rule, index, example) for rule in RULEBASE.rules for index, example in enumerate(rule.examples)]
 

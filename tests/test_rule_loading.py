@@ -107,7 +107,7 @@ def test_rule_files_are_yaml_or_yml_in_any_case_and_subfolders_are_not_rules(tmp
 
 
 def test_bundled_rules_load_and_have_metadata():
-    rb = RuleBase.load([BUNDLED_RULES_DIR], vocabulary())
+    rb = RuleBase.load([BUNDLED_RULES_DIR], vocabulary()).with_examples()
     assert len(rb.rules) >= 50
     for rule in rb.rules:
         assert rule.title and rule.seed, rule.id
@@ -139,3 +139,21 @@ def test_a_yaml_refusal_names_the_rule_around_its_line(tmp_path, text, line, rul
         RuleBase.load([tmp_path], vocabulary())
     (error,) = info.value.errors
     assert (error.line, error.rule_id) == (line, rule_id)
+
+
+def test_a_cached_rule_base_holds_no_examples_until_asked(tmp_path, monkeypatch):
+    """A diagnosis never reads the rules' examples: the cached rule base leaves them out (less
+    to load on every run) and with_examples() brings them back, the same as parsed; using
+    them before is an error, never an empty list."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("J6DOCTOR_CACHE", raising=False)
+    parsed = {r.id: r.examples for r in RuleBase.load([BUNDLED_RULES_DIR], vocabulary()).with_examples().rules}
+    for _ in range(2):  # built (and cached), then from the cache
+        rb = RuleBase.load([BUNDLED_RULES_DIR], vocabulary())
+        with pytest.raises(RuntimeError, match="with_examples"):
+            len(rb.rules[0].examples)
+        assert {r.id: r.examples for r in rb.with_examples().rules} == parsed
+    for entry in (tmp_path / "cache" / "j6doctor").glob("examples-*.pickle"):
+        entry.unlink()  # an examples entry pruned: read from the rule files again
+    rb = RuleBase.load([BUNDLED_RULES_DIR], vocabulary())
+    assert {r.id: r.examples for r in rb.with_examples().rules} == parsed
