@@ -40,22 +40,22 @@ def test_nesting_and_size_are_bounded_on_every_python():
     assert large.value.line == 1
 
 
-def test_a_json_metrics_row_is_named_by_its_line(tmp_path):
+def _metrics(tmp_path, *rows: tuple[str, str]):
+    """A metrics.json of one mAP row per (artifact, value as written), one row a line."""
     path = tmp_path / "metrics.json"
-    path.write_text('[\n  {"artifact": "qat_pt", "metric": "mAP", "value": 41.2},\n'
-                    '  {"artifact": "qat_bc", "metric": "mAP", "value": 41.0},\n'
-                    '  {"artifact": "no_such_model", "metric": "mAP", "value": 40.0}\n]\n', encoding="utf-8")
-    rows = read_metrics(path, "metrics.json")
+    lines = ",\n".join(f'  {{"artifact": "{a}", "metric": "mAP", "value": {v}}}' for a, v in rows)
+    path.write_text(f"[\n{lines}\n]\n", encoding="utf-8")
+    return read_metrics(path, "metrics.json")
+
+
+def test_a_json_metrics_row_is_named_by_its_line(tmp_path):
+    rows = _metrics(tmp_path, ("qat_pt", "41.2"), ("qat_bc", "41.0"), ("no_such_model", "40.0"))
     assert [r.line for r in rows] == [2, 3]
     assert [item.line for item in rows.skipped.kept] == [4]
 
 
 def test_a_json_metrics_row_with_nan_is_skipped_with_its_line_and_the_others_are_read(tmp_path):
     """json.dump writes NaN: the row is skipped, as a YAML .nan is, and the others judged."""
-    path = tmp_path / "metrics.json"
-    path.write_text('[\n  {"artifact": "qat_pt", "metric": "mAP", "value": 41.2},\n'
-                    '  {"artifact": "quantized_bc", "metric": "mAP", "value": NaN},\n'
-                    '  {"artifact": "qat_bc", "metric": "mAP", "value": 41.0}\n]\n', encoding="utf-8")
-    rows = read_metrics(path, "metrics.json")
+    rows = _metrics(tmp_path, ("qat_pt", "41.2"), ("quantized_bc", "NaN"), ("qat_bc", "41.0"))
     assert [(r.artifact, r.line) for r in rows] == [("qat_pt", 2), ("qat_bc", 4)]
     assert [item.line for item in rows.skipped.kept] == [3]
