@@ -9,8 +9,6 @@ yet are written; an empty answer skips a question, end of input stops asking.
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import signal
 import threading
 import unicodedata

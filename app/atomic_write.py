@@ -63,3 +63,18 @@ def writing_atomic(target: Path, mode: int | None = None) -> Iterator[BinaryIO]:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def locked(lock: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file `lock` (created if need be, and kept for the next
+    holder) for the block: one writer at a time across processes. OSError when the lock file
+    cannot be made."""
+    import fcntl
+
+    with open(lock, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -21,12 +21,11 @@ settings, else 1 % relative).
 from __future__ import annotations
 
 import datetime
-import fcntl
 import json
 import math
 import os
 import sys
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -186,17 +185,14 @@ def _read(path: Path, text: str):
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """One recorder at a time per case file (a lock file beside it, kept for the next one)."""
-    lock = path.with_name(f".{path.name}.lock")
-    try:
-        handle = open(lock, "a+")
-    except OSError as exc:
-        raise J6DoctorError(f"{path}: cannot record: {exc.strerror or exc}", EXIT_INPUT) from None
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    from j6doctor.atomic_write import locked
+
+    with ExitStack() as stack:
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            stack.enter_context(locked(path.with_name(f".{path.name}.lock")))
+        except OSError as exc:
+            raise J6DoctorError(f"{path}: cannot record: {exc.strerror or exc}", EXIT_INPUT) from None
+        yield
 
 
 def _running_script() -> str:

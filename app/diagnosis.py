@@ -69,7 +69,6 @@ def is_ptq(diagnosis: Diagnosis) -> bool:
     return flow is not None and flow.flow == "ptq"
 
 
-
 def in_its_words(render: Callable[..., T]) -> Callable[..., T]:
     """A renderer (or reader) of a Diagnosis, run in the vocabulary of the rule base that made
     it (a pack's stages and labels too), whichever rule base was loaded last."""

@@ -26,7 +26,7 @@ import math
 from typing import Any
 
 from j6doctor import __version__
-from j6doctor.diagnosis import Diagnosis, in_its_words
+from j6doctor.diagnosis import Diagnosis, in_its_words, is_ptq
 from j6doctor.facts import attr, enum_values, label
 from j6doctor.templates import script_environment
 from j6doctor.verdict_model import ChecklistEntry
@@ -89,7 +89,7 @@ def _plan(diagnosis: Diagnosis) -> tuple[str, str] | None:
     stage = stages[0]
     chain = toolchain(diagnosis)
     template = attr("stage", stage, "next_step")
-    ptq = any(f["flow"] == "ptq" for f in diagnosis.run.by_type("flow"))
+    ptq = is_ptq(diagnosis)
     if not attr("stage", stage, "committal", True):
         # no stage yet: where the diagnosis asks for artifacts the J6 QAT chain rebuilds from
         # qat.pt and the case's results give the metric to judge them by, a script evaluates

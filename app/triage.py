@@ -792,13 +792,12 @@ def _check_arguments(paths: list[Path], jobs: int | None, formats: tuple[str, ..
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise _Refused(f"--format: unknown format {unknown[0]!r}; allowed: {', '.join(FORMATS)}")
-    from j6doctor.probes.artifacts import not_found
+    from j6doctor.probes.artifacts import not_a_rule_pack
 
     for pack in rule_packs:
-        if not pack.is_dir():
-            raise _Refused(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml / *.yml files"
-                                          if pack.exists() else f"{not_found(pack, 'rule pack folder')}; --rules "
-                                          "takes a folder of *.yaml / *.yml rule files"))
+        problem = not_a_rule_pack(pack)
+        if problem:
+            raise _Refused(f"{pack}: {problem}")
     return formats
 
 

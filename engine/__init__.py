@@ -25,6 +25,16 @@ from j6doctor.engine.runtime import RunResult, run
 from j6doctor.engine.worker import EngineLimitError, shared_worker
 from j6doctor.engine.vocabulary import Vocabulary
 
+def _parsed(directories: list[Path], vocab: Vocabulary, display: dict[Path, str] | None) -> list[Rule]:
+    """The rules of the folders, checked; RuleBaseErrors with every problem."""
+    from j6doctor.engine.rule_loader import load_rule_dirs
+
+    rules, errors = load_rule_dirs(directories, vocab, display)
+    if errors:
+        raise RuleBaseErrors(errors)
+    return rules
+
+
 def _without_examples(built: tuple[list[Rule], CompiledRuleBase], key: str) -> tuple[list[Rule], CompiledRuleBase]:
     """The rules without their examples, which go into a cache entry of their own."""
     from j6doctor.engine.rule_model import EXAMPLES_NOT_LOADED
@@ -58,7 +68,7 @@ class RuleBase:
     rules: list[Rule]
     compiled: CompiledRuleBase
     sources: tuple[str, ...] = ()  # the rule folders, as shown to the user
-    # (cache key, folders, display, engine) of rules loaded without their examples
+    # (cache key, folders, display) of rules loaded without their examples
     examples_from: tuple | None = None
 
     @classmethod
@@ -73,11 +83,8 @@ class RuleBase:
         def build() -> tuple[list[Rule], CompiledRuleBase]:
             # parsed, checked and compiled only when the cache has no such rule base
             from j6doctor.engine.compiler import compile_rules
-            from j6doctor.engine.rule_loader import load_rule_dirs
 
-            rules, errors = load_rule_dirs(directories, vocab, display)
-            if errors:
-                raise RuleBaseErrors(errors)
+            rules = _parsed(directories, vocab, display)
             return rules, compile_rules(rules, vocab, engine)
 
         try:
@@ -90,22 +97,17 @@ class RuleBase:
         key = cache_key(files, vocab, engine, build_id(engine))
         # a diagnosis never reads the rules' examples: they are cached apart (with_examples)
         rules, compiled = load_or_build(key, lambda: _without_examples(build(), key))
-        return cls(vocab, rules, compiled, shown, (key, tuple(directories), display, engine))
+        return cls(vocab, rules, compiled, shown, (key, tuple(directories), display))
 
     def with_examples(self) -> "RuleBase":
         """This rule base with every rule's examples in place (rules test, rules list / show):
         from their cache entry, or the rule files read again."""
         if self.examples_from is None:
             return self
-        key, directories, display, engine = self.examples_from
+        key, directories, display = self.examples_from
 
         def parsed() -> list:
-            from j6doctor.engine.rule_loader import load_rule_dirs
-
-            rules, errors = load_rule_dirs(list(directories), self.vocab, display)
-            if errors:
-                raise RuleBaseErrors(errors)
-            return [rule.examples for rule in rules]
+            return [rule.examples for rule in _parsed(list(directories), self.vocab, display)]
 
         for rule, examples in zip(self.rules, load_or_build(key, parsed, kind="examples")):
             rule.examples = examples

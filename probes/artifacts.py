@@ -275,6 +275,15 @@ def not_found(path: Path, noun: str) -> str:
     return f"no such {noun}"
 
 
+def not_a_rule_pack(pack: Path) -> str | None:
+    """Why a --rules path is no rule pack folder, for a message; None when it is one."""
+    if pack.is_dir():
+        return None
+    if pack.exists():
+        return "not a folder; --rules takes a rule pack folder of *.yaml / *.yml files"
+    return f"{not_found(pack, 'rule pack folder')}; --rules takes a folder of *.yaml / *.yml rule files"
+
+
 def _regular(path: Path, display: str, problems: list[tuple[str, str]],
              notes: list[tuple[str, str]]) -> Path | None:
     """The regular file behind `path` (a symlink followed and noted), or None with the

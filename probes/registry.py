@@ -47,7 +47,7 @@ def probes() -> dict[str, Probe]:
             continue
         probe = Probe(module, enum.attr(kind, "reader", ""), enum.attr(kind, "summary"),
                       enum.attr(kind, "read_together"), enum.attr(kind, "scanned", True))
-        names = [probe.module, probe.reader, probe.summary or "x", probe.read_together or "x"]
+        names = [name for name in (probe.module, probe.reader, probe.summary, probe.read_together) if name is not None]
         if not all(_NAME.match(name) for name in names):  # a defect of the bundled vocabulary
             raise ValueError(f"file_kind.{kind}: probe, reader, summary and read_together are Python names: {probe}")
         out[kind] = probe

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from j6doctor.engine.strict_yaml import MAX_DEPTH, MAX_NODES, YamlInputError, load_json
-from j6doctor.probes import InputError
 from j6doctor.probes.metrics_file import read_metrics
 
 

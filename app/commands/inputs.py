@@ -19,7 +19,7 @@ REPORT_IT = "(a defect of j6doctor: please report it with this message and the c
 
 def _check_packs(rule_packs: tuple[Path, ...], rule_files: bool) -> None:
     from j6doctor.engine.rule_files import RULE_FILE_SUFFIXES
-    from j6doctor.probes.artifacts import not_found
+    from j6doctor.probes.artifacts import not_a_rule_pack, not_found
 
     for pack in rule_packs:
         if rule_files and pack.suffix.lower() in RULE_FILE_SUFFIXES and pack.is_file():
@@ -28,10 +28,9 @@ def _check_packs(rule_packs: tuple[Path, ...], rule_files: bool) -> None:
             raise Refusal(f"{pack}: " + ("not a rule pack folder or a rule file (*.yaml, *.yml)" if pack.exists()
                                          else not_found(pack, "rule pack folder or rule file"))
                           + "; give a folder of *.yaml / *.yml rule files or one such file")
-        if not pack.is_dir():
-            raise Refusal(f"{pack}: " + ("not a folder; --rules takes a rule pack folder of *.yaml / *.yml files"
-                                         if pack.exists() else f"{not_found(pack, 'rule pack folder')}; --rules takes "
-                                         "a folder of *.yaml / *.yml rule files"))
+        problem = not_a_rule_pack(pack)
+        if problem:
+            raise Refusal(f"{pack}: {problem}")
 
 
 def load_rules(rule_packs: tuple[Path, ...], engine: str | None = None, rule_files: bool = False):

@@ -13,7 +13,7 @@ import datetime
 import hashlib
 import json
 import os
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TextIO
@@ -54,28 +54,6 @@ def _check_not_another_file(given: str, file: Path) -> None:
         what = "an empty file" if not head else "not a SQLite database"
         raise StoreError(f"{given}: exists and is {what}, not a case library; j6doctor never writes over another "
                          "file: give a new path or a library j6doctor made")
-
-
-def _check_not_another_database(given: str, file: Path) -> None:
-    """A SQLite database with tables but none of a library's is someone else's: j6doctor
-    would add its tables to it (and switch its journal to WAL). Looked at read-only."""
-    if not file.exists() or file.stat().st_size == 0:
-        return
-    import sqlite3
-
-    try:
-        connection = _read_only_connection(file)()
-        try:
-            tables = [row[0] for row in connection.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        finally:
-            connection.close()
-    except sqlite3.DatabaseError:
-        return  # a damaged file: opening it says why (never written over)
-    if tables and not {"alembic_version", "cases"} <= set(tables):
-        shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
-        raise StoreError(f"{given}: is a SQLite database of something else (tables: {shown}), not a case library; "
-                         "j6doctor never writes into another database: give a new path or a library j6doctor made")
 
 
 def store_url(given: str) -> str:
@@ -158,19 +136,7 @@ class CaseLibrary:
         # the SQLite file (never an output of the run), None for a database server
         self.file = Path(sqlalchemy.engine.make_url(self.url).database or "") if self.sqlite else None
         if self.file is not None:
-            from j6doctor.probes.artifacts import not_found
-
-            folder = self.file.parent
-            if self.file.is_symlink() and not self.file.exists():  # a loop: SQLite says only "unable to open"
-                raise StoreError(f"{given}: {not_found(self.file, 'file')}; give a SQLite file made by j6doctor "
-                                 "(or a new path)")
-            if not folder.is_dir():
-                raise StoreError(f"{given}: the folder {folder} does not exist; create it or give another --store path")
-            _check_not_another_file(given, self.file)
-            _check_not_another_database(given, self.file)
-            if not write and (not self.file.exists() or self.file.stat().st_size == 0):
-                raise StoreError(f"{given}: no case library there yet; `j6doctor diagnose --store {given}` or "
-                                 "`triage --store` fills one, or give the path of an existing one")
+            self._check_file(write)
         # a SQLite library only read, that this user may not write (a read-only folder or
         # medium, another user's library): opened read-only, nothing written in it or beside it
         self.read_only = not write and self.file is not None and not _writable(self.file)
@@ -181,6 +147,21 @@ class CaseLibrary:
                              "postgresql://user@host/db") from None
         if schema is not None:  # None: a worker of a process that has already migrated it
             self._open(schema, write)
+
+    def _check_file(self, write: bool) -> None:
+        """The SQLite file: its folder there, no other file taken for it, and for a reader a
+        library that exists."""
+        from j6doctor.probes.artifacts import not_found
+
+        given, file = self.given, self.file
+        if file.is_symlink() and not file.exists():  # a loop: SQLite says only "unable to open"
+            raise StoreError(f"{given}: {not_found(file, 'file')}; give a SQLite file made by j6doctor (or a new path)")
+        if not file.parent.is_dir():
+            raise StoreError(f"{given}: the folder {file.parent} does not exist; create it or give another --store path")
+        _check_not_another_file(given, file)
+        if not write and (not file.exists() or file.stat().st_size == 0):
+            raise StoreError(f"{given}: no case library there yet; `j6doctor diagnose --store {given}` or "
+                             "`triage --store` fills one, or give the path of an existing one")
 
     def _writing_engine(self):
         import sqlalchemy
@@ -218,7 +199,8 @@ class CaseLibrary:
 
     def _version_for_reading(self) -> str | None:
         """The schema version, read without writing (a SQLite file read-only); None for a
-        database without one."""
+        database without one. A SQLite database with tables but none of a library's is
+        someone else's: j6doctor would add its tables to it (and switch its journal to WAL)."""
         import sqlite3
 
         import sqlalchemy
@@ -230,9 +212,10 @@ class CaseLibrary:
                     return None
                 connection = _read_only_connection(self.file)()
                 try:
-                    known = connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
-                                               "name = 'alembic_version'").fetchone()
-                    row = connection.execute(query).fetchone() if known else None
+                    tables = [row[0] for row in connection.execute(
+                        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+                    self._check_a_library(tables)
+                    row = connection.execute(query).fetchone() if tables else None
                     return row[0] if row else None
                 finally:
                     connection.close()
@@ -245,6 +228,13 @@ class CaseLibrary:
         except sqlalchemy.exc.DBAPIError as exc:
             raise StoreError(f"{self.given}: cannot open the case library: {exc.orig}; {_what_to_do(exc)}") from None
 
+    def _check_a_library(self, tables: list[str]) -> None:
+        if tables and not {"alembic_version", "cases"} <= set(tables):
+            shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+            raise StoreError(f"{self.given}: is a SQLite database of something else (tables: {shown}), not a case "
+                             "library; j6doctor never writes into another database: give a new path or a library "
+                             "j6doctor made")
+
     # ------------------------------------------------------------------ schema
     @contextmanager
     def _migration_lock(self):
@@ -253,20 +243,16 @@ class CaseLibrary:
         import sqlalchemy
 
         if self.sqlite:
-            import fcntl
+            from j6doctor.atomic_write import locked
 
-            try:
-                handle = open(f"{self.file}.lock", "a+")
-            except OSError as exc:  # a read-only folder: the library cannot be migrated or written there
-                raise StoreError(f"{self.given}: cannot create {self.file.name}.lock beside it: "
-                                 f"{exc.strerror or exc}; the case library needs a writable folder") from None
-            with handle:
-                fcntl.flock(handle, fcntl.LOCK_EX)
+            with ExitStack() as stack:
                 try:
-                    with self.engine.begin() as connection:
-                        yield connection
-                finally:
-                    fcntl.flock(handle, fcntl.LOCK_UN)
+                    stack.enter_context(locked(Path(f"{self.file}.lock")))
+                except OSError as exc:  # a read-only folder: the library cannot be migrated or written there
+                    raise StoreError(f"{self.given}: cannot create {self.file.name}.lock beside it: "
+                                     f"{exc.strerror or exc}; the case library needs a writable folder") from None
+                with self.engine.begin() as connection:
+                    yield connection
         else:
             with self.engine.begin() as connection:
                 connection.execute(sqlalchemy.text("SELECT pg_advisory_xact_lock(761526)"))
@@ -622,9 +608,14 @@ def _summary(row: dict[str, Any]) -> dict[str, Any]:
             "resolved_note": row["resolved_note"] or ""}
 
 
+def _reason(exc: Exception) -> str:
+    """A database error's own words (the driver's, under SQLAlchemy's wrapper)."""
+    return str(getattr(exc, "orig", None) or exc)
+
+
 def _what_to_do(exc: Exception) -> str:
     """The advice for a database error at opening: the disk, the permissions, or the file."""
-    reason = str(getattr(exc, "orig", None) or exc).lower()
+    reason = _reason(exc).lower()
     if "disk i/o error" in reason or "full" in reason:
         return "check that its disk has room and can be written, then run the command again"
     if "readonly" in reason or "read-only" in reason:
@@ -635,7 +626,7 @@ def _what_to_do(exc: Exception) -> str:
 def failure(given: str, exc: Exception) -> StoreError:
     """A database error met mid-way (the server gone, a full disk, a read-only or damaged
     file) as the refusal that names the library."""
-    reason = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
+    reason = (_reason(exc).strip().splitlines() or [type(exc).__name__])[0]
     return StoreError(f"{given}: the case library failed: {reason[:300]}; check that the database is reachable, "
                       "writable and has room, then run the command again")
 
