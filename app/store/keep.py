@@ -5,16 +5,21 @@ from __future__ import annotations
 
 from j6doctor.store.library import CaseLibrary, Recorded, RunInputs, open_library, run_inputs
 
-_OPEN: dict[tuple[str, bool], CaseLibrary] = {}  # one open library per store, use and process
+_OPEN: dict[tuple[object, bool], CaseLibrary] = {}  # one open library per store, use and process
 
 
 def library(given: str, write: bool = True) -> CaseLibrary:
     """The library `given` names, opened once per process to write, or to read only
     (CaseLibrary): keyed by where it is (a relative path names another library once the
     working folder changed, as in a Python API caller)."""
+    from sqlalchemy.exc import ArgumentError
+
     from j6doctor.store.library import store_url
 
-    key = (store_url(given), write)
+    try:
+        key = (store_url(given), write)
+    except ArgumentError:
+        return open_library(given, write=write)  # refused there, with what is wrong
     if key not in _OPEN:
         _OPEN[key] = open_library(given, write=write)
     return _OPEN[key]

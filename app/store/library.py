@@ -56,18 +56,19 @@ def _check_not_another_file(given: str, file: Path) -> None:
                          "file: give a new path or a library j6doctor made")
 
 
-def store_url(given: str) -> str:
-    """A database URL: a postgresql:// URL as given (with the psycopg driver), else a file path
-    for SQLite."""
+def store_url(given: str):
+    """The database's SQLAlchemy URL: a postgresql:// URL as given (with the psycopg driver),
+    another URL as given, else a file path for SQLite. A URL object, never a string parsed
+    again: a `?`, `#` or `%` in a file name is part of the name, never a query or an escape
+    (SQLAlchemy 2.0 does not quote them when it renders a URL)."""
+    from sqlalchemy.engine import URL, make_url
+
     if "://" in given:
         if given.startswith("postgresql://") or given.startswith("postgres://"):
-            return "postgresql+psycopg://" + given.split("://", 1)[1]
-        return given
-    from sqlalchemy.engine import URL
-
-    # quoted: a `?`, `#` or `%` in a file name is part of the name, never a query or an escape
+            return make_url("postgresql+psycopg://" + given.split("://", 1)[1])
+        return make_url(given)
     path = os.path.realpath(Path(given).expanduser())  # a link loop: kept as given
-    return URL.create("sqlite", database=path).render_as_string(hide_password=False)
+    return URL.create("sqlite", database=path)
 
 
 def _now() -> str:
@@ -128,13 +129,17 @@ class CaseLibrary:
         if "://" not in given and (given.endswith(("/", os.sep)) or Path(given).expanduser().is_dir()):
             raise StoreError(f"{given}: is a folder; give the SQLite file of the library (e.g. "
                              f"{Path(given) / 'cases.db'}) or a postgresql:// URL")
-        self.url = store_url(given)
-        self.sqlite = self.url.startswith("sqlite")
-        if self.sqlite and self.url.rstrip("/") in ("sqlite:", "sqlite:///:memory:", "sqlite://:memory:"):
+        try:
+            self.url = store_url(given)
+        except sqlalchemy.exc.ArgumentError as exc:
+            raise StoreError(f"{given}: not a usable database URL ({exc}); give a file path (SQLite) or "
+                             "postgresql://user@host/db") from None
+        self.sqlite = self.url.get_backend_name() == "sqlite"
+        if self.sqlite and self.url.database in (None, "", ":memory:"):
             raise StoreError(f"{given}: an in-memory database keeps nothing; give a file path (SQLite) or a "
                              "postgresql:// URL")
         # the SQLite file (never an output of the run), None for a database server
-        self.file = Path(sqlalchemy.engine.make_url(self.url).database or "") if self.sqlite else None
+        self.file = Path(self.url.database) if self.sqlite else None
         if self.file is not None:
             self._check_file(write)
         # a SQLite library only read, that this user may not write (a read-only folder or
