@@ -205,17 +205,15 @@ def load_json(text: str, holds: str = "a document", non_finite: bool = False) ->
     document is, for the messages. Raises YamlInputError (message, line)."""
     import json
 
+    from j6doctor.engine.json_lines import key_lines
+
     _check_json_size(text, holds)
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicates,
                           parse_constant=float if non_finite else lambda name: _reject_constant(name, text, holds))
-    except _DuplicateKey as exc:  # the YAML reader knows the line of the second one
-        try:
-            load_yaml(text)
-        except YamlInputError as found:
-            if found.message.startswith("duplicate key"):
-                raise found from None
-        raise YamlInputError(f"duplicate key {exc.args[0]!r}; keep one of them") from None
+    except _DuplicateKey:
+        path, line, first = key_lines(text).repeated[0]
+        raise YamlInputError(f"duplicate key {path[-1]!r} (first at line {first}); keep one of them", line) from None
     except YamlInputError:  # NaN / Infinity, said by the hook with its line
         raise
     except json.JSONDecodeError as exc:
@@ -228,11 +226,7 @@ def load_json(text: str, holds: str = "a document", non_finite: bool = False) ->
     # walk: the depth is bounded here, on every Python the same.
     if _depth(data) > MAX_DEPTH:
         raise YamlInputError(f"JSON nesting is too deep (more than {MAX_DEPTH} levels)")
-    try:  # the lines: JSON is (almost always) valid YAML
-        lines = load_yaml(text).lines
-    except YamlInputError:
-        lines = {}
-    return LocatedDocument(data, lines)
+    return LocatedDocument(data, key_lines(text).lines)
 
 
 class _DuplicateKey(ValueError):

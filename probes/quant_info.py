@@ -15,14 +15,13 @@ was expected.
 
 from __future__ import annotations
 
-import bisect
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from j6doctor.engine.json_lines import key_lines
 from j6doctor.probes.conversion_log import (
     COSINE_HEALTHY,
     FOLLOWING_NODES,
@@ -47,7 +46,6 @@ EXPECTED = ("an hb_mapper *_quant_info.json (a JSON object keyed by node name; e
             "object with type, inputs, outputs, thresholds and cosine_similarity)")
 
 _MISSING = frozenset({"", "--", "none", "null"})
-_WS = re.compile(r"[ \t\n\r]*")
 
 
 @dataclass(frozen=True)
@@ -95,25 +93,30 @@ def parse_quant_info(text: str, display: str) -> QuantInfo:
     if not text.strip():
         raise InputError(display, f"empty file; expected {EXPECTED}")
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_first_kept)
     except json.JSONDecodeError as exc:
         raise InputError(display, f"invalid JSON ({exc.msg}, column {exc.colno}); "
                                   f"expected {EXPECTED}", exc.lineno) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         # e.g. an integer with too many digits, or nesting too deep for the decoder
         raise InputError(display, f"unreadable JSON ({type(exc).__name__}); expected {EXPECTED}") from None
+    located = key_lines(text, max_depth=1)  # the node lines (a node's own keys: only for a message)
     if not isinstance(data, dict):
-        raise InputError(display, f"the JSON is {_kind(data)}; expected {EXPECTED}",
-                         _line_of(text, _WS.match(text).end()))
+        raise InputError(display, f"the JSON is {_kind(data)}; expected {EXPECTED}", located.lines[()])
     if not data:
-        raise InputError(display, f"the JSON object has no nodes; expected {EXPECTED}",
-                         _line_of(text, _WS.match(text).end()))
-    newlines = [m.start() for m in re.finditer("\n", text)]
+        raise InputError(display, f"the JSON object has no nodes; expected {EXPECTED}", located.lines[()])
+    # in file order: each node, and each key listed again (json.loads would keep the last)
+    entries = sorted([(located.lines[(name,)], name, value) for name, value in data.items()]
+                     + [(line, path[0], _AGAIN) for path, line, _ in located.repeated], key=lambda e: e[0])
     skips = Skips()
     nodes = []
-    for name, value, span in _entries(text, newlines, skips):
+    where = _KeyLine(text)
+    for line, name, value in entries:
+        if value is _AGAIN:
+            skips.add(line, f"node {name!r} is listed again; the first one is read")
+            continue
         try:
-            nodes.append(_node(name, value, span, text, newlines, display))
+            nodes.append(_node(name, value, line, where, display))
         except InputError as error:
             skips.add_error(error)
     if not nodes:
@@ -122,43 +125,38 @@ def parse_quant_info(text: str, display: str) -> QuantInfo:
     return QuantInfo(display, nodes, skips)
 
 
-def _entries(text: str, newlines: list[int], skips: Skips) -> list[tuple[str, Any, tuple[int, int, int]]]:
-    """(name, value, (key offset, value start, value end)) for each top-level key, in file
-    order. `text` is known to be one valid JSON object, so the walk cannot fail; a key that
-    occurs again is skipped and noted (json.loads would silently keep the last)."""
-    decoder = json.JSONDecoder()
-    pos = _WS.match(text).end() + 1          # after '{'
-    entries: list[tuple[str, Any, tuple[int, int, int]]] = []
-    seen: set[str] = set()
-    pos = _WS.match(text, pos).end()
-    while text[pos] != "}":
-        key_at = pos
-        key, pos = json.decoder.scanstring(text, pos + 1)  # type: ignore[attr-defined]
-        pos = _WS.match(text, pos).end() + 1  # after ':'
-        pos = _WS.match(text, pos).end()
-        value, end = decoder.raw_decode(text, pos)
-        if key in seen:
-            skips.add(_line_at(newlines, key_at), f"node {key!r} is listed again; the first one is read")
-        else:
-            seen.add(key)
-            entries.append((key, value, (key_at, pos, end)))
-        pos = _WS.match(text, end).end()
-        if text[pos] == ",":
-            pos = _WS.match(text, pos + 1).end()
-    return entries
+_AGAIN = object()  # a node's key met again
 
 
-def _node(name: str, value: Any, span: tuple[int, int, int], text: str, newlines: list[int],
-          display: str) -> QuantNode:
-    line = _line_at(newlines, span[0])
+def _first_kept(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        out.setdefault(key, value)
+    return out
+
+
+class _KeyLine:
+    """The line of a key inside a node's object, looked up when a message first needs one
+    (a healthy file never walks its nodes' keys)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.lines: dict | None = None
+
+    def __call__(self, node: str, key: str, line: int) -> int:
+        if self.lines is None:
+            self.lines = key_lines(self.text, max_depth=2).lines
+        return self.lines.get((node, key), line)
+
+
+def _node(name: str, value: Any, line: int, key_line: _KeyLine, display: str) -> QuantNode:
     if not isinstance(value, dict):
         raise InputError(display, f"node {name!r} is {_kind(value)}; expected an object with "
                                   "type, inputs, outputs, thresholds and cosine_similarity", line)
 
     def where(key: str) -> int:
         """The line of `key` inside this node's object, else the node's line."""
-        found = re.compile(re.escape(json.dumps(key)) + r"\s*:").search(text, span[1], span[2])
-        return _line_at(newlines, found.start()) if found else line
+        return key_line(name, key, line)
 
     node_type = value.get("type")
     if not isinstance(node_type, str):
@@ -245,15 +243,6 @@ def _kind(value: Any) -> str:
     if value is None:
         return "null"
     return f"the number {value!r}" if isinstance(value, float) else "a number"
-
-
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
-
-
-def _line_at(newlines: list[int], offset: int) -> int:
-    """1-based line of `offset`, given the offsets of every '\\n' (no rescan per node)."""
-    return bisect.bisect_left(newlines, offset) + 1
 
 
 # --- facts (probes/probe_output.py) -------------------------------------------------------
