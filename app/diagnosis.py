@@ -40,6 +40,18 @@ class Diagnosis:
         return self.verdict.to_json()
 
 
+def pack_vocabulary(packs: list[Path], display: dict[Path, str]):
+    """The bundled vocabulary with the packs' additions (facts.with_packs), and the case keys
+    a pack declares checked against those the case reader reads by code (VocabularyError)."""
+    vocab = with_packs(packs, display)
+    if packs:
+        from j6doctor.probes.case_file import case_schema
+
+        with using(vocab):
+            case_schema()
+    return vocab
+
+
 @lru_cache(maxsize=8)
 def _rulebase(extra: tuple[tuple[Path, str], ...], engine: str) -> RuleBase:
     """`extra`: (folder, shown as) of each pack; a single rule file has "" (it is shown by the
@@ -47,7 +59,7 @@ def _rulebase(extra: tuple[tuple[Path, str], ...], engine: str) -> RuleBase:
     directories = [BUNDLED_RULES_DIR, *(path for path, _ in extra)]
     display = {BUNDLED_RULES_DIR: "rules", **{path: shown for path, shown in extra if shown}}
     try:
-        vocab = with_packs([path for path, shown in extra if shown], display)
+        vocab = pack_vocabulary([path for path, shown in extra if shown], display)
     except (OSError, VocabularyError) as exc:
         raise RuleBaseErrors([RuleBaseError(str(exc), hint="a pack's vocabulary.yaml adds enum values, "
                                             "attributes and fact types (docs/AUTHORING.md)")]) from None

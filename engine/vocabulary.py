@@ -121,6 +121,9 @@ class FactType:
     probes: tuple[str, ...] = ()
     # how a report words such a fact: a template over its fields (rendered by the application)
     described_as: str = ""
+    # an input type: where in the user's input its facts are read from, as data the reading
+    # probe interprets (facts/case_keys.py); None: its probe's code knows
+    read_from: Any = field(default=None, compare=False)
 
     @property
     def written_fields(self) -> list[str]:
@@ -265,9 +268,12 @@ def _fact_type(tname: str, tspec: Any, enums: dict[str, EnumSpec], origin: str) 
     described = tspec.get("described_as", "")
     if not isinstance(described, str):
         raise VocabularyError(f"{where}: described_as must be text (a template over the type's fields)")
+    read_from = tspec.get("read_from")
+    if read_from is not None and (origin_kind != "input" or not isinstance(read_from, dict)):
+        raise VocabularyError(f"{where}: read_from must be a mapping, on an input type")
     return FactType(tname, origin_kind, str(tspec.get("meaning", "")), fields, exclusive, written,
                     _similar_by(tspec.get("similar_by"), fields, where), _probes(tspec.get("probes"), origin_kind, where),
-                    described)
+                    described, read_from)
 
 
 def _probes(raw: Any, origin_kind: str, where: str) -> tuple[str, ...]:

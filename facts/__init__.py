@@ -104,6 +104,7 @@ def with_packs(packs: list[Path] | tuple[Path, ...], display: dict[Path, str] | 
             # checked after each pack, so that a problem names the pack file that made it
             vocab = Vocabulary.from_data(data, origin=shown)
             _check_described_as(extension, vocab, shown)
+            _check_read_from(vocab, shown)
         return vocab
 
     return load_or_build(key_of("vocabulary", *(raw for _, raw in bundled_files), *(raw for _, raw in parts)), build,
@@ -134,6 +135,17 @@ def _check_described_as(extension: dict[str, Any], vocab: Vocabulary, shown: str
                 compile_described(vocab, vocab.types[name])
             except VocabularyError as exc:
                 raise VocabularyError(f"{shown}: {exc}") from None
+
+
+def _check_read_from(vocab: Vocabulary, shown: str) -> None:
+    """The case keys the vocabulary declares (a pack's among them) compile, with valid JSON
+    Schemas, one fact type per key (facts/case_keys.py)."""
+    from j6doctor.facts.case_keys import case_keys
+
+    try:
+        case_keys(vocab, check_schemas=True)
+    except VocabularyError as exc:
+        raise VocabularyError(f"{shown}: {exc}") from None
 
 
 @contextmanager

@@ -8,6 +8,10 @@ must never silently drop evidence: unknown keys and bad values are errors that n
 the line and the allowed values, all of them in one run; what is accepted but worth a look
 (a version that may have lost digits, a package or platform not recognised) becomes an
 `intake_note` fact that the report shows.
+
+The keys whose facts derive values (results, versions, platform, comparisons, ...) are read
+here by code; the others are declared in the vocabulary (an input type's `read_from`,
+facts/case_keys.py) and read by `_declared_facts`, a rule pack's among them.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from j6doctor.engine.schema_errors import key_of, messages
 from j6doctor.engine.strict_yaml import LocatedDocument, YamlInputError, exponent_number, load_json, load_yaml
 from j6doctor.engine.text_rules import MAX_TEXT_READ
 from j6doctor.engine.vocabulary import alias_key
+from j6doctor.engine.errors import VocabularyError
 from j6doctor.facts import attr, enum_values, gate_answer_key, per_vocabulary, vocabulary
+from j6doctor.facts.case_keys import CaseKey, case_keys, facts_of
 from j6doctor.probes.input_error import InputError
 from j6doctor.probes.pasted_text import mentions, platforms_named, versions_printed
 from j6doctor.probes.text_file import decode_written_text, read_bytes
@@ -39,7 +45,7 @@ CASE_WHAT = "a YAML or JSON case file"
 PLATFORM_CLOSE = 0.6  # an unknown platform this close to a known spelling is a typo, not "other"
 # Lists and mappings of a case are what a person writes: bounded so that one input cannot
 # cost minutes and gigabytes (150,000 `tried` entries did).
-MAX_LIST = {"tried": 100, "artifacts": 200, "scripts": 200, "comparisons": 100, "controls": 100, "suspect": 20,
+MAX_LIST = {"artifacts": 200, "scripts": 200, "comparisons": 100, "controls": 100, "suspect": 20,
             "replaced_results": 200}
 MAX_KEYS = 200  # versions, input_parameters
 
@@ -151,12 +157,6 @@ def case_schema() -> dict[str, Any]:
         "required": ["status"],
         "properties": {"status": _enum("check_status"), "note": string},
     }
-    outcome = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["outcome"],
-        "properties": {"outcome": _enum("diag_outcome"), "note": string},
-    }
     artifact = _enum("artifact")
     control = {
         "type": "object",
@@ -171,92 +171,96 @@ def case_schema() -> dict[str, Any]:
         "required": ["a", "b", "relation"],
         "properties": {"a": artifact, "b": artifact, "relation": _enum("relation"), "note": string},
     }
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "symptom": string,
-            "platform": string,
-            "flow": _enum("flow"),
-            "versions": {"type": "object", "maxProperties": MAX_KEYS,
-                         "additionalProperties": {"type": ["string", "number"]}},
-            "results": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {a: result for a in enum_values("artifact")},
-            },
-            "comparisons": {"type": "array", "maxItems": MAX_LIST["comparisons"], "items": {
-                "if": {"type": "object", "required": ["variant"]}, "then": control, "else": comparison}},
-            "controls": {"type": "array", "maxItems": MAX_LIST["controls"], "items": control},
-            "suspect": {"type": ["string", "array"], "maxItems": MAX_LIST["suspect"], "items": string},
-            "input_parameters": {"type": "object", "maxProperties": MAX_KEYS, "additionalProperties": {
-                "anyOf": [scalar, {"type": "array", "maxItems": 4096, "items": scalar}]}},
-            "badcase": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["reproducible"],
-                "properties": {"reproducible": {"type": "boolean"}, "path": string, "note": string},
-            },
-            "deployment": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {
-                    "notes": string,
-                    "checklist": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {i: check for i in enum_values("check_item")},
-                    },
-                },
-            },
-            "artifacts": {"type": "array", "maxItems": MAX_LIST["artifacts"], "items": string},
-            "scripts": {"type": "array", "maxItems": MAX_LIST["scripts"], "items": string},
-            "user_checks": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {i: check for i in enum_values("user_check_item")},
-            },
-            "bc_flow_check": outcome,
-            "fake_quant_off_check": outcome,
-            "input_formats_differ": {"type": "boolean"},
-            "consistency_strategy": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["levels"],
-                "properties": {
-                    "levels": {"type": "array", "minItems": 1,
-                               "items": {"type": "integer", "minimum": 0, "maximum": 2}},
-                    "retrained": {"type": "boolean"},
-                    "set_before_prepare": {"type": "boolean"},
-                },
-            },
-            "metrics": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {
-                    "file": string,
-                    "tolerance": {"type": "number", "exclusiveMinimum": 0},
-                    "relative": {"type": "boolean"},
-                    "higher_is_better": {"type": "boolean"},
-                },
-            },
-            "tried": {"type": "array", "maxItems": MAX_LIST["tried"], "items": string},
-            # results a later record replaced (Case.record(..., replace=True)): kept, not read
-            "replaced_results": {"type": "array", "maxItems": MAX_LIST["replaced_results"], "items": {
-                "type": "object", "additionalProperties": False, "required": ["artifact", "result"],
-                "properties": {"artifact": string, "result": {"type": ["object", "string"]}, "replaced_at": string}}},
-            # answers to info-gate items that have no case key of their own (`j6doctor ask`)
-            "answers": {"type": "object", "additionalProperties": False,
-                        "properties": {i: string for i in enum_values("gate_item")
-                                       if gate_answer_key(i) == ("answers", i)}},
+    properties = {
+        "symptom": string,
+        "platform": string,
+        "versions": {"type": "object", "maxProperties": MAX_KEYS,
+                     "additionalProperties": {"type": ["string", "number"]}},
+        "results": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {a: result for a in enum_values("artifact")},
         },
+        "comparisons": {"type": "array", "maxItems": MAX_LIST["comparisons"], "items": {
+            "if": {"type": "object", "required": ["variant"]}, "then": control, "else": comparison}},
+        "controls": {"type": "array", "maxItems": MAX_LIST["controls"], "items": control},
+        "suspect": {"type": ["string", "array"], "maxItems": MAX_LIST["suspect"], "items": string},
+        "input_parameters": {"type": "object", "maxProperties": MAX_KEYS, "additionalProperties": {
+            "anyOf": [scalar, {"type": "array", "maxItems": 4096, "items": scalar}]}},
+        "deployment": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "notes": string,
+                "checklist": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {i: check for i in enum_values("check_item")},
+                },
+            },
+        },
+        "artifacts": {"type": "array", "maxItems": MAX_LIST["artifacts"], "items": string},
+        "scripts": {"type": "array", "maxItems": MAX_LIST["scripts"], "items": string},
+        "user_checks": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {i: check for i in enum_values("user_check_item")},
+        },
+        "consistency_strategy": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["levels"],
+            "properties": {
+                "levels": {"type": "array", "minItems": 1,
+                           "items": {"type": "integer", "minimum": 0, "maximum": 2}},
+                "retrained": {"type": "boolean"},
+                "set_before_prepare": {"type": "boolean"},
+            },
+        },
+        "metrics": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "file": string,
+                "tolerance": {"type": "number", "exclusiveMinimum": 0},
+                "relative": {"type": "boolean"},
+                "higher_is_better": {"type": "boolean"},
+            },
+        },
+        # results a later record replaced (Case.record(..., replace=True)): kept, not read
+        "replaced_results": {"type": "array", "maxItems": MAX_LIST["replaced_results"], "items": {
+            "type": "object", "additionalProperties": False, "required": ["artifact", "result"],
+            "properties": {"artifact": string, "result": {"type": ["object", "string"]}, "replaced_at": string}}},
+        # answers to info-gate items that have no case key of their own (`j6doctor ask`)
+        "answers": {"type": "object", "additionalProperties": False,
+                    "properties": {i: string for i in enum_values("gate_item")
+                                   if gate_answer_key(i) == ("answers", i)}},
     }
+    for declared in declared_keys():  # the keys the vocabulary declares (facts/case_keys.py)
+        if declared.key in properties:
+            raise VocabularyError(f"types.{declared.type}.read_from.key: {declared.key!r} is a case key "
+                                  "j6doctor reads already; give another name")
+        properties[declared.key] = declared.schema
+    return {"type": "object", "additionalProperties": False, "properties": properties}
+
+
+@per_vocabulary
+def declared_keys() -> tuple[CaseKey, ...]:
+    return case_keys(vocabulary())
+
+
+def enum_places() -> list[tuple[tuple[str, ...], str]]:
+    """Where enum values sit in a case: the keys read here, then the declared ones."""
+    return [*_ENUM_PLACES, *(((k.key, *place), enum) for k in declared_keys() for place, enum in k.enum_places)]
+
+
+def number_places() -> list[tuple[str, ...]]:
+    return [*_NUMBER_PLACES, *((k.key, *place) for k in declared_keys() for place in k.number_places)]
 
 
 # Where enum values sit in a case (key paths, "*" for any key or index) and their enum:
 # values there are matched ignoring case and through the vocabulary's aliases.
 _ENUM_PLACES: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("flow",), "flow"),
     (("results", "*", "status"), "status"),
     (("results", "*", "evidence"), "evidence"),
     (("results", "*", "failure"), "failure_kind"),
@@ -271,8 +275,6 @@ _ENUM_PLACES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("controls", "*", "status"), "status"),
     (("deployment", "checklist", "*", "status"), "check_status"),
     (("user_checks", "*", "status"), "check_status"),
-    (("bc_flow_check", "outcome"), "diag_outcome"),
-    (("fake_quant_off_check", "outcome"), "diag_outcome"),
 )
 # Numbers that YAML 1.1 reads as text when written with an exponent but no point (`1e-05`).
 _NUMBER_PLACES: tuple[tuple[str, ...], ...] = (("results", "*", "value"), ("metrics", "tolerance"))
@@ -365,23 +367,22 @@ class _Normalizer:
             data["results"] = {k: ({"status": v} if isinstance(v, str) else v) for k, v in results.items()}
         if isinstance(data.get("metrics"), str):
             data["metrics"] = {"file": data["metrics"]}
-        for key in ("bc_flow_check", "fake_quant_off_check"):
-            if isinstance(data.get(key), str):
-                data[key] = {"outcome": data[key]}
+        declared = declared_keys()
+        for key in declared:  # `bc_flow_check: same` for {outcome: same}
+            if key.shorthand and isinstance(data.get(key.key), (str, int, float)):
+                data[key.key] = {key.shorthand: data[key.key]}
         for place in (("deployment", "checklist"), ("user_checks",)):  # `layout: mismatch`
             checks = value_at(data, place)
             if isinstance(checks, dict):
                 _set(data, place, {k: ({"status": v} if isinstance(v, str) else v) for k, v in checks.items()})
         for place, enum in _KEY_PLACES:
             self._rename_keys(data, place, enum)
-        for place, enum in _ENUM_PLACES:
+        for place, enum in enum_places():
             for where, parent, key in _walk(data, place):
                 parent[key] = self._enum_value(enum, parent[key])
-        for place in _NUMBER_PLACES:
+        for place in number_places():
             for where, parent, key in _walk(data, place):
                 parent[key] = exponent_number(parent[key])
-        if isinstance(data.get("flow"), str):
-            data["flow"] = self._enum_value("flow", data["flow"])
         return data
 
     def _enum_value(self, enum: str, value: Any) -> Any:
@@ -808,8 +809,6 @@ def _header_facts(case: Case) -> Iterator[_Entry]:
         family = normalize_platform(data["platform"]) or "other"
         yield "platform", {"family": family, "series": attr("platform", family, "series"),
                            "march": attr("platform", family, "march"), "given": data["platform"]}, case.source("platform")
-    if data.get("flow"):
-        yield "flow_stated", {"flow": data["flow"]}, case.source("flow")
     for name, value in (data.get("versions") or {}).items():
         version = _version_text(value)
         package = resolve_package(str(name), version) or "other"
@@ -870,9 +869,6 @@ def _setting_facts(case: Case) -> Iterator[_Entry]:
                 case.source("suspect") if isinstance(suspects, str) else case.source("suspect", index)
     for name, value, input_name in _input_params(data.get("input_parameters") or {}):
         yield "input_param", {"name": name, "value": value, "input": input_name}, case.source("input_parameters", name)
-    if "badcase" in data:
-        yield "badcase", {"reproducible": data["badcase"]["reproducible"],
-                          "path": data["badcase"].get("path", "")}, case.source("badcase")
     notes = ((data.get("deployment") or {}).get("notes") or "").strip()
     if notes:
         yield "deployment_notes", {"text": notes}, case.source("deployment", "notes")
@@ -891,11 +887,6 @@ def _check_facts(case: Case) -> Iterator[_Entry]:
         if check:
             yield "user_check", {"item": item, "status": check["status"], "note": check.get("note", "")}, \
                 case.source("user_checks", item)
-    for key in ("bc_flow_check", "fake_quant_off_check"):
-        if key in data:
-            yield key, {"outcome": data[key]["outcome"], "note": data[key].get("note", "")}, case.source(key)
-    if "input_formats_differ" in data:
-        yield "input_formats", {"differ": data["input_formats_differ"]}, case.source("input_formats_differ")
     strategy = data.get("consistency_strategy")
     if strategy:
         levels = strategy["levels"]
@@ -907,9 +898,6 @@ def _check_facts(case: Case) -> Iterator[_Entry]:
 def _tail_facts(case: Case) -> Iterator[_Entry]:
     """What was tried, the artifact paths, gate answers, intake notes and what pasted text names."""
     data = case.data
-    for index, text in enumerate(data.get("tried") or []):
-        if text.strip():
-            yield "tried_fix", {"text": text.strip()}, case.source("tried", index)
     for index, raw_path in enumerate(data.get("artifacts") or []):
         try:
             exists = (case.folder / raw_path).exists()
@@ -933,7 +921,16 @@ def _tail_facts(case: Case) -> Iterator[_Entry]:
                 case.source(*key)
 
 
-_SECTIONS = (_header_facts, _result_facts, _comparison_facts, _setting_facts, _check_facts, _tail_facts)
+def _declared_facts(case: Case) -> Iterator[_Entry]:
+    """The facts of the case keys the vocabulary declares (facts/case_keys.py), in its order."""
+    for declared in declared_keys():
+        if case.data.get(declared.key) is not None:
+            for below, fields in facts_of(declared, case.data[declared.key]):
+                yield declared.type, fields, case.source(declared.key, *below)
+
+
+_SECTIONS = (_header_facts, _result_facts, _comparison_facts, _setting_facts, _check_facts, _declared_facts,
+             _tail_facts)
 
 
 def _pasted_facts(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], tuple[str, ...]]]:

@@ -6,7 +6,7 @@ shorthands (`results: {qat_bc: normal}`, `metrics: eval.csv`, `bc_flow_check: co
 `layout: mismatch`), aliases of keys and values compared ignoring case, spaces, '-', '_'
 and '.' (`calibrated_model`, `Quantized-BC`, `掉点`), and numbers YAML left as text
 (`1e-05`). This schema is derived from the same tables the normaliser uses
-(case_file._KEY_PLACES, _ENUM_PLACES, _NUMBER_PLACES), so that a case the tool accepts is
+(case_file._KEY_PLACES, enum_places(), number_places(), the declared keys' shorthands), so that a case the tool accepts is
 valid here; what it still cannot say (the meaning checks, e.g. a platform naming two
 chips) is left to the tool's own messages."""
 
@@ -18,7 +18,7 @@ from typing import Any
 from j6doctor.engine.strict_yaml import EXPONENT_NUMBER_PATTERN
 from j6doctor.engine.vocabulary import alias_key
 from j6doctor.facts import per_vocabulary, vocabulary
-from j6doctor.probes.case_file import _ENUM_PLACES, _KEY_PLACES, _NUMBER_PLACES, case_schema
+from j6doctor.probes.case_file import _KEY_PLACES, case_schema, declared_keys, enum_places, number_places
 
 _NOISE = r"[\s_\-.]*"  # what alias_key ignores, between any two characters
 _SPECIAL = set("\\^$.|?*+()[]{}/")
@@ -79,15 +79,15 @@ def _replace(node: dict[str, Any], new: dict[str, Any]) -> None:
 def written_case_schema() -> dict[str, Any]:
     schema = copy.deepcopy(case_schema())
     schema["type"] = ["object", "null"]  # an empty file is an empty case
-    for place, enum in _ENUM_PLACES:
+    for place, enum in enum_places():
         for node in _nodes(schema, place):
             _replace(node, _spelled(enum))
-    for place in _NUMBER_PLACES:
+    for place in number_places():
         for node in _nodes(schema, place):
             _replace(node, {"anyOf": [dict(node), {"type": "string", "pattern": EXPONENT_NUMBER_PATTERN}]})
     props = schema["properties"]
     # shorthands: a bare value stands for the object holding it under one key
-    for key, under in (("bc_flow_check", "outcome"), ("fake_quant_off_check", "outcome")):
+    for key, under in ((k.key, k.shorthand) for k in declared_keys() if k.shorthand):
         props[key] = {"anyOf": [props[key], props[key]["properties"][under]]}
     props["metrics"] = {"anyOf": [props["metrics"], props["metrics"]["properties"]["file"]]}
     shorthand = {("results",): "status", ("deployment", "checklist"): "status", ("user_checks",): "status"}

@@ -109,6 +109,8 @@ def _writes(path: Path) -> set[str]:
     types = vocabulary().types
     named = {t for t in set().union(*(_strings_of(p) for p in sources)) if t in types and types[t].origin == "input"}
     named |= set().union(*(funnel for call, funnel in FUNNELS.items() if call in text))
+    if path == PROBES / "case_file.py":  # it reads the keys the vocabulary declares (facts/case_keys.py)
+        named |= {t for t in types if types[t].read_from is not None}
     if any(f.type == "number" for t in named for f in types[t].fields.values()):
         named.add("intake_note")
     return named

@@ -99,11 +99,11 @@ def _rule_dirs(dirs: list[Path]):
 
 
 def _pack_vocabulary(dirs: list[Path]):
+    from j6doctor.diagnosis import pack_vocabulary
     from j6doctor.engine.errors import VocabularyError
-    from j6doctor.facts import with_packs
 
     try:
-        return with_packs([d for d in dirs if d.is_dir()], {d: str(d) for d in dirs})
+        return pack_vocabulary([d for d in dirs if d.is_dir()], {d: str(d) for d in dirs})
     except (OSError, VocabularyError) as exc:
         raise Refusal(str(exc)) from None
 
