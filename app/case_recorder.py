@@ -12,6 +12,10 @@ carries where it came from (`recorded: {script, at}`). A result already in the c
 overwritten silently: the same result again is no change, another one is refused unless
 `replace=True`, and then the old entry is kept under `replaced_results`.
 
+A case that uses a rule pack's vocabulary (its artifacts, platforms, case keys) is opened
+with the pack: `Case.open("case.yaml", rules=["my_pack"])`; its records are checked and
+written in that vocabulary, and `case.diagnose()` uses the pack.
+
 A status may be left to j6doctor: given a metric and a value, the result is judged against
 the nearest earlier artifact on the chain (the float model first) with a normal result of the
 same metric, with the tolerance j6doctor judges metric drops by (the case's `metrics:`
@@ -27,7 +31,7 @@ import os
 import sys
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from j6doctor.api_errors import J6DoctorError
 from j6doctor.case_writer import with_replacement, with_updates
@@ -39,12 +43,14 @@ CASE_SUFFIXES = (".yaml", ".yml", ".json")
 class Case:
     """A case file an evaluation loop records results into (created by the first record)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, rules: tuple[Path, ...] = ()):
         self.path = path
+        self.rules = rules  # rule pack folders whose vocabulary the case is written in
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> "Case":
-        """The case file at `path`; it need not exist yet. J6DoctorError when it is no case file."""
+    def open(cls, path: str | os.PathLike, rules: Iterable[str | os.PathLike] = ()) -> "Case":
+        """The case file at `path`; it need not exist yet. `rules`: rule pack folders whose
+        vocabulary the case uses. J6DoctorError when it is no case file (or a pack is refused)."""
         path = Path(path)
         if path.suffix.lower() not in CASE_SUFFIXES:
             raise J6DoctorError(f"{path}: a case file to record into ends in .yaml, .yml or .json", EXIT_INPUT)
@@ -52,9 +58,29 @@ class Case:
             raise J6DoctorError(f"{path}: not a regular file; expected a YAML or JSON case file", EXIT_INPUT)
         if not path.parent.is_dir():
             raise J6DoctorError(f"{path}: the folder {path.parent} does not exist", EXIT_INPUT)
+        case = cls(path, tuple(Path(r) for r in rules))
         if path.exists():
-            _read(path, path.read_text(encoding="utf-8"))  # refused now if it cannot be read
-        return cls(path)
+            with case._words():
+                _read(path, path.read_text(encoding="utf-8"))  # refused now if it cannot be read
+        return case
+
+    @contextmanager
+    def _words(self) -> Iterator[None]:
+        """The vocabulary of the case's rule packs in use (the bundled one without packs)."""
+        from j6doctor.facts import using
+
+        if not self.rules:
+            yield
+            return
+        from j6doctor.commands.console import Refusal
+        from j6doctor.commands.inputs import load_rules
+
+        try:
+            vocab = load_rules(self.rules, None).vocab
+        except Refusal as refusal:
+            raise J6DoctorError(refusal.message, refusal.code) from None
+        with using(vocab):
+            yield
 
     def record(self, artifact: str, status: str | None = None, *, metric: str | None = None,
                value: float | None = None, evidence: str | None = None, by: str | None = None,
@@ -66,6 +92,12 @@ class Case:
         Either a `status` (normal / abnormal, or their aliases), a `metric` and `value` to be
         judged, or a `failure` (compile_error / load_error / runtime_error) with its message.
         `script`: where the result came from (default: the running script)."""
+        with self._words():
+            return self._record(artifact, status, metric, value, evidence, by, note, failure, message, replace,
+                                script)
+
+    def _record(self, artifact, status, metric, value, evidence, by, note, failure, message, replace,
+                script) -> dict[str, Any]:
         key = _artifact_id(artifact)
         entry = _entry(status, metric, value, evidence, by, note, failure, message)
         _check_entry(key, entry)
@@ -92,10 +124,10 @@ class Case:
         return entry
 
     def diagnose(self, **options: Any):
-        """j6doctor.diagnose of this case file (the same options)."""
+        """j6doctor.diagnose of this case file (the same options; `rules`: the case's packs)."""
         from j6doctor.api import diagnose
 
-        return diagnose(self.path, **options)
+        return diagnose(self.path, **{"rules": self.rules, **options})
 
 
 def _artifact_id(artifact: str) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import j6doctor
-from conftest import EXAMPLES, HAS_DURABLE, write_case
+from conftest import EXAMPLES, HAS_DURABLE, write_case, write_file
 
 STANDIN = Path(__file__).parent / "fixtures" / "standin"
 ENGINES = ["clips"] + (["durable"] if HAS_DURABLE else [])
@@ -247,3 +247,37 @@ def test_two_recorded_next_steps_take_a_bundled_example_to_its_stage(tmp_path, e
     assert verdict.stage == "export"
     chain = {e["source"]["key"] for e in verdict.evidence if e.get("source", {}).get("kind") == "case"}
     assert {"results.qat_bc", "results.qat_pt"} <= chain  # the recorded results are the evidence
+
+
+PACK_VOCABULARY = """\
+enums:
+  platform:
+    values:
+      J7X: {board: RDK Z1, march: nova-x, series: J6, label: "J7X (nova-x, RDK Z1)", aliases: [RDK Z1]}
+types:
+  calibration_set:
+    origin: input
+    probes: [case_file]
+    meaning: 校准数据集的规模
+    read_from: {key: calibration_set, schema: {type: integer, minimum: 1}, fields: {images: .}}
+    fields:
+      images: {type: int, required: true}
+"""
+
+
+def test_a_case_in_a_packs_words_is_recorded_into_with_the_pack(tmp_path):
+    write_file(tmp_path / "pack", "vocabulary.yaml", PACK_VOCABULARY)
+    path = write_case(tmp_path, "platform: RDK Z1\ncalibration_set: 200\nresults:\n  qat_pt: {status: normal}\n")
+    with pytest.raises(j6doctor.J6DoctorError) as refused:
+        j6doctor.Case.open(path)
+    assert "unknown platform 'RDK Z1'" in str(refused.value)
+    before = path.read_bytes()
+    case = j6doctor.Case.open(path, rules=[tmp_path / "pack"])
+    case.record("quantized_bc", "abnormal", evidence="dataset_eval", script="eval.py")
+    assert path.read_bytes().startswith(before)  # the user's lines kept, the new entry added
+    verdict = case.diagnose(environment=False).to_dict()
+    assert verdict["stage"] == "undetermined"
+    assert [f["fields"] for f in verdict["trace"] if f["type"] == "calibration_set"] == [{"images": 200}]
+    with pytest.raises(j6doctor.J6DoctorError) as no_pack:
+        j6doctor.Case.open(path, rules=[tmp_path / "no_such_pack"])
+    assert "no_such_pack" in str(no_pack.value)
