@@ -32,8 +32,9 @@ def test_list_names_every_rule_of_the_rule_base_with_its_place(cli, rulebase):
     proc = cli("rules", "list", "--format", "json")
     assert proc.returncode == 0, proc.stderr
     entries = json.loads(proc.stdout)
-    assert [e["id"] for e in entries] == [r.id for r in rulebase.rules]
-    by_id = {r.id: r for r in rulebase.rules}
+    rules = rulebase.with_examples().rules  # (a diagnosis's rule base leaves the examples out)
+    assert [e["id"] for e in entries] == [r.id for r in rules]
+    by_id = {r.id: r for r in rules}
     for entry in entries:
         rule = by_id[entry["id"]]
         assert (entry["title"], entry["seed"], entry["file"], entry["line"], entry["examples"]) == (
