@@ -129,3 +129,16 @@ def test_every_contract_stage_is_reachable(diagnose):
     user = diagnose({**FULL_INFO, "results": cases["board"],
                      "deployment": {"checklist": {"layout": {"status": "mismatch"}}}})
     assert user.verdict_json["stage"] == "user_side"
+
+
+def test_export_asks_for_qat_export_pt_first_and_keeps_pre_export_open(diagnose):
+    """Table row 1: qat.pt normal, qat.bc abnormal → export, but first check whether
+    qat.export.pt is already abnormal (pre_export / LUT-to-fixed-point)."""
+    d = diagnose({**FULL_INFO, "results": {"qat_pt": ok("normal"), "qat_bc": ok("abnormal")}})
+    verdict = d.verdict_json
+    assert verdict["stage"] == "export"
+    assert [c["stage"] for c in verdict["candidates"]] == ["export", "pre_export"]
+    assert [e["artifact"] for e in verdict["evaluate_next"]] == ["qat_export_pt"]
+    known = diagnose({**FULL_INFO, "results": {"qat_pt": ok("normal"), "qat_export_pt": ok("normal"),
+                                                "qat_bc": ok("abnormal")}}).verdict_json
+    assert [c["stage"] for c in known["candidates"]] == ["export"] and known["evaluate_next"] == []
