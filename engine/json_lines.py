@@ -80,9 +80,4 @@ def _member(text: str, pos: int, frame: list, newlines: list[int], out: KeyLines
     return path, _SPACE.match(text, pos).end(), again
 
 
-def line_at(text: str, offset: int) -> int:
-    """The 1-based line of `offset` in `text`."""
-    return text.count("\n", 0, offset) + 1
-
-
-__all__ = ["KeyLines", "key_lines", "line_at"]
+__all__ = ["KeyLines", "key_lines"]

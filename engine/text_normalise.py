@@ -35,10 +35,11 @@ _CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff"
 # Compaction first makes every line break and Markdown mark a space (no index moves), then
 # changes only the runs that change length: two spaces or more, a space next to a CJK
 # character, a space at either end (a single space between two Latin words costs nothing).
+# Every branch starts with the space itself, so that the search skips to the next space.
 _BLANKS = re.compile(r"[\n*`]")
 # A web address reads as a space: its words are no statement ("…/examples/onnx/…" names no
 # ONNX model), and a sentence around a long link keeps its terms near each other.
-_RUNS = rf" (?: +|(?=[{_CJK}])|$)|(?<=[{_CJK}]) |^ "
+_RUNS = rf" (?: +|(?=[{_CJK}])|$|(?<=[{_CJK}] )|(?<=^ ))"
 _ADDRESS = r" *(?:(?:https?://|www\.)(?a:[\w.~:/?#@!$&*+=%-])+ *)+"  # (addresses in a row: one run)
 _CHANGED = re.compile(_RUNS)
 

@@ -86,7 +86,14 @@ def compile_case_key(vocab: "Vocabulary", ftype: "FactType", check_schema: bool 
     shorthand = spec.get("shorthand")
     if shorthand is not None and shorthand not in properties:
         raise VocabularyError(f"{where}.shorthand: {shorthand!r} is not a property of the schema")
-    fields = spec.get("fields")
+    fields = _fields(spec.get("fields"), ftype, properties, where)
+    enums, numbers = _places(spec.get("schema"), ())
+    return CaseKey(key, ftype.name, schema, tuple(fields.items()), shorthand, each, tuple(enums), tuple(numbers))
+
+
+def _fields(fields: Any, ftype: "FactType", properties: dict[str, Any], where: str) -> dict[str, str]:
+    """`fields:` checked: each names a field of the type and `.` or a property of the schema,
+    and every required field is filled."""
     if not isinstance(fields, dict) or not fields:
         raise VocabularyError(f"{where}.fields: expected a mapping of the type's fields to `.` or a sub-key")
     for name, part in fields.items():
@@ -98,8 +105,7 @@ def compile_case_key(vocab: "Vocabulary", ftype: "FactType", check_schema: bool 
     missing = [f.name for f in ftype.fields.values() if f.required and f.name not in fields]
     if missing:
         raise VocabularyError(f"{where}.fields: the required field {missing[0]!r} is filled by nothing")
-    enums, numbers = _places(spec.get("schema"), ())
-    return CaseKey(key, ftype.name, schema, tuple(fields.items()), shorthand, each, tuple(enums), tuple(numbers))
+    return fields
 
 
 def _expanded(node: Any, vocab: "Vocabulary", where: str) -> Any:
