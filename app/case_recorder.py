@@ -58,7 +58,8 @@ class Case:
             raise J6DoctorError(f"{path}: not a regular file; expected a YAML or JSON case file", EXIT_INPUT)
         if not path.parent.is_dir():
             raise J6DoctorError(f"{path}: the folder {path.parent} does not exist", EXIT_INPUT)
-        case = cls(path, tuple(Path(r) for r in rules))
+        packs = [rules] if isinstance(rules, (str, os.PathLike)) else rules  # one folder given alone
+        case = cls(path, tuple(Path(r) for r in packs))
         if path.exists():
             with case._words():
                 _read(path, path.read_text(encoding="utf-8"))  # refused now if it cannot be read

@@ -12,7 +12,7 @@ from j6doctor.engine import Fact, RuleBase, RuleBaseError, RuleBaseErrors, RunRe
 from j6doctor.engine.errors import VocabularyError
 from j6doctor.engine.backends import resolve as resolve_engine
 from j6doctor.evidence import EvidenceOptions, collect
-from j6doctor.facts import using, with_packs
+from j6doctor.facts import pack_vocabulary_files, using, with_packs
 from j6doctor.probes.case_file import Case, case_from_data, read_case
 from j6doctor.rules import BUNDLED_RULES_DIR
 from j6doctor.verdict import build_verdict
@@ -48,7 +48,12 @@ def pack_vocabulary(packs: list[Path], display: dict[Path, str]):
         from j6doctor.probes.case_file import case_schema
 
         with using(vocab):
-            case_schema()
+            try:
+                case_schema()
+            except VocabularyError as exc:  # a pack's case key that the case reader reads already
+                files = [f"{display.get(f.parent, str(f.parent))}/{f.name}" for f in pack_vocabulary_files(packs)]
+                raise VocabularyError(f"{files[0] if len(files) == 1 else 'a rule pack vocabulary.yaml'}: {exc}") \
+                    from None
     return vocab
 
 

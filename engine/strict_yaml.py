@@ -203,18 +203,31 @@ def load_json(text: str, holds: str = "a document", non_finite: bool = False) ->
     their line, and so are NaN / Infinity unless `non_finite` (they are then floats, as
     json.dump writes them, for the reader to judge value by value). `holds`: what the
     document is, for the messages. Raises YamlInputError (message, line)."""
-    import json
-
     from j6doctor.engine.json_lines import key_lines
 
     _check_json_size(text, holds)
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates,
-                          parse_constant=float if non_finite else lambda name: _reject_constant(name, text, holds))
+        data = _decoded(text, holds, non_finite, _no_duplicates)
     except _DuplicateKey:
+        _decoded(text, holds, non_finite, None)  # a syntax error further on is said first (the walk needs valid JSON)
         path, line, first = key_lines(text).repeated[0]
         raise YamlInputError(f"duplicate key {path[-1]!r} (first at line {first}); keep one of them", line) from None
-    except YamlInputError:  # NaN / Infinity, said by the hook with its line
+    # Python 3.13's decoder reads far deeper nesting than the recursion limit lets a reader
+    # walk: the depth is bounded here, on every Python the same.
+    if _depth(data) > MAX_DEPTH:
+        raise YamlInputError(f"JSON nesting is too deep (more than {MAX_DEPTH} levels)")
+    return LocatedDocument(data, key_lines(text).lines)
+
+
+def _decoded(text: str, holds: str, non_finite: bool, pairs_hook) -> Any:
+    """json.loads with its errors said as YamlInputError (with the line where it knows one);
+    _DuplicateKey, raised by `pairs_hook`, passes through."""
+    import json
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs_hook,
+                          parse_constant=float if non_finite else lambda name: _reject_constant(name, text, holds))
+    except (_DuplicateKey, YamlInputError):  # (NaN / Infinity: said by the hook with its line)
         raise
     except json.JSONDecodeError as exc:
         raise YamlInputError(f"not valid JSON: {exc.msg}", exc.lineno) from None
@@ -222,11 +235,6 @@ def load_json(text: str, holds: str = "a document", non_finite: bool = False) ->
         raise YamlInputError("JSON nesting is too deep") from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
         raise YamlInputError(f"not valid JSON: {exc}") from None
-    # Python 3.13's decoder reads far deeper nesting than the recursion limit lets a reader
-    # walk: the depth is bounded here, on every Python the same.
-    if _depth(data) > MAX_DEPTH:
-        raise YamlInputError(f"JSON nesting is too deep (more than {MAX_DEPTH} levels)")
-    return LocatedDocument(data, key_lines(text).lines)
 
 
 class _DuplicateKey(ValueError):

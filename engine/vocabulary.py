@@ -34,7 +34,17 @@ _ALIAS_NOISE = re.compile(r"[\s_\-.]+")
 
 
 def _fingerprint(data: Any) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(_str_keys(data), sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+
+
+def _str_keys(data: Any) -> Any:
+    """`data` with every mapping key a string (YAML keys may be numbers, dates or null, which
+    json.dumps cannot sort among strings); a key that is not one keeps its type in the text."""
+    if isinstance(data, dict):
+        return {(k if isinstance(k, str) else f"{type(k).__name__}:{k!r}"): _str_keys(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_str_keys(v) for v in data]
+    return data
 
 
 def alias_key(text: str) -> str:

@@ -65,7 +65,7 @@ def case_keys(vocab: "Vocabulary", check_schemas: bool = False) -> tuple[CaseKey
 def compile_case_key(vocab: "Vocabulary", ftype: "FactType", check_schema: bool = False) -> CaseKey:
     where = f"types.{ftype.name}.read_from"
     spec = ftype.read_from
-    unknown = sorted(set(spec) - _SPEC_KEYS)
+    unknown = sorted(str(k) for k in spec if k not in _SPEC_KEYS)
     if unknown:
         raise VocabularyError(f"{where}: unknown key {unknown[0]!r}; expected {', '.join(sorted(_SPEC_KEYS))}")
     key = spec.get("key")
@@ -74,52 +74,101 @@ def compile_case_key(vocab: "Vocabulary", ftype: "FactType", check_schema: bool 
     each = spec.get("each", False)
     if not isinstance(each, bool):
         raise VocabularyError(f"{where}.each: expected true or false")
-    schema = _expanded(spec.get("schema"), vocab, f"{where}.schema")
-    if not isinstance(schema, dict) or not schema:
+    raw = spec.get("schema")
+    if not isinstance(raw, dict) or not raw:
         raise VocabularyError(f"{where}.schema: expected a JSON Schema (a mapping, e.g. {{type: string}})")
+    _check_raw(raw, vocab, f"{where}.schema", reached=True)
+    schema = _expanded(raw, vocab)
     if check_schema:
         _check_schema(schema, f"{where}.schema")
-    if each and schema.get("type") != "array":
-        raise VocabularyError(f"{where}.schema: `each: true` reads a list; give the schema type: array")
-    value_schema = schema.get("items", {}) if each else schema
-    properties = value_schema.get("properties") or {}
+    value = raw.get("items") if each else raw
+    if each and (raw.get("type") != "array" or not isinstance(value, dict)):
+        raise VocabularyError(f"{where}.schema: `each: true` reads a list: give type: array and the schema of "
+                              "its items")
+    properties = value.get("properties") if isinstance(value.get("properties"), dict) else {}
     shorthand = spec.get("shorthand")
-    if shorthand is not None and shorthand not in properties:
-        raise VocabularyError(f"{where}.shorthand: {shorthand!r} is not a property of the schema")
-    fields = _fields(spec.get("fields"), ftype, properties, where)
-    enums, numbers = _places(spec.get("schema"), ())
+    if shorthand is not None and (each or not isinstance(shorthand, str) or shorthand not in properties):
+        raise VocabularyError(f"{where}.shorthand: expected the name of a property of the schema's object "
+                              "(a scalar written instead of the object is that property; not with `each`)")
+    fields = _fields(spec.get("fields"), ftype, value, properties, where)
+    enums, numbers = _places(raw, ())
     return CaseKey(key, ftype.name, schema, tuple(fields.items()), shorthand, each, tuple(enums), tuple(numbers))
 
 
-def _fields(fields: Any, ftype: "FactType", properties: dict[str, Any], where: str) -> dict[str, str]:
-    """`fields:` checked: each names a field of the type and `.` or a property of the schema,
-    and every required field is filled."""
+# the JSON Schema types a value may have to fill a field of each type
+_FILLS = {"str": ("string",), "int": ("integer",), "number": ("number", "integer"), "bool": ("boolean",)}
+
+
+def _fields(fields: Any, ftype: "FactType", value: dict[str, Any], properties: dict[str, Any],
+            where: str) -> dict[str, str]:
+    """`fields:` checked: each names a field of the type and `.` or a property of the schema
+    whose values fit the field, and every required field is filled by a value that is there."""
     if not isinstance(fields, dict) or not fields:
         raise VocabularyError(f"{where}.fields: expected a mapping of the type's fields to `.` or a sub-key")
     for name, part in fields.items():
         if name not in ftype.fields:
             raise VocabularyError(f"{where}.fields.{name}: {ftype.name} has no such field; fields: "
                                   f"{', '.join(ftype.fields)}")
-        if part != WHOLE and part not in properties:
+        filled = value if part == WHOLE else properties.get(part) if isinstance(part, str) else None
+        if not isinstance(filled, dict):
             raise VocabularyError(f"{where}.fields.{name}: {part!r} is neither `.` nor a property of the schema")
+        _check_fill(ftype.fields[name], filled, f"{where}.fields.{name}")
+        if ftype.fields[name].required and part != WHOLE and part not in (value.get("required") or []):
+            raise VocabularyError(f"{where}.fields.{name}: the field is required, so the schema must require "
+                                  f"{part!r} (list it under required)")
     missing = [f.name for f in ftype.fields.values() if f.required and f.name not in fields]
     if missing:
         raise VocabularyError(f"{where}.fields: the required field {missing[0]!r} is filled by nothing")
     return fields
 
 
-def _expanded(node: Any, vocab: "Vocabulary", where: str) -> Any:
-    """The schema with every {enum_of: name} replaced by {enum: [its values]}."""
-    if isinstance(node, dict):
-        if "enum_of" in node:
-            name = node["enum_of"]
-            if name not in vocab.enums:
-                raise VocabularyError(f"{where}: enum_of names no enum: {name!r}")
-            rest = {k: _expanded(v, vocab, where) for k, v in node.items() if k != "enum_of"}
-            return {**rest, "enum": list(vocab.enums[name].values)}
-        return {k: _expanded(v, vocab, f"{where}.{k}") for k, v in node.items()}
+def _check_fill(field: Any, schema: dict[str, Any], where: str) -> None:
+    """The schema of what fills `field` admits only values of the field's type."""
+    if field.type == "enum":
+        if schema.get("enum_of") != field.enum:
+            raise VocabularyError(f"{where}: the field is a value of the enum {field.enum}; give its schema "
+                                  f"{{enum_of: {field.enum}}}")
+        return
+    if field.type == "str" and "enum_of" in schema:
+        return
+    if schema.get("type") not in _FILLS[field.type]:
+        raise VocabularyError(f"{where}: the field is {field.type}; give its schema type: "
+                              f"{' or '.join(_FILLS[field.type])} (it has {schema.get('type')!r})")
+
+
+def _check_raw(node: Any, vocab: "Vocabulary", where: str, reached: bool) -> None:
+    """No `$ref` (write the schema out), and every {enum_of: <enum>} names an enum and stands
+    where values are normalised: under `properties` and `items` only."""
     if isinstance(node, list):
-        return [_expanded(v, vocab, where) for v in node]
+        for item in node:
+            _check_raw(item, vocab, where, False)
+        return
+    if not isinstance(node, dict):
+        return
+    if "$ref" in node:
+        raise VocabularyError(f"{where}: $ref is not read; write the schema out")
+    if "enum_of" in node:
+        name = node["enum_of"]
+        if not isinstance(name, str) or name not in vocab.enums:
+            raise VocabularyError(f"{where}: enum_of names no enum: {name!r}")
+        if not reached:
+            raise VocabularyError(f"{where}: enum_of is read only under properties and items (its values are "
+                                  "normalised there)")
+    for key, child in node.items():
+        if key == "properties" and isinstance(child, dict):
+            for name, sub in child.items():
+                _check_raw(sub, vocab, f"{where}.properties.{name}", reached)
+        else:
+            _check_raw(child, vocab, f"{where}.{key}", reached and key == "items")
+
+
+def _expanded(node: Any, vocab: "Vocabulary") -> Any:
+    """The schema with every {enum_of: name} replaced by {enum: [its values]} (checked above)."""
+    if isinstance(node, dict):
+        rest = {k: _expanded(v, vocab) for k, v in node.items() if k != "enum_of"}
+        return {**rest, "enum": list(vocab.enums[node["enum_of"]].values)} if "enum_of" in node else rest
+    if isinstance(node, list):
+        return [_expanded(v, vocab) for v in node]
     return node
 
 

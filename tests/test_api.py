@@ -272,7 +272,7 @@ def test_a_case_in_a_packs_words_is_recorded_into_with_the_pack(tmp_path):
         j6doctor.Case.open(path)
     assert "unknown platform 'RDK Z1'" in str(refused.value)
     before = path.read_bytes()
-    case = j6doctor.Case.open(path, rules=[tmp_path / "pack"])
+    case = j6doctor.Case.open(path, rules=tmp_path / "pack")  # one folder, given alone
     case.record("quantized_bc", "abnormal", evidence="dataset_eval", script="eval.py")
     assert path.read_bytes().startswith(before)  # the user's lines kept, the new entry added
     verdict = case.diagnose(environment=False).to_dict()

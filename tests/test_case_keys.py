@@ -138,8 +138,21 @@ def test_without_the_pack_the_key_is_unknown(pack, cli):
     (("      key: calibration_set", "      key: tried"),
      "types.calibration_set.read_from.key: 'tried' is read by another type (tried_fix) too"),
     (("      key: calibration_set", "      key: results"),
-     "types.calibration_set.read_from.key: 'results' is a case key j6doctor reads already"),
-    (("      shorthand: images", "      shorthand: count"), "read_from.shorthand: 'count' is not a property"),
+     "pack/vocabulary.yaml: types.calibration_set.read_from.key: 'results' is a case key j6doctor reads already"),
+    (("      shorthand: images", "      shorthand: count"), "read_from.shorthand: expected the name of a property"),
+    (("      shorthand: images", "      shorthand: [images]"), "read_from.shorthand: expected the name of a property"),
+    (("      fields: {images: images, source: source}", "      fields: {images: [images]}"),
+     "read_from.fields.images: ['images'] is neither `.` nor a property of the schema"),
+    (("{enum_of: flow}", "{enum_of: [flow]}"), "read_from.schema.properties.flow: enum_of names no enum: ['flow']"),
+    (("{enum_of: flow}", "{anyOf: [{enum_of: flow}, {type: 'null'}]}"),
+     "enum_of is read only under properties and items"),
+    (("{enum_of: flow}", "{$ref: '#/$defs/flow'}"), "read_from.schema.properties.flow: $ref is not read"),
+    (("      shorthand: images", "      shorthand: images\n      5: 1"), "read_from: unknown key '5'"),
+    (("{type: integer, minimum: 1}", "{type: number}"),
+     "read_from.fields.images: the field is int; give its schema type: integer (it has 'number')"),
+    (("        required: [images]\n", ""),
+     "read_from.fields.images: the field is required, so the schema must require 'images'"),
+    (("      shorthand: images\n", "      each: true\n"), "read_from.schema: `each: true` reads a list"),
 ])
 def test_a_wrong_declaration_is_refused_with_its_place(pack, cli, change, message):
     write_file(pack / "pack", "vocabulary.yaml", VOCABULARY.replace(*change))

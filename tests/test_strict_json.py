@@ -22,6 +22,9 @@ def test_every_key_path_has_its_line():
     ('{\n "a": "NaN",\n "b": -Infinity\n}', "-Infinity is not a valid number in a document", 3),
     ('{\n "a": 1,\n "b": \n}', "not valid JSON: Expecting value", 4),
     ('{"a": 1' + '0' * 5000 + '}', "not valid JSON: Exceeds the limit", None),
+    # a duplicate key before a syntax error: the syntax error is said (the decoder stops at the first)
+    ('{\n "a": {"b": 1, "b": 2},\n "c": ]}', "not valid JSON: Expecting value", 3),
+    ('{\n "a": {"b": 1, "b": 2}\n', "not valid JSON: Expecting ',' delimiter", 3),
 ])
 def test_what_it_refuses_is_named_with_its_line(text, message, line):
     with pytest.raises(YamlInputError) as refused:

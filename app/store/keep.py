@@ -18,7 +18,7 @@ def library(given: str, write: bool = True) -> CaseLibrary:
 
     try:
         key = (store_url(given), write)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return open_library(given, write=write)  # refused there, with what is wrong
     if key not in _OPEN:
         _OPEN[key] = open_library(given, write=write)

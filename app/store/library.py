@@ -131,7 +131,7 @@ class CaseLibrary:
                              f"{Path(given) / 'cases.db'}) or a postgresql:// URL")
         try:
             self.url = store_url(given)
-        except sqlalchemy.exc.ArgumentError as exc:
+        except (sqlalchemy.exc.ArgumentError, ValueError) as exc:  # (a port that is no number)
             raise StoreError(f"{given}: not a usable database URL ({exc}); give a file path (SQLite) or "
                              "postgresql://user@host/db") from None
         self.sqlite = self.url.get_backend_name() == "sqlite"
