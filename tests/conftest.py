@@ -187,6 +187,15 @@ def write_file(folder: Path, name: str, content: str | bytes) -> Path:
     return path
 
 
+def write_pack(folder: Path, vocabulary: str, rules: str, case: str) -> Path:
+    """`folder` holding a rule pack `pack/` (its vocabulary.yaml and one rule file) and the
+    case.yaml diagnosed with it."""
+    write_file(folder / "pack", "vocabulary.yaml", vocabulary)
+    write_file(folder / "pack", "calibration.yaml", rules)
+    write_file(folder, "case.yaml", case)
+    return folder
+
+
 def assert_refused(read, path: Path, file: str, line: int | None, fragment: str) -> None:
     """`read(path)` refuses the file with an InputError that names `file` and `line` (None: no
     one line), says `fragment`, and reads `file:line: ...`."""

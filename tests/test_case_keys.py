@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conftest import write_file
+from conftest import write_file, write_pack
 from j6doctor.facts import bundled
 from j6doctor.facts.case_keys import case_keys
 from j6doctor.probes.case_file import case_facts, case_from_data, case_schema
@@ -69,10 +69,7 @@ calibration_set:
 
 @pytest.fixture
 def pack(tmp_path):
-    write_file(tmp_path / "pack", "vocabulary.yaml", VOCABULARY)
-    write_file(tmp_path / "pack", "calibration.yaml", RULES)
-    write_file(tmp_path, "case.yaml", CASE)
-    return tmp_path
+    return write_pack(tmp_path, VOCABULARY, RULES, CASE)
 
 
 def test_the_bundled_declarations_compile_with_valid_schemas():

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import write_file
+from conftest import write_file, write_pack
 
 VOCABULARY = """\
 enums:
@@ -87,10 +87,7 @@ results:
 
 @pytest.fixture
 def pack(tmp_path):
-    write_file(tmp_path / "pack", "vocabulary.yaml", VOCABULARY)
-    write_file(tmp_path / "pack", "calibration.yaml", RULES)
-    write_file(tmp_path, "case.yaml", CASE)
-    return tmp_path
+    return write_pack(tmp_path, VOCABULARY, RULES, CASE)
 
 
 def test_without_the_pack_the_new_platform_is_refused(pack, cli):
