@@ -94,34 +94,29 @@ class Case:
         judged, or a `failure` (compile_error / load_error / runtime_error) with its message.
         `script`: where the result came from (default: the running script)."""
         with self._words():
-            return self._record(artifact, status, metric, value, evidence, by, note, failure, message, replace,
-                                script)
+            key = _artifact_id(artifact)
+            entry = _entry(status, metric, value, evidence, by, note, failure, message)
+            _check_entry(key, entry)
+            with _locked(self.path):
+                text = self.path.read_text(encoding="utf-8") if self.path.exists() else ""
+                case = _read(self.path, text) if text.strip() else None
+                results = case.data.get("results", {}) if case is not None else {}
+                if "status" not in entry and "failure" not in entry:
+                    entry = {"status": _judged(self.path, case, key, entry), **entry}
+                entry["recorded"] = {"script": script or _running_script(), "at": _now()}
+                previous = results.get(key)
+                if previous is not None and _same(previous, entry):
+                    return previous
+                if previous is not None and not replace:
+                    raise J6DoctorError(
+                        f"{self.path.name}:{case.doc.line_of(case.written(('results', key))) or 1}: results.{key} "
+                        f"is already recorded ({json.dumps(previous, ensure_ascii=False)}); record(..., "
+                        "replace=True) replaces it and keeps the old entry under replaced_results", EXIT_INPUT)
+                new_text = _with_entry(text, self.path.suffix, case, key, entry, previous)
+                _read(self.path, new_text)  # the case as it would be written must read
+                from j6doctor.atomic_write import write_atomic
 
-    def _record(self, artifact, status, metric, value, evidence, by, note, failure, message, replace,
-                script) -> dict[str, Any]:
-        key = _artifact_id(artifact)
-        entry = _entry(status, metric, value, evidence, by, note, failure, message)
-        _check_entry(key, entry)
-        with _locked(self.path):
-            text = self.path.read_text(encoding="utf-8") if self.path.exists() else ""
-            case = _read(self.path, text) if text.strip() else None
-            results = case.data.get("results", {}) if case is not None else {}
-            if "status" not in entry and "failure" not in entry:
-                entry = {"status": _judged(self.path, case, key, entry), **entry}
-            entry["recorded"] = {"script": script or _running_script(), "at": _now()}
-            previous = results.get(key)
-            if previous is not None and _same(previous, entry):
-                return previous
-            if previous is not None and not replace:
-                raise J6DoctorError(
-                    f"{self.path.name}:{case.doc.line_of(case.written(('results', key))) or 1}: results.{key} is "
-                    f"already recorded ({json.dumps(previous, ensure_ascii=False)}); record(..., replace=True) "
-                    "replaces it and keeps the old entry under replaced_results", EXIT_INPUT)
-            new_text = _with_entry(text, self.path.suffix, case, key, entry, previous)
-            _read(self.path, new_text)  # the case as it would be written must read
-            from j6doctor.atomic_write import write_atomic
-
-            write_atomic(self.path, new_text)
+                write_atomic(self.path, new_text)
         return entry
 
     def diagnose(self, **options: Any):

@@ -860,7 +860,7 @@ def _comparison_facts(case: Case) -> Iterator[_Entry]:
 
 
 def _setting_facts(case: Case) -> Iterator[_Entry]:
-    """Suspects, conversion settings, the badcase and the deployment notes."""
+    """Suspects, conversion settings and the deployment notes."""
     data = case.data
     suspects = data.get("suspect")
     for index, text in enumerate([suspects] if isinstance(suspects, str) else suspects or []):
@@ -875,7 +875,8 @@ def _setting_facts(case: Case) -> Iterator[_Entry]:
 
 
 def _check_facts(case: Case) -> Iterator[_Entry]:
-    """The deployment checklist, the step-0 user checks and the other checks the user ran."""
+    """The deployment checklist, the step-0 user checks and the consistency strategy used (the
+    other checks the user ran are declared keys: _declared_facts)."""
     data = case.data
     for item in enum_values("check_item"):
         check = ((data.get("deployment") or {}).get("checklist") or {}).get(item)
@@ -896,7 +897,7 @@ def _check_facts(case: Case) -> Iterator[_Entry]:
 
 
 def _tail_facts(case: Case) -> Iterator[_Entry]:
-    """What was tried, the artifact paths, gate answers, intake notes and what pasted text names."""
+    """The artifact paths, gate answers, intake notes and what pasted text names."""
     data = case.data
     for index, raw_path in enumerate(data.get("artifacts") or []):
         try:

@@ -132,8 +132,7 @@ class CaseLibrary:
         try:
             self.url = store_url(given)
         except (sqlalchemy.exc.ArgumentError, ValueError) as exc:  # (a port that is no number)
-            raise StoreError(f"{given}: not a usable database URL ({exc}); give a file path (SQLite) or "
-                             "postgresql://user@host/db") from None
+            raise _unusable_url(given, exc) from None
         self.sqlite = self.url.get_backend_name() == "sqlite"
         if self.sqlite and self.url.database in (None, "", ":memory:"):
             raise StoreError(f"{given}: an in-memory database keeps nothing; give a file path (SQLite) or a "
@@ -147,9 +146,8 @@ class CaseLibrary:
         self.read_only = not write and self.file is not None and not _writable(self.file)
         try:
             self.engine = self._read_only_engine() if self.read_only else self._writing_engine()
-        except (sqlalchemy.exc.ArgumentError, ModuleNotFoundError) as exc:
-            raise StoreError(f"{given}: not a usable database URL ({exc}); give a file path (SQLite) or "
-                             "postgresql://user@host/db") from None
+        except (sqlalchemy.exc.ArgumentError, ModuleNotFoundError) as exc:  # (a driver not installed)
+            raise _unusable_url(given, exc) from None
         if schema is not None:  # None: a worker of a process that has already migrated it
             self._open(schema, write)
 
@@ -611,6 +609,11 @@ def _summary(row: dict[str, Any]) -> dict[str, Any]:
             "candidates": json.loads(row["candidates_json"]), "missing": json.loads(row["missing_json"]),
             "rulebase": row["rulebase"], "resolved_stage": row["resolved_stage"],
             "resolved_note": row["resolved_note"] or ""}
+
+
+def _unusable_url(given: str, exc: Exception) -> StoreError:
+    return StoreError(f"{given}: not a usable database URL ({exc}); give a file path (SQLite) or "
+                      "postgresql://user@host/db")
 
 
 def _reason(exc: Exception) -> str:
