@@ -18,6 +18,9 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
      [("float", 90.5, True), ("board", 75.75, True)]),
     ("float: mAP 0.647, quantized_model.onnx: mAP 0.61", [("float", 0.647, False), ("quantized_bc", 0.61, False)]),
     ("原始模型 mAP 0.68，板端 mAP 0.45", [("float", 0.68, False), ("board", 0.45, False)]),
+    # a full stop after a score ends the sentence; it makes no version of it
+    ("The iou of ckpt is 87.98.\nThe iou of float tflite is 87.89.",
+     [("torch_model", 87.98, False), ("float", 87.89, False)]),
 ])
 def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     assert _read(text) == expected
@@ -28,6 +31,7 @@ def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     "the board runs at 30 FPS, the PC at 220 FPS",       # integers without a percent sign are no scores
     "the board | -1.00 |",                               # nor is a number below zero
     "mAP 0.647 on the board",                            # a score before any model belongs to none
+    "the board runs hbrt 3.15.54.0.",                    # a version stays one before a full stop
 ])
 def test_what_is_no_score(text):
     assert _read(text) == []
