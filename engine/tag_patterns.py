@@ -211,9 +211,8 @@ def find(pattern: TagPattern, reading: "Reading", every: bool, lo: int | None = 
             held &= clauses
         spans = []
         for c in sorted(held):
-            clause = reading.clauses[c]
-            starts = [t for cls in firsts for t in reading.tags_in(cls, clause.start, clause.end) if _first(tags[t], firsts)]
-            spans.append((clause.end, sorted(starts) if len(firsts) > 1 else starts, reading.clause_classes[c]))
+            starts = [t for cls in firsts for t in reading.in_clause(cls, c) if _first(tags[t], firsts)]
+            spans.append((reading.clauses[c].end, sorted(starts) if len(firsts) > 1 else starts, reading.clause_classes[c]))
     for bound, starts, classes in spans:
         for start in starts:
             if tags[start][1] > bound:

@@ -262,19 +262,28 @@ def _unread(rule: CompiledTextRule, fact: Fact, key: str, text: str, reading: Re
     took up; each class's values left there, joined, under the class's name."""
     wanted = [unread_class(item) for item in rule.rule.text.unread]  # type: ignore[union-attr]
     seen = readings.seen.get(text, set())
+    # the terms left, by sentence: one pass over each class's terms, not a search per sentence
+    left: dict[int, dict[str, list[int]]] = {}
+    for cls, only in wanted:
+        for t in reading.by_class.get(cls, ()):
+            if t in seen or (only is not None and str(reading.tags[t][3]) not in only):
+                continue
+            at = reading.tag_clause[t]
+            clause = reading.clauses[at]
+            start, end = reading.tags[t][:2]
+            # in its sentence, and in the context the rule reads (a question, a negation, a
+            # hypothesis is no result)
+            if clause.start <= start and end <= clause.end and \
+                    _admitted(rule, readings.lexicon, reading, Hit((t,), ()), clause, start, end):
+                left.setdefault(at, {}).setdefault(cls, []).append(t)
     out = []
-    for clause in reading.clauses:
-        groups = {}
-        for cls, only in wanted:
-            left = [t for t in reading.tags_in(cls, clause.start, clause.end)
-                    if t not in seen and (only is None or str(reading.tags[t][3]) in only)
-                    # in the context the rule reads (a question, a negation, a hypothesis is no result)
-                    and _admitted(rule, readings.lexicon, reading, Hit((t,), ()), clause, *reading.tags[t][:2])]
-            groups[cls] = ",".join(dict.fromkeys(str(reading.tags[t][3]) for t in left))
-        if any(groups.values()):
-            out.append(_match(rule, fact, key, reading, clause, groups))
-            if len(out) >= MAX_ALL_MATCHES_PER_TEXT:
-                break
+    for at in sorted(left):
+        terms = left[at]
+        groups = {cls: ",".join(dict.fromkeys(str(reading.tags[t][3]) for t in terms.get(cls, ())))
+                  for cls, _ in wanted}
+        out.append(_match(rule, fact, key, reading, reading.clauses[at], groups))
+        if len(out) >= MAX_ALL_MATCHES_PER_TEXT:
+            break
     return out
 
 
