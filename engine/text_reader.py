@@ -251,13 +251,13 @@ def read(text: str, index: "TermIndex") -> Reading:
         # a class's `ignore` phrases leave no tag
         kept = [(s, e, cls, value) for s, e, value in _leftmost_longest(found, ends) if value is not None]
         merge = index.merges.get(cls)
-        tags.extend(_merged(kept, merge, form.text) if merge else kept)
+        # (a term runs to the end of its sentence at most, but a merge may join two sentences' terms)
+        tags.extend(_within_clauses(_merged(kept, merge, form.text), clauses) if merge else kept)
     tags.sort()
     marks.sort()
     names = _names(form.text)
     if names:
         tags, triggers, marks = _outside_names(tags, names), _outside_names(triggers, names), _outside_names(marks, names)
-    tags = _within_clauses(tags, clauses)  # (a merge may have joined two sentences' terms)
     return Reading(text, form, tags, clauses, marks, triggers, index.windows, index.glue, index.gap_breaks)
 
 
@@ -480,8 +480,10 @@ def _within_clauses(tags: list[tuple], clauses: list[Clause]) -> list[tuple]:
 
 def _clauses(normalised: str, form: Compact, clause_ends: tuple[re.Pattern, ...]) -> list[Clause]:
     """Sentences in compact coordinates, cut where a clause-end expression matches the
-    normalised text (it needs the line breaks that the compact form drops)."""
-    cuts = sorted({m.span() for pattern in clause_ends for m in pattern.finditer(normalised)})
+    normalised text (it needs the line breaks that the compact form drops); where it has a
+    group `cut`, that group is the cut."""
+    cuts = sorted({m.span("cut") if "cut" in pattern.groupindex else m.span()
+                   for pattern in clause_ends for m in pattern.finditer(normalised)})
     out: list[Clause] = []
     start = 0
     for cut_start, cut_end in cuts:
