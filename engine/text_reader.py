@@ -62,26 +62,28 @@ class Reading:
         self.clause_starts = [c.start for c in clauses]
         # one pass over the tags (sorted by start): the tags of each class, the sentence of
         # each tag, the classes of each sentence
-        self.by_class: dict[str, list[int]] = {}
-        self.tag_clause: list[int] = [0] * len(tags)
-        self.clause_classes: list[set[str]] = [set() for _ in clauses]
+        by_class: dict[str, list[int]] = {}
+        class_starts: dict[str, list[int]] = {}
+        tag_clause: list[int] = [0] * len(tags)
+        clause_classes: list[set[str]] = [set() for _ in clauses]
         ends = [c.end for c in clauses]
-        self.class_starts: dict[str, list[int]] = {}
+        last = len(ends) - 1
         at = 0
-        for index, tag in enumerate(tags):
-            cls = tag[2]
-            members = self.by_class.get(cls)
+        for index, (start, _, cls, _) in enumerate(tags):
+            members = by_class.get(cls)
             if members is None:
-                members = self.by_class[cls] = []
-                self.class_starts[cls] = []
+                members = by_class[cls] = []
+                class_starts[cls] = []
             members.append(index)
-            self.class_starts[cls].append(tag[0])
-            while tag[0] >= ends[at] and at + 1 < len(ends):
+            class_starts[cls].append(start)
+            while at < last and start >= ends[at]:
                 at += 1
-            self.tag_clause[index] = at
-            self.clause_classes[at].add(cls)
+            tag_clause[index] = at
+            clause_classes[at].add(cls)
+        self.by_class, self.class_starts = by_class, class_starts
+        self.tag_clause, self.clause_classes = tag_clause, clause_classes
         self.class_clauses: dict[str, set[int]] = {}  # the sentences holding each class
-        for at, held in enumerate(self.clause_classes):
+        for at, held in enumerate(clause_classes):
             for cls in held:
                 self.class_clauses.setdefault(cls, set()).add(at)
         self.derived: dict = {}  # what is worked out from the reading once, when first asked (text_rules.py)
