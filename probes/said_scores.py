@@ -7,7 +7,8 @@ diagnosis (rules/18_intake.yaml judges that).
 
 A score belongs to the nearest model named before it in the same sentence, close by and with
 no other score between them; a model's first score is its score. Integers without a percent
-sign are no scores (30 FPS, 1000 images), nor are numbers of zero or less ("-1.00"). A model
+sign are no scores (30 FPS, 1000 images), nor are numbers of zero or less ("-1.00"), nor a
+number named an error, a loss, a time or a size just before it ("欧氏误差约为 1.728"). A model
 named alone on a line (a heading) followed by a table of scores gets the table's mean, where
 two or more such tables have the same shape (the per-class APs of each model)."""
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from j6doctor.facts import vocabulary
 
 WINDOW = 48  # characters (of the compact text) between a model's name and its score
+NAMED_WITHIN = 12  # characters before a number where a word says it is no score ("误差约为 1.728")
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ def scores(text: str) -> list[Score]:
         if owner is None:
             continue
         value, percent = _number(str(words))
-        if value is None or value <= 0:
+        if value is None or value <= 0 or reading.tags_in("not_score", start - NAMED_WITHIN, start):
             continue
         m_start = reading.tags[owner][0]
         mention = str(reading.tags[owner][3])

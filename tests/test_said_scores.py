@@ -32,6 +32,8 @@ def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     "the board | -1.00 |",                               # nor is a number below zero
     "mAP 0.647 on the board",                            # a score before any model belongs to none
     "the board runs hbrt 3.15.54.0.",                    # a version stays one before a full stop
+    "the board bin is 2.3 MiB, 12.5 ms per frame",       # a size and a time are no scores
+    "板端角点相对浮点的欧氏误差约为 1.728",                  # nor is a number named an error
 ])
 def test_what_is_no_score(text):
     assert _read(text) == []
