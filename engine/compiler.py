@@ -79,6 +79,8 @@ class CompiledRuleBase:
     engine: str = "durable"  # the backend that runs it (backends.py)
     # rules whose `in` alternatives make too many durable-rules rules (not expanded)
     expansion_errors: list[RuleBaseError] = field(default_factory=list)
+    # each rule's negated conditions in words, as every firing records them (runtime.py)
+    absent_words: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def partitions(self) -> list[Partition]:
         return [p for stratum in self.strata for p in stratum]
@@ -396,7 +398,8 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary, engine: str | None = Non
               for stratum_index, key in enumerate(sorted(by_stratum))]
     stratum_of = {rule.id: sorted(by_stratum).index(level[rule.id]) for rule in fact_rules}
     result = CompiledRuleBase(fingerprint, rules, strata, stratum_of,
-                              [CompiledTextRule(r) for r in text_rules], engine, too_many)
+                              [CompiledTextRule(r) for r in text_rules], engine, too_many,
+                              {r.id: tuple(c.describe() for c in r.negative) for r in fact_rules})
     backend = load_backend(engine)
     backend.prepare(result)
     errors = backend.check(result, vocab)

@@ -142,8 +142,8 @@ def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, every:
     admitted or not (a negation, a hypothesis), go into `seen`: their values were read."""
     spec = rule.rule.text
     assert spec is not None
-    patterns = [pattern for pattern, needs in zip(spec.match, rule.needs)
-                if all(cls in reading.by_class for cls in needs)]
+    held = reading.by_class.keys()
+    patterns = [pattern for pattern, needs in zip(spec.match, rule.needs) if needs <= held]
     if not patterns:  # (most rules, on most texts)
         return []
     candidates: dict[tuple[int, ...], Hit] = {}
