@@ -18,6 +18,11 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
      [("float", 90.5, True), ("board", 75.75, True)]),
     ("float: mAP 0.647, quantized_model.onnx: mAP 0.61", [("float", 0.647, False), ("quantized_bc", 0.61, False)]),
     ("原始模型 mAP 0.68，板端 mAP 0.45", [("float", 0.68, False), ("board", 0.45, False)]),
+    # a model's short label before its score
+    ("精度对齐：浮点 0.712，calibrated 0.705，quantized 0.431",
+     [("float", 0.712, False), ("qat_pt", 0.705, False), ("quantized_bc", 0.431, False)]),
+    ("float: 0.647 | calib: 0.615 | quant: 0.61",
+     [("float", 0.647, False), ("qat_pt", 0.615, False), ("quantized_bc", 0.61, False)]),
     # a full stop after a score ends the sentence; it makes no version of it
     ("The iou of ckpt is 87.98.\nThe iou of float tflite is 87.89.",
      [("torch_model", 87.98, False), ("float", 87.89, False)]),
