@@ -25,7 +25,7 @@ from typing import Any
 from j6doctor.engine.errors import VocabularyError
 from j6doctor.engine.tag_patterns import PatternError, TagPattern, parse
 from j6doctor.engine.text_phrases import PhraseError, expand
-from j6doctor.engine.text_reader import PART_END, TRIGGER
+from j6doctor.engine.text_reader import ANYWHERE, CLOSES, OPENS, PART_END, TRIGGER
 
 MAX_EXPRESSION = 200  # characters of one regular expression of the vocabulary (clause ends, patterns)
 _SEPARATORS = ("", " ", "-", "_", ".")
@@ -50,14 +50,17 @@ class ContextReading:
 
 @dataclass(frozen=True)
 class Category:
-    """A trigger category: its phrases (those in `opens_part` count only at the start of a part),
-    its statements (patterns over term classes), and whether it is a pseudo-trigger (a phrase
-    that holds a trigger but is none: found only to hide the shorter one)."""
+    """A trigger category: its phrases (those in `opens_part` count only at the start of a part;
+    those in `closes_part` also modify the part before them when they are a part of their own:
+    "output stride 读错 — 已排除"), its statements (patterns over term classes), and whether it
+    is a pseudo-trigger (a phrase that holds a trigger but is none: found only to hide the
+    shorter one)."""
 
     name: str
     meaning: str
     phrases: tuple[str, ...] = ()
     opens_part: tuple[str, ...] = ()
+    closes_part: tuple[str, ...] = ()
     statements: tuple[TagPattern, ...] = ()
     pseudo: bool = False
 
@@ -180,9 +183,11 @@ def build_index(lexicon: TextLexicon, origin: str = "") -> TermIndex:
         add(phrase, PART_END, None, "text_context.part_ends")
     for category in context.categories:
         for phrase in category.phrases:
-            add(phrase, TRIGGER, (category.name, False), f"text_context.categories.{category.name}")
+            add(phrase, TRIGGER, (category.name, ANYWHERE), f"text_context.categories.{category.name}")
         for phrase in category.opens_part:
-            add(phrase, TRIGGER, (category.name, True), f"text_context.categories.{category.name}.opens_part")
+            add(phrase, TRIGGER, (category.name, OPENS), f"text_context.categories.{category.name}.opens_part")
+        for phrase in category.closes_part:
+            add(phrase, TRIGGER, (category.name, CLOSES), f"text_context.categories.{category.name}.closes_part")
     for term in lexicon.terms.values():
         for value, phrases in term.values:
             for phrase in phrases:
@@ -316,10 +321,10 @@ def _context(raw: Any, terms: dict[str, TermClass], origin: str) -> TextContext:
 
 def _category(name: str, raw: Any, where: str) -> Category:
     spec = _mapping(raw, where)
-    unknown = sorted(set(spec) - {"meaning", "phrases", "opens_part", "statements", "pseudo"})
+    unknown = sorted(set(spec) - {"meaning", "phrases", "opens_part", "closes_part", "statements", "pseudo"})
     if unknown:
         raise VocabularyError(f"{where}.{unknown[0]}: unknown key; a category has meaning, phrases, opens_part, "
-                              "statements, pseudo")
+                              "closes_part, statements, pseudo")
     statements = []
     for source in spec.get("statements") or []:
         try:
@@ -327,9 +332,10 @@ def _category(name: str, raw: Any, where: str) -> Category:
         except PatternError as exc:
             raise VocabularyError(f"{where}.statements: {source!r}: {exc}") from None
     category = Category(name, str(spec.get("meaning", "")), _phrases(spec.get("phrases"), f"{where}.phrases"),
-                        _phrases(spec.get("opens_part"), f"{where}.opens_part"), tuple(statements),
+                        _phrases(spec.get("opens_part"), f"{where}.opens_part"),
+                        _phrases(spec.get("closes_part"), f"{where}.closes_part"), tuple(statements),
                         spec.get("pseudo") is True)
-    if not (category.phrases or category.opens_part or category.statements):
+    if not (category.phrases or category.opens_part or category.closes_part or category.statements):
         raise VocabularyError(f"{where}: lists no phrases or statements")
     return category
 

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 MAX_TEXT_READ = 64 * 1024
 PART_END = "_part_end"  # the lexicon's class of the words that end a part ("但是", "but")
 TRIGGER = "_trigger"    # the lexicon's class of the context triggers; a tag's value is its category
+# where a trigger counts: anywhere in the parts of a statement, only at the start of a part
+# ("Is the layout wrong"), or also for the part before when it is a part of its own
+# ("output stride 读错 — 已排除")
+ANYWHERE, OPENS, CLOSES = "", "opens", "closes"
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,7 @@ class Reading:
         self.mark_ends = [m[1] for m in marks]
         # where a same-part gap of a pattern stops: the marks of the characters it does not cross
         self.breaks = [m[0] for m in marks if m[1] > m[0] and form.text[m[0]] in breaks]
-        self.triggers = triggers            # (start, end, category, opens_part), sorted
+        self.triggers = triggers            # (start, end, category, where it counts), sorted
         self.trigger_starts = [t[0] for t in triggers]
         self.windows = windows
         self.glue = glue
@@ -222,6 +226,16 @@ class Reading:
         """Whether only spaces stand between `lo` (a part's start) and `position`."""
         return not self.compact.text[lo:position].strip()
 
+    def part_after(self, hi: int, clause: Clause) -> tuple[int, int] | None:
+        """The part of `clause` that follows the part ending at `hi` (None: it ends the sentence)."""
+        at = bisect_left(self.mark_starts, hi)
+        if at == len(self.marks) or self.mark_starts[at] >= clause.end:
+            return None
+        lo = self.mark_ends[at]
+        following = at + 1
+        end = min(clause.end, self.mark_starts[following]) if following < len(self.marks) else clause.end
+        return lo, end
+
     # ------------------------------------------------------------------ the user's text
     def span_in_text(self, start: int, end: int) -> tuple[int, int]:
         return self.compact.start_in_text(start), self.compact.end_in_text(end)
@@ -246,7 +260,7 @@ def read(text: str, index: "TermIndex") -> Reading:
         _pattern_hits(form.text, pattern, value, extend, hits.setdefault(cls, []), rank)
     clauses = _clauses(normalised, form, index.clause_ends)
     ends = [c.end for c in clauses]
-    triggers = [(s, e, category, opener) for s, e, (category, opener) in _leftmost_longest(hits.pop(TRIGGER, []), ends)
+    triggers = [(s, e, category, where) for s, e, (category, where) in _leftmost_longest(hits.pop(TRIGGER, []), ends)
                 if category not in index.pseudo]
     tags: list[tuple] = []
     for cls, found in hits.items():
@@ -508,4 +522,5 @@ def _add_clause(out: list[Clause], form: Compact, start: int, end: int) -> None:
         out.append(Clause(lo, hi))
 
 
-__all__ = ["Clause", "MAX_TEXT_READ", "PART", "PART_END", "Reading", "TRIGGER", "read", "read_cached"]
+__all__ = ["ANYWHERE", "CLOSES", "Clause", "MAX_TEXT_READ", "OPENS", "PART", "PART_END", "Reading", "TRIGGER", "read",
+           "read_cached"]

@@ -32,7 +32,7 @@ from j6doctor.engine.placeholders import fill
 from j6doctor.engine.rule_model import READ_ALIAS, TEXT_FILLED_FIELDS, Ref, Rule
 from j6doctor.engine.tag_patterns import Hit, TagPattern, find, required_classes
 from j6doctor.engine.text_lexicon import TextLexicon
-from j6doctor.engine.text_reader import MAX_TEXT_READ, Clause, Reading, read, read_cached
+from j6doctor.engine.text_reader import CLOSES, MAX_TEXT_READ, OPENS, Clause, Reading, read, read_cached
 from j6doctor.engine.vocabulary import FieldSpec, Vocabulary
 
 MAX_QUOTE = 160  # characters of a clause kept as the quote
@@ -183,16 +183,28 @@ def _admitted(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, hi
         return True
     terms = [reading.tags[t][:2] for t in hit.tags]
     present = set()
-    for t_start, t_end, category, opens in reading.triggers_in(lo, hi):
+    for t_start, t_end, category, counts in reading.triggers_in(lo, hi):
         if _inside((t_start, t_end), terms):
             continue
-        if opens and not reading.opens(t_start, reading.parts_around(t_start, t_end, clause)[0]):
+        if counts == OPENS and not reading.opens(t_start, reading.parts_around(t_start, t_end, clause)[0]):
             continue
         present.add(category)
+    present |= _closing(reading, hi, clause)
     for category, span in _statement_triggers(lexicon, reading, reading.tag_clause[hit.tags[0]]):
         if category not in present and lo <= span[0] and span[1] <= hi and not _inside(span, terms):
             present.add(category)
     return wanted.admits(present)
+
+
+def _closing(reading: Reading, hi: int, clause: Clause) -> set[str]:
+    """The categories of a closing trigger that is the whole part after the one ending at `hi`
+    ("output stride 读错 — 已排除": the stride reading is denied)."""
+    after = reading.part_after(hi, clause)
+    if after is None:
+        return set()
+    lo, end = after
+    return {category for t_start, t_end, category, counts in reading.triggers_in(lo, end)
+            if counts == CLOSES and reading.opens(t_start, lo) and reading.opens(end, t_end)}
 
 
 def _with_triggers(lexicon: TextLexicon, reading: Reading, categories: tuple[str, ...]) -> set[int]:
