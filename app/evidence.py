@@ -171,6 +171,25 @@ def _add_metric_drops(facts: FactList, tolerance: Tolerance) -> None:
         }, bad.source)
 
 
+PASTED_INTO = ("symptom", "deployment_notes")  # the texts users paste tool output into
+
+
+def _add_pasted_output(facts: FactList) -> None:
+    """Tool output pasted into the symptom or the deployment notes, read as the tool's file
+    would be (probes/pasted_output.py)."""
+    texts = [(f.source.key if f.source is not None and f.source.key else f.type, f["text"], f.source)
+             for f in facts.facts if f.type in PASTED_INTO and isinstance(f.fields.get("text"), str)]
+    if not texts:
+        return
+    from j6doctor.probes.pasted_output import add_pasted_output
+
+    def problem(display: str, error: InputError) -> None:
+        facts.add("intake_note", {"key": display, "text": f"{display}" + (f"第 {error.line} 行" if error.line else "")
+                                  + f"：{error.message}——粘贴的内容未读取"}, Source("case", key=display))
+
+    add_pasted_output(texts, ProbeOutput(facts, MAX_SIGNALS_PER_KIND, facts.readings), problem)
+
+
 def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
     """The scores a free text of the case gives its models (probes/said_scores.py): the first
     is the reference, each later one written the same way (a percentage or a fraction) is
@@ -299,6 +318,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
         facts.extend_case(case)
         _add_metric_drops(facts, tolerance)
         _add_said_scores(facts, tolerance)
+        _add_pasted_output(facts)
     for type_name, fields, source in options.given_facts:
         facts.add(type_name, fields, source)
     base = case.folder if case is not None else (options.workdirs[0] if options.workdirs else None)

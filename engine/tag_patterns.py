@@ -89,29 +89,43 @@ def parse(source: str) -> TagPattern:
         raise PatternError(f"a text pattern is one line of at most {MAX_PATTERN_LENGTH} characters "
                            f"(this one has {len(source)}): name the words as a term class in facts/text_terms.yaml "
                            "and write the class")
+    elements, gaps = _elements_and_gaps(source.strip())
+    _check_elements(elements)
+    variants = tuple(_variants(elements, gaps))
+    return TagPattern(source, variants, tuple(frozenset(e.cls for e in v) for v, _ in variants), _firsts(variants))
+
+
+def _elements_and_gaps(text: str) -> tuple[list[Element], list[Gap]]:
+    """The pattern's elements and the gaps between them, in order."""
     elements: list[Element] = []
     gaps: list[Gap] = []
     index = 0
-    text = source.strip()
     while True:
         found = _ELEMENT.match(text, index)
         if found is None:
             raise PatternError(_unexpected(text, index))
-        silent, cls, values, differs, alias, optional = found.groups()
-        if silent and alias:
-            raise PatternError(f"{found.group(0)}: a class written with ~ captures nothing; drop ~ or 'as'")
-        if differs and not any(e.group == differs and not e.optional for e in elements):
-            raise PatternError(f"{found.group(0)}: {differs!r} is not captured by an element before it")
-        group = None if silent else (alias or cls)
-        elements.append(Element(cls, tuple(values.split("|")) if values else None, group, bool(optional), differs))
+        elements.append(_element(found, elements))
         index = found.end()
         if index == len(text):
-            break
+            return elements, gaps
         gap = _GAP.match(text, index)
         if gap is None or gap.end() == index:
             raise PatternError(_unexpected(text, index))
         gaps.append(_gap(gap))
         index = gap.end()
+
+
+def _element(found: re.Match, before: list[Element]) -> Element:
+    silent, cls, values, differs, alias, optional = found.groups()
+    if silent and alias:
+        raise PatternError(f"{found.group(0)}: a class written with ~ captures nothing; drop ~ or 'as'")
+    if differs and not any(e.group == differs and not e.optional for e in before):
+        raise PatternError(f"{found.group(0)}: {differs!r} is not captured by an element before it")
+    group = None if silent else (alias or cls)
+    return Element(cls, tuple(values.split("|")) if values else None, group, bool(optional), differs)
+
+
+def _check_elements(elements: list[Element]) -> None:
     names = [e.group for e in elements if e.group]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -120,13 +134,16 @@ def parse(source: str) -> TagPattern:
         raise PatternError("every element is optional: a pattern needs one that must be there")
     if sum(e.optional for e in elements) > MAX_OPTIONAL:
         raise PatternError(f"more than {MAX_OPTIONAL} optional elements: write several patterns")
-    variants = tuple(_variants(elements, gaps))
+
+
+def _firsts(variants) -> dict[str, frozenset[str] | None]:
+    """class → the values (None: any) a match can start with, over the variants."""
     firsts: dict[str, frozenset[str] | None] = {}
     for first in (v[0] for v, _ in variants):
         known = firsts.get(first.cls, frozenset())
         firsts[first.cls] = None if first.values is None or (first.cls in firsts and known is None) \
             else known | frozenset(first.values)
-    return TagPattern(source, variants, tuple(frozenset(e.cls for e in v) for v, _ in variants), firsts)
+    return firsts
 
 
 def _gap(found: re.Match) -> Gap:

@@ -109,6 +109,11 @@ def _kinds() -> tuple[_Kind, ...]:
     ) for kind in enum.values)
 
 
+def signatures_of(kind: str) -> tuple[re.Pattern, ...]:
+    """The content signatures of a file kind (what recognises its text)."""
+    return next((k.signatures for k in _kinds() if k.kind == kind), ())
+
+
 def looked_for() -> list[str]:
     """The kinds a scan recognises, as their labels (for a folder where none was found)."""
     enum = vocabulary().enums["file_kind"]

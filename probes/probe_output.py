@@ -53,6 +53,9 @@ class ProbeOutput:
     def source(self, found: FoundFile, line: int | None = None, key: str | None = None) -> Source:
         from j6doctor.engine.facts import Source  # the diagnosis has it loaded; `inspect` needs no engine
 
+        origin = getattr(found, "origin", None)
+        if origin is not None:  # output pasted into a text of the case: the case key holds it
+            return origin
         return Source("file", file=found.display, line=line, key=key, sha256=found.sha256)
 
     def add(self, type_name: str, fields: dict[str, Any], found: FoundFile, line: int | None = None,

@@ -61,6 +61,11 @@ def reader(kind: str) -> Callable[[Path, str], Any] | None:
     return None if probe is None else getattr(_module(probe.module), probe.reader)
 
 
+def module_of(kind: str):
+    """The probe module of a kind that declares one."""
+    return _module(probes()[kind].module)
+
+
 def summarizer(kind: str) -> Callable[[Any], Any] | None:
     probe = probes().get(kind)
     return None if probe is None or probe.summary is None else getattr(_module(probe.module), probe.summary)

@@ -1,0 +1,67 @@
+"""Tool output a user pasted into their words: a conversion log in the symptom or the
+deployment notes is read by the conversion log's own parser, and gives the same facts as
+the log file would (its per-node cosine table, march, input parameters, warnings). Which
+kinds are read this way, and by which function, is the `pasted` declaration of each file
+kind (facts/vocabulary.yaml); a kind is recognised by its content signatures, as a file is
+(probes/artifacts.py). The facts' source is the case key whose text holds the output; the
+line within that text is in the words of each fact ("symptom（粘贴的转换日志）:13")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from j6doctor.facts import per_vocabulary, vocabulary
+from j6doctor.probes.input_error import InputError
+
+if TYPE_CHECKING:
+    from j6doctor.engine.facts import Source
+
+MAX_PASTED_CHARS = 1024 * 1024  # a text longer than this is not searched for pasted output
+
+
+@dataclass(frozen=True)
+class PastedText:
+    """A case key's text read as a tool's output: what a probe's `found` is for a file."""
+
+    kind: str
+    key: str        # the case key whose text holds it ("symptom", "deployment.notes")
+    label: str      # the kind's label
+    origin: Any     # the case key's Source: every fact read from the text has it
+    sha256: None = None
+
+    @property
+    def display(self) -> str:
+        return f"{self.key}（粘贴的{self.label}）"
+
+
+@per_vocabulary
+def _pasted_kinds() -> list[tuple[str, str, str, tuple]]:
+    """(kind, label, function name, signatures) of every kind that declares `pasted`."""
+    from j6doctor.probes.artifacts import signatures_of
+
+    enum = vocabulary().enums["file_kind"]
+    return [(kind, str(enum.attr(kind, "label", kind)), str(enum.attr(kind, "pasted")), signatures_of(kind))
+            for kind in enum.values if enum.attr(kind, "pasted")]
+
+
+def add_pasted_output(texts: list[tuple[str, str, "Source"]], out, problem) -> None:
+    """Every declared kind's output found in the texts ((case key, text, the key's source)),
+    through the kind's `pasted` function; a part its parser refuses goes to
+    `problem(display, error)`, and the text's other facts stand."""
+    from j6doctor.probes.registry import module_of
+
+    for key, text, origin in texts:
+        if not text or len(text) > MAX_PASTED_CHARS:
+            continue
+        for kind, label, function, signatures in _pasted_kinds():
+            if not any(p.search(text) for p in signatures):
+                continue
+            found = PastedText(kind, key, label, origin)
+            try:
+                getattr(module_of(kind), function)(text, found, out)
+            except InputError as error:
+                problem(found.display, error)
+
+
+__all__ = ["MAX_PASTED_CHARS", "PastedText", "add_pasted_output"]

@@ -1,0 +1,58 @@
+"""Tool output pasted into the user's words (probes/pasted_output.py): an hb_mapper conversion
+log in the symptom or the deployment notes gives the facts the log file would, sourced to
+the case key; prose around it is passed by; a part the parser skips is a note, not a crash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from j6doctor.diagnosis import diagnose_data
+
+FIXTURES = Path(__file__).parent / "fixtures" / "formats" / "real" / "conversion_log"
+COLLAPSE = (FIXTURES / "hb_mapper_makertbin.first_node_collapse.log").read_text(encoding="utf-8")
+HEALTHY = (FIXTURES / "hb_mapper_makertbin.healthy.log").read_text(encoding="utf-8")
+
+
+def _post(log: str) -> str:
+    return f"X5 上 yolov5 转换后板端检测框很乱，下面是转换日志：\n```\n{log}\n```\n请问是哪里的问题？"
+
+
+def _facts(diagnosis, type_name: str) -> list:
+    return [f for f in diagnosis.run.facts if f.type == type_name]
+
+
+def test_a_pasted_log_whose_first_node_collapses_points_at_the_input_preprocessing(rulebase):
+    diagnosis = diagnose_data({"symptom": _post(COLLAPSE)}, rulebase)
+    assert diagnosis.verdict_json["stage"] == "user_side"
+    (cosines,) = _facts(diagnosis, "layer_cosines")
+    assert cosines["first_node"] == "HZ_PREPROCESS_FOR_images" and cosines["first_node_cosine"] < 0.9
+    assert cosines["path"].startswith("symptom（粘贴的")
+    # the fact comes from the case key that holds the text, not from a file
+    assert cosines.source.kind == "case" and cosines.source.key == "symptom"
+    assert any(f["item"] == "preprocess" for f in _facts(diagnosis, "user_mismatch"))
+
+
+def test_a_healthy_pasted_log_gives_its_cosines_and_no_mismatch(rulebase):
+    diagnosis = diagnose_data({"deployment": {"notes": "转换日志如下\n" + HEALTHY}}, rulebase)
+    (cosines,) = _facts(diagnosis, "layer_cosines")
+    assert cosines["first_node_cosine"] > 0.99
+    assert not _facts(diagnosis, "first_node_collapsed")
+    assert not any(f["item"] == "preprocess" for f in _facts(diagnosis, "user_mismatch"))
+
+
+def test_words_without_a_log_give_no_tool_facts(rulebase):
+    diagnosis = diagnose_data({"symptom": "X5 上 yolov5 转换后板端检测框很乱，The main quantized node information 没看懂"},
+                              rulebase)
+    assert not _facts(diagnosis, "layer_cosines")
+
+
+def test_a_part_of_the_paste_the_parser_skips_is_noted_and_the_rest_is_read(rulebase):
+    # the dict after model_deps_info cut short where the user trimmed the paste
+    lines = COLLAPSE.splitlines()
+    at = next(i for i, line in enumerate(lines) if "model_deps_info:" in line)
+    cut = "\n".join(lines[:at] + [lines[at][:lines[at].index("model_deps_info:") + 60] + " ..."] + lines[at + 1:])
+    diagnosis = diagnose_data({"symptom": _post(cut)}, rulebase)
+    notes = [f["text"] for f in _facts(diagnosis, "intake_note") if f["key"].startswith("symptom（粘贴的")]
+    assert len(notes) == 1 and "model_deps_info is not a complete Python dict literal" in notes[0]
+    # the rest of the paste is read: the collapse still points at the preprocessing
+    assert diagnosis.verdict_json["stage"] == "user_side"
