@@ -116,7 +116,7 @@ def _check_no_probe(extension: dict[str, Any], shown: str) -> None:
     (YAML) cannot add."""
     kinds = ((extension.get("enums") or {}).get("file_kind") or {}).get("values") or {}
     for kind, attrs in kinds.items():
-        declared = sorted(set(attrs) & {"probe", "reader", "summary", "read_together", "scanned"}) \
+        declared = sorted(set(attrs) & {"probe", "reader", "summary", "read_together", "scanned", "pasted"}) \
             if isinstance(attrs, dict) else []
         if declared:
             raise VocabularyError(f"{shown}: enums.file_kind.values.{kind}.{declared[0]}: a pack cannot declare a probe "

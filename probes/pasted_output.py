@@ -37,12 +37,13 @@ class PastedText:
 
 @per_vocabulary
 def _pasted_kinds() -> list[tuple[str, str, str, tuple]]:
-    """(kind, label, function name, signatures) of every kind that declares `pasted`."""
+    """(kind, label, function name, signatures) of every kind whose probe declares `pasted`."""
     from j6doctor.probes.artifacts import signatures_of
+    from j6doctor.probes.registry import probes
 
     enum = vocabulary().enums["file_kind"]
-    return [(kind, str(enum.attr(kind, "label", kind)), str(enum.attr(kind, "pasted")), signatures_of(kind))
-            for kind in enum.values if enum.attr(kind, "pasted")]
+    return [(kind, str(enum.attr(kind, "label", kind)), probe.pasted, signatures_of(kind))
+            for kind, probe in probes().items() if probe.pasted]
 
 
 def add_pasted_output(texts: list[tuple[str, str, "Source"]], out, problem) -> None:

@@ -34,6 +34,7 @@ class Probe:
     summary: str | None = None
     read_together: str | None = None
     scanned: bool = True  # False: the diagnosis reads it itself (the evaluation results, with the tolerance)
+    pasted: str | None = None  # its function (text, found, out) for the kind's output pasted into words
 
 
 @per_vocabulary
@@ -46,10 +47,12 @@ def probes() -> dict[str, Probe]:
         if module is None:
             continue
         probe = Probe(module, enum.attr(kind, "reader", ""), enum.attr(kind, "summary"),
-                      enum.attr(kind, "read_together"), enum.attr(kind, "scanned", True))
-        names = [name for name in (probe.module, probe.reader, probe.summary, probe.read_together) if name is not None]
+                      enum.attr(kind, "read_together"), enum.attr(kind, "scanned", True), enum.attr(kind, "pasted"))
+        names = [name for name in (probe.module, probe.reader, probe.summary, probe.read_together, probe.pasted)
+                 if name is not None]
         if not all(_NAME.match(name) for name in names):  # a defect of the bundled vocabulary
-            raise ValueError(f"file_kind.{kind}: probe, reader, summary and read_together are Python names: {probe}")
+            raise ValueError(f"file_kind.{kind}: probe, reader, summary, read_together and pasted are Python names: "
+                             f"{probe}")
         out[kind] = probe
     return out
 

@@ -1,5 +1,5 @@
 """Each file kind declares the probe that reads it in the fact vocabulary (enum file_kind:
-probe, reader, summary, read_together, scanned): every declaration names a module of
+probe, reader, summary, read_together, scanned, pasted): every declaration names a module of
 j6doctor.probes and functions it has; every probe module that adds facts for found files is
 declared by some kind; a rule pack may add kinds but no probe."""
 
@@ -28,6 +28,8 @@ def test_every_declared_probe_has_its_module_and_functions():
             assert callable(getattr(module, probe.read_together)), kind
         elif probe.scanned:
             assert callable(getattr(module, "add_facts", None)), f"{probe.module} reads {kind} but has no add_facts"
+        if probe.pasted:
+            assert callable(getattr(module, probe.pasted)), kind
 
 
 def test_every_probe_module_that_adds_facts_for_found_files_is_declared():
@@ -49,7 +51,8 @@ def test_kinds_without_a_probe_are_recorded_not_read():
     assert all(reader(kind) is None for kind in recorded)
 
 
-@pytest.mark.parametrize("attribute", ["probe: compare_per_layer", "reader: read_compare_per_layer"])
+@pytest.mark.parametrize("attribute", ["probe: compare_per_layer", "reader: read_compare_per_layer",
+                                       "pasted: add_pasted_facts"])
 def test_a_pack_cannot_declare_a_probe(tmp_path, attribute):
     pack = tmp_path / "pack"
     pack.mkdir()
