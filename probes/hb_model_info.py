@@ -802,6 +802,13 @@ def add_facts(found, out) -> None:
     add_model_facts(found, out, info)
 
 
+def add_pasted_facts(text: str, found, out) -> None:
+    """The same facts of hb_model_info output pasted into the user's words."""
+    info = parse_hb_model_info(text, found.display)
+    out.skipped(found, info.skipped)
+    add_model_facts(found, out, info)
+
+
 def add_model_facts(found, out, info: ModelInfo) -> None:
     """A compiled model's description (hb_model_info or hrt_model_exec model_info): march,
     runtime and toolchain versions, declared inputs and outputs."""

@@ -312,3 +312,12 @@ def add_facts(found, out) -> None:
     info = read_hrt_model_info(found.path, found.display)
     out.skipped(found, info.skipped)
     add_model_facts(found, out, info)
+
+
+def add_pasted_facts(text: str, found, out) -> None:
+    """The same facts of `hrt_model_exec model_info` output pasted into the user's words."""
+    from j6doctor.probes.hb_model_info import add_model_facts
+
+    info = parse_hrt_model_info(text, found.display)
+    out.skipped(found, info.skipped)
+    add_model_facts(found, out, info)

@@ -1,6 +1,7 @@
 """Tool output pasted into the user's words (probes/pasted_output.py): an hb_mapper conversion
-log in the symptom or the deployment notes gives the facts the log file would, sourced to
-the case key; prose around it is passed by; a part the parser skips is a note, not a crash."""
+log, hb_verifier output or hrt_model_exec model_info in the symptom or the deployment notes
+gives the facts its file would, sourced to the case key; prose around it is passed by; a
+part the parser skips is a note, not a crash."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from pathlib import Path
 
 from j6doctor.diagnosis import diagnose_data
 
-FIXTURES = Path(__file__).parent / "fixtures" / "formats" / "real" / "conversion_log"
-COLLAPSE = (FIXTURES / "hb_mapper_makertbin.first_node_collapse.log").read_text(encoding="utf-8")
-HEALTHY = (FIXTURES / "hb_mapper_makertbin.healthy.log").read_text(encoding="utf-8")
+REAL = Path(__file__).parent / "fixtures" / "formats" / "real"
+COLLAPSE = (REAL / "conversion_log" / "hb_mapper_makertbin.first_node_collapse.log").read_text(encoding="utf-8")
+HEALTHY = (REAL / "conversion_log" / "hb_mapper_makertbin.healthy.log").read_text(encoding="utf-8")
 
 
 def _post(log: str) -> str:
@@ -56,3 +57,20 @@ def test_a_part_of_the_paste_the_parser_skips_is_noted_and_the_rest_is_read(rule
     assert len(notes) == 1 and "model_deps_info is not a complete Python dict literal" in notes[0]
     # the rest of the paste is read: the collapse still points at the preprocessing
     assert diagnosis.verdict_json["stage"] == "user_side"
+
+
+def test_pasted_hb_verifier_output_gives_each_outputs_consistency(rulebase):
+    table = (REAL / "hb_verifier" / "consistency_mixed.txt").read_text(encoding="utf-8")
+    diagnosis = diagnose_data({"symptom": _post(table)}, rulebase)
+    consistent = {f["output"]: f["consistent"] for f in _facts(diagnosis, "verifier_output")}
+    assert consistent == {"cls_logits": True, "bbox_deltas": False}
+
+
+def test_a_pasted_model_description_in_a_code_block_gives_the_models_inputs_and_nothing_of_the_prose(rulebase):
+    info = (REAL / "hrt_model_info" / "nv12_two_inputs.txt").read_text(encoding="utf-8")
+    diagnosis = diagnose_data({"symptom": _post(info)}, rulebase)
+    (model,) = _facts(diagnosis, "model_info")
+    assert model["march"] == "nash-m" and model["path"].startswith("symptom（粘贴的")
+    assert {(f["name"], f["value"]) for f in _facts(diagnosis, "input_param")} >= {("input_type_rt", "nv12")}
+    # the question after the code block is no garbled line of the table
+    assert not [f for f in _facts(diagnosis, "intake_note") if "请问" in f["text"]]
