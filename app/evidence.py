@@ -177,8 +177,10 @@ PASTED_INTO = ("symptom", "deployment_notes")  # the texts users paste tool outp
 def _add_pasted_output(facts: FactList) -> None:
     """Tool output pasted into the symptom or the deployment notes, read as the tool's file
     would be (probes/pasted_output.py)."""
+    # (tool output is lines: a text of one or two lines is not searched, nor the readers imported)
     texts = [(f.source.key if f.source is not None and f.source.key else f.type, f["text"], f.source)
-             for f in facts.facts if f.type in PASTED_INTO and isinstance(f.fields.get("text"), str)]
+             for f in facts.facts if f.type in PASTED_INTO and isinstance(f.fields.get("text"), str)
+             and f["text"].count("\n") >= 2]
     if not texts:
         return
     from j6doctor.probes.pasted_output import add_pasted_output
