@@ -255,12 +255,13 @@ def _match_from(reading: "Reading", start: int, elements, gaps, hi: int) -> Hit 
         nxt = reading.first_of(element.cls, tags[chosen[-1]][1], hi, aside, element.values)
         if nxt is None:
             return None
-        # the previous term is the last of its kind before this one ("编译用的 hbdk 旧": hbdk),
-        # where that one may stand there too (else the one chosen stays: "板端和 onnxruntime 推理
-        # quantized_model.onnx 的结果对不上" keeps onnxruntime, the term right after "和")
+        # the previous term is the last of its kind before this one ("编译用的 hbdk 旧": hbdk)
         last = reading.last_before(chosen[-1], tags[nxt][0], elements[position - 1].values)
-        if last != chosen[-1] and _differs(elements, chosen, position - 1, last, tags) and \
-                (position == 1 or reading.gap_ok(tags[chosen[-2]][1], tags[last][0], gaps[position - 2])):
+        if last != chosen[-1]:
+            if not _differs(elements, chosen, position - 1, last, tags):
+                return None
+            if position > 1 and not reading.gap_ok(tags[chosen[-2]][1], tags[last][0], gaps[position - 2]):
+                return None
             chosen[-1] = last
         if not reading.gap_ok(tags[chosen[-1]][1], tags[nxt][0], gap) or not _differs(elements, chosen, position, nxt, tags):
             return None

@@ -136,23 +136,33 @@ class Reading:
         """The class's first tag (of one of `values`, when given) starting at or after
         `position` and ending by `hi`: the first in the same aside as `aside`, else the first
         within an aside there (a format named only in an aside: "camera (NV12, ...)")."""
-        starts = self.class_starts.get(cls)
+        members, starts = self._of_values(cls, values)
         if not starts:
             return None
-        members = self.by_class[cls]
         inner = None
         for at in range(bisect_left(starts, position), len(starts)):
             index = members[at]
             tag = self.tags[index]
             if tag[0] >= hi:
                 break
-            if values is not None and tag[3] not in values:
-                continue
             if self.aside[index] == aside:
                 return index if tag[1] <= hi else None
             if inner is None and tag[1] <= hi:
                 inner = index
         return inner
+
+    def _of_values(self, cls: str, values: tuple[str, ...] | None) -> tuple[list[int], list[int]]:
+        """The class's tags (of one of `values`, when given) and their starts, the subset made
+        once per reading: looking for one value must not walk every other one of the class
+        after it (a long text of "不同" read for "一致")."""
+        if values is None:
+            return self.by_class.get(cls, []), self.class_starts.get(cls, [])
+        key = ("of values", cls, values)
+        found = self.derived.get(key)
+        if found is None:
+            members = [i for i in self.by_class.get(cls, ()) if self.tags[i][3] in values]
+            found = self.derived[key] = (members, [self.tags[i][0] for i in members])
+        return found
 
     def next_in_class(self, index: int) -> int | None:
         """The tag of the same class and aside that follows tag `index`."""
