@@ -223,9 +223,14 @@ class _FileChecker:
         match = self.text_patterns(rid, base, raw, "match", None, groups)
         unless = self.text_patterns(rid, base, raw, "unless", self.file_unless, None)
         unread = tuple(str(c) for c in raw.get("unread") or ())
+        listed: set[str] = set()
         for ci, item in enumerate(unread):
             cls, only = unread_class(item)
             term = self.vocab.text.terms.get(cls)
+            if cls in listed:  # (its values are one field of the conclusion: list them in one entry)
+                self.error(f"unread: {cls} is listed twice", base + ("unread", ci), rid, "unread",
+                           f"one entry per class: {cls}=value1|value2")
+            listed.add(cls)
             if term is None:
                 self.error(f"unread: no term class {cls!r}", base + ("unread", ci), rid, "unread",
                            _suggest(cls, self.vocab.text.terms) or "term classes are in facts/text_terms.yaml")

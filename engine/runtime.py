@@ -166,9 +166,7 @@ class _Run:
             if cond.alias:
                 bound[cond.alias] = fact
         depth = 1 + max((f.depth for f in premises), default=0)
-        absent = self.compiled.absent_words.get(rule.id)
-        if absent is None:  # (a rule compiled on its own, not with its rule base)
-            absent = tuple(cond.describe() for cond in rule.negative)
+        absent = self.compiled.absent_words[rule.id]
         derived_ids: list[str] = []
         for concl in rule.then:
             specs = self.vocab.types[concl.type].fields

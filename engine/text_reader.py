@@ -508,7 +508,7 @@ def _clauses(normalised: str, form: Compact, clause_ends: tuple[re.Pattern, ...]
     """Sentences in compact coordinates, cut where a clause-end expression matches the
     normalised text (it needs the line breaks that the compact form drops); where it has a
     group `cut`, that group is the cut."""
-    cuts = sorted({m.span("cut") if "cut" in pattern.groupindex else m.span()
+    cuts = sorted({m.span("cut") if "cut" in pattern.groupindex and m.start("cut") >= 0 else m.span()
                    for pattern in clause_ends for m in pattern.finditer(normalised)})
     out: list[Clause] = []
     start = 0

@@ -8,7 +8,8 @@ diagnosis (rules/18_intake.yaml judges that).
 A score belongs to the nearest model named before it in the same sentence, close by and with
 no other score between them; a model's first score is its score. Integers without a percent
 sign are no scores (30 FPS, 1000 images), nor are numbers of zero or less ("-1.00"), nor a
-number named an error, a loss, a time or a size just before it ("欧氏误差约为 1.728"). A model
+number named an error, a loss, a time, a size or a version just before it ("欧氏误差约为
+1.728", "hbrt 3.15"). A model
 named alone on a line (a heading) followed by a table of scores gets the table's mean, where
 two or more such tables have the same shape (the per-class APs of each model)."""
 
@@ -52,7 +53,7 @@ def scores(text: str) -> list[Score]:
         if owner is None:
             continue
         value, percent = _number(str(words))
-        if value is None or value <= 0 or reading.tags_in("not_score", start - NAMED_WITHIN, start):
+        if value is None or value <= 0 or _named_otherwise(reading, reading.tags[owner][1], start):
             continue
         m_start = reading.tags[owner][0]
         mention = str(reading.tags[owner][3])
@@ -114,6 +115,14 @@ def _scores_under_headings(text: str, reading, mentions: list[int]) -> list[Scor
         quote = " ".join(text[start:end].split())[:160]
         found.append(Score(mention, mean, all(percent for _, percent, _ in rows), start, end, quote))
     return found
+
+
+def _named_otherwise(reading, owner_end: int, score_start: int) -> bool:
+    """Whether a word between the model's name and the number, just before the number, says
+    it is no score (an error, a time, a size, a version: "欧氏误差约为 1.728", "hbrt 3.15"),
+    with no measure after that word ("板端速度正常，精度 0.41" is a score)."""
+    named = reading.tags_in("not_score", max(owner_end, score_start - NAMED_WITHIN), score_start)
+    return bool(named) and not reading.tags_in("measure", reading.tags[named[-1]][1], score_start)
 
 
 def _owner(reading, mentions: list[int], starts: list[int], score_start: int, lo: int) -> int | None:

@@ -29,7 +29,18 @@ EXAMPLE_FACTS = """\
           - %s
 """
 
+UNREAD = """\
+seed: test
+rules:
+  - id: left
+    title: what no other rule read
+    unread: [status=abnormal, status=normal]
+    then:
+      - text_unread: {terms: x}
+"""
+
 BROKEN = [
+    ("a class listed twice in unread", UNREAD, 5, ["unread: status is listed twice", "status=value1|value2"]),
     ("unknown fact type", GOOD.replace("- result:", "- resalt:"), 6, ["unknown fact type 'resalt'", "did you mean 'result'"]),
     ("unknown field", GOOD.replace("artifact: qat_bc", "artefact: qat_bc"), 6, ["no field 'artefact'", "did you mean 'artifact'"]),
     ("bad enum value", GOOD.replace("artifact: qat_bc", "artifact: qat_bcc"), 6, ["'qat_bcc' is not one of", "did you mean 'qat_bc'"]),

@@ -23,6 +23,9 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
      [("float", 0.712, False), ("qat_pt", 0.705, False), ("quantized_bc", 0.431, False)]),
     ("float: 0.647 | calib: 0.615 | quant: 0.61",
      [("float", 0.647, False), ("qat_pt", 0.615, False), ("quantized_bc", 0.61, False)]),
+    # a word for no score counts only right before the number, with no measure after it
+    ("float mAP 0.65，板端速度正常，精度 0.41", [("float", 0.65, False), ("board", 0.41, False)]),
+    ("float 模型 mAP 0.72，同样输入尺寸大小下板端 0.41", [("float", 0.72, False), ("board", 0.41, False)]),
     # a full stop after a score ends the sentence; it makes no version of it
     ("The iou of ckpt is 87.98.\nThe iou of float tflite is 87.89.",
      [("torch_model", 87.98, False), ("float", 87.89, False)]),
@@ -39,6 +42,7 @@ def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     "the board runs hbrt 3.15.54.0.",                    # a version stays one before a full stop
     "the board bin is 2.3 MiB, 12.5 ms per frame",       # a size and a time are no scores
     "板端角点相对浮点的欧氏误差约为 1.728",                  # nor is a number named an error
+    "The board runs OE 3.1.",                            # nor a version before a full stop
 ])
 def test_what_is_no_score(text):
     assert _read(text) == []
