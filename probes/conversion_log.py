@@ -767,22 +767,19 @@ def summarize_cosines(nodes: Sequence[N], healthy: float = COSINE_HEALTHY,
 def add_facts(found, out) -> None:
     """An hb_mapper / hb_compile conversion log: versions, march and input parameters, the
     per-node cosine reading, warnings verbatim."""
-    log = read_conversion_log(found.path, found.display, require_tables=False)
-    out.skipped(found, log.skipped)
-    _add_log_facts(log, found, out)
+    _add_log_facts(read_conversion_log(found.path, found.display, require_tables=False), found, out)
 
 
 def add_pasted_facts(text: str, found, out) -> None:
     """The same facts of a conversion log pasted into the user's words (the prose around it
     is passed by, as the log's own unprefixed lines are)."""
-    log = parse_conversion_log(text, found.display, require_tables=False)
-    out.skipped(found, log.skipped)
-    _add_log_facts(log, found, out)
+    _add_log_facts(parse_conversion_log(text, found.display, require_tables=False), found, out)
 
 
 def _add_log_facts(log: ConversionLog, found, out) -> None:
     from j6doctor.probes.probe_output import warning_text
 
+    out.skipped(found, log.skipped)
     facts = out.facts
     for tool, value in sorted(log.versions.items()):
         facts.add_version(tool, value.text, out.source(found, line=value.line, key=tool),

@@ -797,21 +797,18 @@ MODEL_INPUT_KEYS = ("input_type_rt", "input_type_train", "input_layout_rt", "inp
 
 
 def add_facts(found, out) -> None:
-    info = read_hb_model_info(found.path, found.display)
-    out.skipped(found, info.skipped)
-    add_model_facts(found, out, info)
+    add_model_facts(found, out, read_hb_model_info(found.path, found.display))
 
 
 def add_pasted_facts(text: str, found, out) -> None:
     """The same facts of hb_model_info output pasted into the user's words."""
-    info = parse_hb_model_info(text, found.display)
-    out.skipped(found, info.skipped)
-    add_model_facts(found, out, info)
+    add_model_facts(found, out, parse_hb_model_info(text, found.display))
 
 
 def add_model_facts(found, out, info: ModelInfo) -> None:
     """A compiled model's description (hb_model_info or hrt_model_exec model_info): march,
-    runtime and toolchain versions, declared inputs and outputs."""
+    runtime and toolchain versions, declared inputs and outputs; what its reader skipped."""
+    out.skipped(found, info.skipped)
     facts = out.facts
     out.add("model_info", {
         "path": found.display, "tool": info.tool, "march": info.march.text.lower() if info.march else "",

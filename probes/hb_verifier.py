@@ -397,22 +397,19 @@ def _words(args: str) -> list[str]:
 # --- facts (probes/probe_output.py) -------------------------------------------------------
 
 def add_facts(found, out) -> None:
-    report = read_hb_verifier(found.path, found.display)
-    out.skipped(found, report.skipped)
-    _add_report_facts(report, found, out)
+    _add_report_facts(read_hb_verifier(found.path, found.display), found, out)
 
 
 def add_pasted_facts(text: str, found, out) -> None:
     """The same facts of hb_verifier output pasted into the user's words."""
-    report = parse_hb_verifier(text, found.display)
-    out.skipped(found, report.skipped)
-    _add_report_facts(report, found, out)
+    _add_report_facts(parse_hb_verifier(text, found.display), found, out)
 
 
 def _add_report_facts(report: VerifierReport, found, out) -> None:
     from j6doctor.probes.conversion_log import add_cosine_breaks  # the cosine_break facts every cosine table gives
     from j6doctor.probes.probe_output import finite
 
+    out.skipped(found, report.skipped)
     kinds = {m.kind for m in report.models}
     pair = "bc_hbm" if "bc" in kinds and kinds & {"hbm", "bin"} else ""
     models = ",".join(m.path for m in report.models)

@@ -309,15 +309,11 @@ def _int(text: str) -> int | None:
 def add_facts(found, out) -> None:
     from j6doctor.probes.hb_model_info import add_model_facts
 
-    info = read_hrt_model_info(found.path, found.display)
-    out.skipped(found, info.skipped)
-    add_model_facts(found, out, info)
+    add_model_facts(found, out, read_hrt_model_info(found.path, found.display))
 
 
 def add_pasted_facts(text: str, found, out) -> None:
     """The same facts of `hrt_model_exec model_info` output pasted into the user's words."""
     from j6doctor.probes.hb_model_info import add_model_facts
 
-    info = parse_hrt_model_info(text, found.display)
-    out.skipped(found, info.skipped)
-    add_model_facts(found, out, info)
+    add_model_facts(found, out, parse_hrt_model_info(text, found.display))
