@@ -178,18 +178,21 @@ def _add_pasted_output(facts: FactList) -> None:
     """Tool output pasted into the symptom or the deployment notes, read as the tool's file
     would be (probes/pasted_output.py)."""
     # (tool output is lines: a text of one or two lines is not searched, nor the readers imported)
-    texts = [(f.source.key if f.source is not None and f.source.key else f.type, f["text"], f.source)
-             for f in facts.facts if f.type in PASTED_INTO and isinstance(f.fields.get("text"), str)
-             and f["text"].count("\n") >= 2]
+    texts = [(_key_of(f), f["text"], f.source) for f in facts.facts
+             if f.type in PASTED_INTO and isinstance(f.fields.get("text"), str) and f["text"].count("\n") >= 2]
     if not texts:
         return
     from j6doctor.probes.pasted_output import add_pasted_output
 
-    def problem(display: str, error: InputError) -> None:
-        facts.add("intake_note", {"key": display, "text": f"{display}" + (f"第 {error.line} 行" if error.line else "")
-                                  + f"：{error.message}——粘贴的内容未读取"}, Source("case", key=display))
+    def problem(display: str, message: str, source: Source) -> None:
+        facts.add("intake_note", {"key": display, "text": f"{display}：{message}——粘贴的内容未读取"}, source)
 
     add_pasted_output(texts, ProbeOutput(facts, MAX_SIGNALS_PER_KIND, facts.readings), problem)
+
+
+def _key_of(fact: Fact) -> str:
+    """The case key a fact's text was written under (its type where the source names none)."""
+    return fact.source.key if fact.source is not None and fact.source.key else fact.type
 
 
 def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
@@ -207,7 +210,7 @@ def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
             found = scores(text)
             if len(found) < 2:
                 continue
-            key = fact.source.key if fact.source is not None and fact.source.key else fact.type
+            key = _key_of(fact)
             first = found[0]
             facts.add("score_reference", {"mention": first.mention, "value": first.value, "quote": first.quote,
                                           "field": key}, fact.source)

@@ -939,6 +939,9 @@ def _pasted_facts(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], t
     case does not give them with a key: a key always wins over the same thing in prose. A text
     naming two platforms gives none (which one runs the model is for the user to say)."""
     texts = [(("symptom",), data.get("symptom") or ""), (("deployment", "notes"), (data.get("deployment") or {}).get("notes") or "")]
+    # not in the pasted blocks a tool's reader reads: their march and versions are its facts
+    # (probes/pasted_output.py), and the platform is the one the user names around them
+    texts = [(key, _outside_read_blocks(text)) for key, text in texts]
     if not data.get("platform"):
         named = {family: (words, key) for key, text in texts for family, words in platforms_named(text)}
         if len(named) == 1:
@@ -953,6 +956,16 @@ def _pasted_facts(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], t
                 seen.add(package)
                 yield "version", {"package": package, "given": name, "version": version,
                                   "number": version_number(version)}, key
+
+
+def _outside_read_blocks(text: str) -> str:
+    """The text with the code blocks a pasted reader reads blanked."""
+    if "```" not in text:
+        return text
+    from j6doctor.probes.code_blocks import prose
+    from j6doctor.probes.pasted_output import read_blocks
+
+    return prose(text, read_blocks(text))
 
 
 def _close_matches(word: str, possibilities, n: int = 1, cutoff: float = 0.6) -> list[str]:

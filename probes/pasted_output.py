@@ -1,82 +1,81 @@
 """Tool output a user pasted into their words: a conversion log, hb_verifier output or a
 model's description (hb_model_info, hrt_model_exec model_info) in the symptom or the
 deployment notes is read by the kind's own parser, and gives the same facts as its file
-would (a per-node cosine table, march, input parameters, warnings). Which kinds are read this way, and by which function, is the `pasted` declaration of each file
-kind (facts/vocabulary.yaml); a kind is recognised by its content signatures, as a file is
+would (a per-node cosine table, march, input parameters, warnings). Which kinds are read
+this way, and by which function, is the `pasted` declaration of each file kind
+(facts/vocabulary.yaml); a kind is recognised by its content signatures, as a file is
 (probes/artifacts.py), in each Markdown code block of the text (or the whole text where it
-has none). The facts' source is the case key whose text holds the output; the
-line within that text is in the words of each fact ("symptom（粘贴的转换日志）:13")."""
+has none). The facts' source is the case key whose text holds the output; the block's lines
+are in the facts' path ("symptom 第 3–40 行（粘贴的 hb_mapper / hb_compile 转换日志）")."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from j6doctor.facts import per_vocabulary, vocabulary
+from j6doctor.probes.code_blocks import CodeBlock, code_blocks
 from j6doctor.probes.input_error import InputError
 
 if TYPE_CHECKING:
     from j6doctor.engine.facts import Source
 
-MAX_PASTED_CHARS = 1024 * 1024  # a text longer than this is not searched for pasted output
+MAX_PASTED_CHARS = 1024 * 1024  # a block (or a text without blocks) longer than this is not read
 
 
 @dataclass(frozen=True)
 class PastedText:
-    """A case key's text read as a tool's output: what a probe's `found` is for a file."""
+    """A block of a case key's text read as a tool's output: what a probe's `found` is for a
+    file. `origin` is the case key's source, which every fact read from it gets
+    (probes/probe_output.py)."""
 
-    kind: str
-    key: str        # the case key whose text holds it ("symptom", "deployment.notes")
-    label: str      # the kind's label
-    origin: Any     # the case key's Source: every fact read from the text has it
-    sha256: None = None
-
-    @property
-    def display(self) -> str:
-        return f"{self.key}（粘贴的{self.label}）"
+    display: str
+    origin: Any
 
 
 @per_vocabulary
-def _pasted_kinds() -> list[tuple[str, str, str, tuple]]:
-    """(kind, label, function name, signatures) of every kind whose probe declares `pasted`."""
+def _pasted_kinds() -> list[tuple[str, str, tuple]]:
+    """(kind, label, signatures) of every kind whose probe declares `pasted`."""
     from j6doctor.probes.artifacts import signatures_of
     from j6doctor.probes.registry import probes
 
     enum = vocabulary().enums["file_kind"]
-    return [(kind, str(enum.attr(kind, "label", kind)), probe.pasted, signatures_of(kind))
+    return [(kind, str(enum.attr(kind, "label", kind)), signatures_of(kind))
             for kind, probe in probes().items() if probe.pasted]
 
 
-def add_pasted_output(texts: list[tuple[str, str, "Source"]], out, problem) -> None:
+def read_blocks(text: str) -> list[CodeBlock]:
+    """The code blocks of a text that a declared kind's reader reads."""
+    return [block for block in code_blocks(text) if _kind_of(block) is not None]
+
+
+def _kind_of(block: CodeBlock) -> tuple[str, str] | None:
+    """(kind, label) of the first declared kind whose signatures the block matches."""
+    return next(((kind, label) for kind, label, signatures in _pasted_kinds()
+                 if any(p.search(block.text) for p in signatures)), None)
+
+
+def add_pasted_output(texts: list[tuple[str, str, "Source"]], out,
+                      problem: Callable[[str, str, "Source"], None]) -> None:
     """Every declared kind's output found in the texts ((case key, text, the key's source)),
-    through the kind's `pasted` function; a part its parser refuses goes to
-    `problem(display, error)`, and the text's other facts stand."""
-    from j6doctor.probes.registry import module_of
+    through the kind's `pasted` function. What cannot be read goes to `problem(display,
+    message, source)`; the text's other facts stand."""
+    from j6doctor.probes.registry import pasted
 
     for key, text, origin in texts:
-        if not text or len(text) > MAX_PASTED_CHARS:
-            continue
-        for block in _blocks(text):
-            for kind, label, function, signatures in _pasted_kinds():
-                if not any(p.search(block) for p in signatures):
-                    continue
-                found = PastedText(kind, key, label, origin)
-                try:
-                    getattr(module_of(kind), function)(block, found, out)
-                except InputError as error:
-                    problem(found.display, error)
+        for block in code_blocks(text) or [CodeBlock(1, text.count("\n") + 1, text)]:
+            recognised = _kind_of(block)  # (a block is one tool's output)
+            if recognised is None:
+                continue
+            kind, label = recognised
+            found = PastedText(f"{key} 第 {block.first_line}–{block.last_line} 行（粘贴的{label}）", origin)
+            if len(block.text) > MAX_PASTED_CHARS:
+                problem(found.display, f"longer than {MAX_PASTED_CHARS // 1024} KB: not read", origin)
+                continue
+            try:
+                pasted(kind)(block.text, found, out)
+            except InputError as error:
+                problem(found.display, (f"第 {error.line} 行：" if error.line else "") + error.message, origin)
 
 
-_FENCE = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE)
-
-
-def _blocks(text: str) -> list[str]:
-    """The Markdown code blocks of a text, each with the lines before it blanked (a line
-    keeps its number in the text); the whole text where it has none. (The prose after a
-    pasted table is no garbled row of it.)"""
-    blocks = [text.count("\n", 0, m.start(1)) * "\n" + m.group(1) for m in _FENCE.finditer(text)]
-    return blocks or [text]
-
-
-__all__ = ["MAX_PASTED_CHARS", "PastedText", "add_pasted_output"]
+__all__ = ["MAX_PASTED_CHARS", "PastedText", "add_pasted_output", "read_blocks"]

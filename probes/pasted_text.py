@@ -63,13 +63,31 @@ def versions_printed(text: str) -> list[tuple[str, str, str]]:
     prints, the first time it is printed. The versions are the reading's `version_number`
     terms; the name is the last one to three words before one (or the bracketed name of
     the log line it is on)."""
-    from j6doctor.probes.case_file import resolve_package
-
     if not text.strip():
         return []
-    reading = _reading(text)
-    compact = reading.compact.text
     found: dict[str, tuple[str, str, str]] = {}
+    for _, _, package, name, version in _named_versions(_reading(text)):
+        if package not in found:
+            found[package] = (package, name, version)
+        if len(found) >= MAX_VERSIONS:
+            break
+    return list(found.values())
+
+
+def version_ends(text: str) -> set[int]:
+    """Where (in the compact form of the reading) each version a package's name stands
+    before ends: such a number is that package's version, whatever else it looks like."""
+    if not text.strip():
+        return set()
+    return {end for _, end, *_ in _named_versions(_reading(text))}
+
+
+def _named_versions(reading):
+    """(start, end, package, name as printed, version) of each `version_number` term that
+    a known package's name stands before."""
+    from j6doctor.probes.case_file import resolve_package
+
+    compact = reading.compact.text
     for index in reading.by_class.get("version_number", ()):
         start, end, _, printed = reading.tags[index]
         version = str(printed).removeprefix("v")
@@ -84,17 +102,18 @@ def versions_printed(text: str) -> list[tuple[str, str, str]]:
                 last = bracketed[-1]
                 package, name = _package_named(reading, lo + last.start(1), lo + last.end(1), version,
                                                resolve_package)
-        if package and package not in found:
-            found[package] = (package, name, version)
-        if len(found) >= MAX_VERSIONS:
-            break
-    return list(found.values())
+        if package:
+            yield start, end, package, name, version
+
+
+# a word of a name: Chinese around it is not part of it ("用hb_mapper 1.24转换")
+_WORD = re.compile(r"[^\s:=/\[\](),;\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff]+")
 
 
 def _package_named(reading, lo: int, hi: int, version: str, resolve) -> tuple[str | None, str]:
     """The package named by the last one to three words of the compact span [lo, hi), with
     the words as the user wrote them."""
-    words = list(re.finditer(r"[^\s:=/\[\](),;]+", reading.compact.text[lo:hi]))
+    words = list(_WORD.finditer(reading.compact.text[lo:hi]))
     for width in (3, 2, 1):
         if len(words) >= width:
             first, last = words[-width], words[-1]

@@ -64,9 +64,11 @@ def reader(kind: str) -> Callable[[Path, str], Any] | None:
     return None if probe is None else getattr(_module(probe.module), probe.reader)
 
 
-def module_of(kind: str):
-    """The probe module of a kind that declares one."""
-    return _module(probes()[kind].module)
+def pasted(kind: str) -> Callable[[str, Any, Any], None] | None:
+    """The function that reads the kind's output pasted into the user's words (text, found,
+    out); None for kinds that declare none."""
+    probe = probes().get(kind)
+    return None if probe is None or probe.pasted is None else getattr(_module(probe.module), probe.pasted)
 
 
 def summarizer(kind: str) -> Callable[[Any], Any] | None:

@@ -20,6 +20,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from j6doctor.facts import vocabulary
+from j6doctor.probes.pasted_text import version_ends
 
 WINDOW = 48  # characters (of the compact text) between a model's name and its score
 NAMED_WITHIN = 12  # characters before a number where a word says it is no score ("误差约为 1.728")
@@ -45,15 +46,18 @@ def scores(text: str) -> list[Score]:
     mentions = reading.by_class.get("mention", [])
     starts = [reading.tags[i][0] for i in mentions]
     found: dict[str, Score] = {}
+    versions = version_ends(text)  # a package's version is no score: "horizon_nn 1.1"
     previous_score_end = -1
     for index in reading.by_class.get("score", []):
         start, end, _, words = reading.tags[index]
+        value, percent = _number(str(words))
+        if value is None or value <= 0 or end in versions:
+            continue  # no score: it stands between no model and its score
         owner = _owner(reading, mentions, starts, start, max(previous_score_end, start - WINDOW))
+        if owner is not None and _named_otherwise(reading, reading.tags[owner][1], start):
+            continue  # an error, a time, a size, a version
         previous_score_end = end
         if owner is None:
-            continue
-        value, percent = _number(str(words))
-        if value is None or value <= 0 or _named_otherwise(reading, reading.tags[owner][1], start):
             continue
         m_start = reading.tags[owner][0]
         mention = str(reading.tags[owner][3])
@@ -120,9 +124,14 @@ def _scores_under_headings(text: str, reading, mentions: list[int]) -> list[Scor
 def _named_otherwise(reading, owner_end: int, score_start: int) -> bool:
     """Whether a word between the model's name and the number, just before the number, says
     it is no score (an error, a time, a size, a version: "欧氏误差约为 1.728", "hbrt 3.15"),
-    with no measure after that word ("板端速度正常，精度 0.41" is a score)."""
+    with no measure and no other number after that word ("板端速度正常，精度 0.41" and
+    "hbm 在 oe 3.0.22 上 0.62" are scores)."""
     named = reading.tags_in("not_score", max(owner_end, score_start - NAMED_WITHIN), score_start)
-    return bool(named) and not reading.tags_in("measure", reading.tags[named[-1]][1], score_start)
+    if not named:
+        return False
+    after = reading.tags[named[-1]][1]
+    return not reading.tags_in("measure", after, score_start) and \
+        not any(c.isdigit() for c in reading.compact.text[after:score_start])
 
 
 def _owner(reading, mentions: list[int], starts: list[int], score_start: int, lo: int) -> int | None:

@@ -27,7 +27,7 @@ def test_a_pasted_log_whose_first_node_collapses_points_at_the_input_preprocessi
     assert diagnosis.verdict_json["stage"] == "user_side"
     (cosines,) = _facts(diagnosis, "layer_cosines")
     assert cosines["first_node"] == "HZ_PREPROCESS_FOR_images" and cosines["first_node_cosine"] < 0.9
-    assert cosines["path"].startswith("symptom（粘贴的")
+    assert cosines["path"].startswith("symptom 第 3–") and "（粘贴的" in cosines["path"]
     # the fact comes from the case key that holds the text, not from a file
     assert cosines.source.kind == "case" and cosines.source.key == "symptom"
     assert any(f["item"] == "preprocess" for f in _facts(diagnosis, "user_mismatch"))
@@ -53,7 +53,7 @@ def test_a_part_of_the_paste_the_parser_skips_is_noted_and_the_rest_is_read(rule
     at = next(i for i, line in enumerate(lines) if "model_deps_info:" in line)
     cut = "\n".join(lines[:at] + [lines[at][:lines[at].index("model_deps_info:") + 60] + " ..."] + lines[at + 1:])
     diagnosis = diagnose_data({"symptom": _post(cut)}, rulebase)
-    notes = [f["text"] for f in _facts(diagnosis, "intake_note") if f["key"].startswith("symptom（粘贴的")]
+    notes = [f["text"] for f in _facts(diagnosis, "intake_note") if f["key"].startswith("symptom 第 3–")]
     assert len(notes) == 1 and "model_deps_info is not a complete Python dict literal" in notes[0]
     # the rest of the paste is read: the collapse still points at the preprocessing
     assert diagnosis.verdict_json["stage"] == "user_side"
@@ -70,7 +70,42 @@ def test_a_pasted_model_description_in_a_code_block_gives_the_models_inputs_and_
     info = (REAL / "hrt_model_info" / "nv12_two_inputs.txt").read_text(encoding="utf-8")
     diagnosis = diagnose_data({"symptom": _post(info)}, rulebase)
     (model,) = _facts(diagnosis, "model_info")
-    assert model["march"] == "nash-m" and model["path"].startswith("symptom（粘贴的")
+    assert model["march"] == "nash-m" and model["path"].startswith("symptom 第 3–")
     assert {(f["name"], f["value"]) for f in _facts(diagnosis, "input_param")} >= {("input_type_rt", "nv12")}
     # the question after the code block is no garbled line of the table
     assert not [f for f in _facts(diagnosis, "intake_note") if "请问" in f["text"]]
+
+
+def test_two_pasted_logs_are_two_outputs_each_with_its_own_lines(rulebase):
+    text = f"第一次转换：\n```\n{COLLAPSE}\n```\n修正 mean 之后重新转换：\n```\n{HEALTHY}\n```\n板端还是不对"
+    diagnosis = diagnose_data({"symptom": text}, rulebase)
+    paths = [f["path"] for f in _facts(diagnosis, "layer_cosines")]
+    assert len(paths) == 2 and len(set(paths)) == 2
+    # only the first log's first node collapses
+    assert [f["path"] for f in _facts(diagnosis, "first_node_collapsed")] == [paths[0]]
+
+
+def test_a_pasted_block_over_the_limit_is_named_not_read(rulebase, monkeypatch):
+    from j6doctor.probes import pasted_output
+
+    monkeypatch.setattr(pasted_output, "MAX_PASTED_CHARS", 1000)
+    diagnosis = diagnose_data({"symptom": _post(COLLAPSE)}, rulebase)
+    assert not _facts(diagnosis, "layer_cosines")
+    assert [f for f in _facts(diagnosis, "intake_note") if "not read" in f["text"] and f["key"].startswith("symptom 第")]
+
+
+def test_the_platform_is_the_one_the_user_names_and_a_pasted_march_is_the_logs(rulebase):
+    text = f"J6M 上 yolov5 板端结果不对，日志：\n```\n{HEALTHY}\n```\n"
+    diagnosis = diagnose_data({"symptom": text}, rulebase)
+    assert [f["family"] for f in _facts(diagnosis, "platform")] == ["J6M"]
+    # the log was converted for bayes-e (X5): a march that does not fit the platform
+    assert [f["march"] for f in _facts(diagnosis, "artifact_march")] == ["bayes-e"]
+    assert diagnosis.verdict_json["stage"] == "user_side"
+
+
+def test_versions_in_a_pasted_model_description_are_its_readers_alone(rulebase):
+    info = (REAL / "hrt_model_info" / "nv12_two_inputs.txt").read_text(encoding="utf-8")
+    diagnosis = diagnose_data({"symptom": _post(info)}, rulebase)
+    versions = {f["package"]: f["version"] for f in _facts(diagnosis, "version")}
+    assert versions["dnn"] == "3.7.4"
+    assert not [f for f in _facts(diagnosis, "intake_note") if "以案例为准" in f["text"]]

@@ -26,6 +26,9 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # a word for no score counts only right before the number, with no measure after it
     ("float mAP 0.65，板端速度正常，精度 0.41", [("float", 0.65, False), ("board", 0.41, False)]),
     ("float 模型 mAP 0.72，同样输入尺寸大小下板端 0.41", [("float", 0.72, False), ("board", 0.41, False)]),
+    # a package's version between a model and its score is neither
+    ("qat 模型 mAP 0.75，hbm 用 horizon_nn 1.1 转的 mAP 0.62", [("qat_pt", 0.75, False), ("hbm", 0.62, False)]),
+    ("qat 模型 0.75，hbm 在 oe 3.0.22 上 0.62", [("qat_pt", 0.75, False), ("hbm", 0.62, False)]),
     # a full stop after a score ends the sentence; it makes no version of it
     ("The iou of ckpt is 87.98.\nThe iou of float tflite is 87.89.",
      [("torch_model", 87.98, False), ("float", 87.89, False)]),

@@ -1,0 +1,39 @@
+"""The Markdown code blocks of a user's text (```-fenced): where people paste tool output and
+logs. Each block comes with the lines before it blanked, so that a line keeps its number in
+the text; `prose` is the text with its blocks blanked (what the user wrote around them)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_FENCE = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class CodeBlock:
+    first_line: int   # the block's first and last line in the text (1-based)
+    last_line: int
+    text: str         # its lines, after as many empty lines as come before it in the text
+
+
+def code_blocks(text: str) -> list[CodeBlock]:
+    out = []
+    for found in _FENCE.finditer(text):
+        before = text.count("\n", 0, found.start(1))
+        body = found.group(1)
+        out.append(CodeBlock(before + 1, before + max(body.count("\n"), 1), before * "\n" + body))
+    return out
+
+
+def prose(text: str, blocks: list[CodeBlock] | None = None) -> str:
+    """The text with the content of its code blocks (of `blocks`, when given) blanked: what
+    the user wrote around them (the line breaks are kept)."""
+    lines = text.split("\n")
+    for block in code_blocks(text) if blocks is None else blocks:
+        for number in range(block.first_line, block.last_line + 1):
+            lines[number - 1] = ""
+    return "\n".join(lines)
+
+
+__all__ = ["CodeBlock", "code_blocks", "prose"]
