@@ -232,7 +232,9 @@ class CaseLibrary:
             raise StoreError(f"{self.given}: cannot open the case library: {exc.orig}; {_what_to_do(exc)}") from None
 
     def _check_a_library(self, tables: list[str]) -> None:
-        if tables and not {"alembic_version", "cases"} <= set(tables):
+        # (alembic_version alone: another j6doctor is making the library, its migration under
+        # way; a writer waits for it at the migration lock)
+        if tables and tables != ["alembic_version"] and not {"alembic_version", "cases"} <= set(tables):
             shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
             raise StoreError(f"{self.given}: is a SQLite database of something else (tables: {shown}), not a case "
                              "library; j6doctor never writes into another database: give a new path or a library "
