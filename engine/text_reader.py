@@ -51,7 +51,7 @@ class Reading:
     __slots__ = ("text", "compact", "tags", "by_class", "class_starts", "clauses",
                  "clause_starts", "tag_clause", "clause_classes", "class_clauses", "marks", "mark_starts", "mark_ends",
                  "breaks",
-                 "triggers", "trigger_starts", "windows", "glue", "aside", "aside_ends", "derived", "clause_tags")
+                 "triggers", "trigger_starts", "windows", "glue", "aside", "aside_ends", "derived")
 
     def __init__(self, text: str, form: Compact, tags: list[tuple], clauses: list[Clause],
                  marks: list[tuple[int, int]], triggers: list[tuple], windows: dict[str, int], glue: str,
@@ -91,7 +91,6 @@ class Reading:
             for cls in held:
                 self.class_clauses.setdefault(cls, set()).add(at)
         self.derived: dict = {}  # what is worked out from the reading once, when first asked (text_rules.py)
-        self.clause_tags: dict[str, dict[int, list[int]]] = {}  # class → sentence → its tags there (in_clause)
         self.marks = marks                  # (start, end) of every part-ending mark, sorted
         self.mark_starts = [m[0] for m in marks]
         self.mark_ends = [m[1] for m in marks]
@@ -119,17 +118,22 @@ class Reading:
         return out
 
     def in_clause(self, cls: str, clause: int) -> list[int]:
-        """Indexes of the class's tags lying within sentence `clause` (`tags_in` its span),
-        from one pass over the class's tags, made when the class is first asked."""
-        per = self.clause_tags.get(cls)
+        """Indexes of the class's tags lying within sentence `clause` (`tags_in` its span)."""
+        return self.by_sentence(cls).get(clause, [])
+
+    def by_sentence(self, cls: str) -> dict[int, list[int]]:
+        """sentence → indexes of the class's tags lying within it, from one pass over the
+        class's tags, made when the class is first asked."""
+        key = ("by sentence", cls)
+        per = self.derived.get(key)
         if per is None:
-            per = self.clause_tags[cls] = {}
+            per = self.derived[key] = {}
             for index in self.by_class.get(cls, ()):
                 at = self.tag_clause[index]
                 tag, sentence = self.tags[index], self.clauses[at]
                 if sentence.start <= tag[0] and tag[1] <= sentence.end:
                     per.setdefault(at, []).append(index)
-        return per.get(clause, [])
+        return per
 
     def first_of(self, cls: str, position: int, hi: int, aside: int = -1,
                  values: tuple[str, ...] | None = None) -> int | None:

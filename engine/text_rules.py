@@ -277,17 +277,13 @@ def _unread(rule: CompiledTextRule, fact: Fact, key: str, text: str, reading: Re
     # the terms left, by sentence: one pass over each class's terms, not a search per sentence
     left: dict[int, dict[str, list[int]]] = {}
     for cls, only in wanted:
-        for t in reading.by_class.get(cls, ()):
-            if t in seen or (only is not None and str(reading.tags[t][3]) not in only):
-                continue
-            at = reading.tag_clause[t]
+        for at, members in reading.by_sentence(cls).items():
             clause = reading.clauses[at]
-            start, end = reading.tags[t][:2]
-            # in its sentence, and in the context the rule reads (a question, a negation, a
-            # hypothesis is no result)
-            if clause.start <= start and end <= clause.end and \
-                    _admitted(rule, readings.lexicon, reading, Hit((t,), ()), clause, start, end):
-                left.setdefault(at, {}).setdefault(cls, []).append(t)
+            for t in members:
+                # in the context the rule reads (a question, a negation, a hypothesis is no result)
+                if t not in seen and (only is None or str(reading.tags[t][3]) in only) and \
+                        _admitted(rule, readings.lexicon, reading, Hit((t,), ()), clause, *reading.tags[t][:2]):
+                    left.setdefault(at, {}).setdefault(cls, []).append(t)
     out = []
     for at in sorted(left):
         terms = left[at]

@@ -1,6 +1,6 @@
 """The Markdown code blocks of a user's text (```-fenced): where people paste tool output and
 logs. Each block comes with the lines before it blanked, so that a line keeps its number in
-the text; `prose` is the text with its blocks blanked (what the user wrote around them)."""
+the text; `prose` is the text with some of its blocks blanked (what the user wrote around them)."""
 
 from __future__ import annotations
 
@@ -26,11 +26,11 @@ def code_blocks(text: str) -> list[CodeBlock]:
     return out
 
 
-def prose(text: str, blocks: list[CodeBlock] | None = None) -> str:
-    """The text with the content of its code blocks (of `blocks`, when given) blanked: what
-    the user wrote around them (the line breaks are kept)."""
+def prose(text: str, blocks: list[CodeBlock]) -> str:
+    """The text with the content of `blocks` (code blocks of it) blanked: what the user wrote
+    around them (the line breaks are kept)."""
     lines = text.split("\n")
-    for block in code_blocks(text) if blocks is None else blocks:
+    for block in blocks:
         for number in range(block.first_line, block.last_line + 1):
             lines[number - 1] = ""
     return "\n".join(lines)
