@@ -53,7 +53,7 @@ def scores(text: str) -> list[Score]:
         value, percent = _number(str(words))
         if value is None or value <= 0 or end in versions:
             continue  # no score: it stands between no model and its score
-        owner = _owner(reading, mentions, starts, start, max(previous_score_end, start - WINDOW))
+        owner = _owner(reading, mentions, starts, start, previous_score_end)
         if owner is not None and _named_otherwise(reading, reading.tags[owner][1], start):
             continue  # an error, a time, a size, a version
         previous_score_end = end
@@ -134,19 +134,28 @@ def _named_otherwise(reading, owner_end: int, score_start: int) -> bool:
         not any(c.isdigit() for c in reading.compact.text[after:score_start])
 
 
-def _owner(reading, mentions: list[int], starts: list[int], score_start: int, lo: int) -> int | None:
-    """The last model named before a score, in its sentence and after `lo`."""
+def _owner(reading, mentions: list[int], starts: list[int], score_start: int, after: int) -> int | None:
+    """The last model named before a score, in its sentence, after the previous score (`after`)
+    and ending at most WINDOW characters before it (a long name counts from its end: "for post
+    training quantized model we observed accuracy of 35-40%")."""
     at = bisect_right(starts, score_start) - 1
     while at >= 0 and reading.tags[mentions[at]][1] > score_start:  # (a name the score stands in)
         at -= 1
-    if at < 0 or starts[at] < lo or reading.clause_index(starts[at]) != reading.clause_index(score_start):
+    if at < 0 or starts[at] < after or reading.tags[mentions[at]][1] < score_start - WINDOW:
+        return None
+    if reading.clause_index(starts[at]) != reading.clause_index(score_start):
         return None
     return mentions[at]
 
 
+_RANGE = re.compile(r"\s?%?\s?[-~]\s?")
+
+
 def _number(words: str) -> tuple[float | None, bool]:
+    """The value of a score as written: "90.5%", "0.647", a range by its middle ("35-40%")."""
     percent = words.rstrip().endswith("%")
     try:
-        return float(words.rstrip("% ").strip()), percent
+        ends = [float(end) for end in _RANGE.split(words.rstrip("% ").strip())]
     except ValueError:
         return None, percent
+    return sum(ends) / len(ends), percent

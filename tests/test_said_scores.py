@@ -32,6 +32,12 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # a full stop after a score ends the sentence; it makes no version of it
     ("The iou of ckpt is 87.98.\nThe iou of float tflite is 87.89.",
      [("torch_model", 87.98, False), ("float", 87.89, False)]),
+    # a range is read as its middle
+    ("float 模型 80%，量化后的模型 35%~40%", [("float", 80.0, True), ("quantized_bc", 37.5, True)]),
+    ("the fp32 model reaches 80%, the quantized model only 35-40%", [("float", 80.0, True), ("quantized_bc", 37.5, True)]),
+    # a long name counts from its end
+    ("For the original fp32 model we have measured an accuracy of 80%, for the int8 quantized model we observed 35%",
+     [("float", 80.0, True), ("quantized_bc", 35.0, True)]),
 ])
 def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     assert _read(text) == expected
@@ -46,6 +52,9 @@ def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     "the board bin is 2.3 MiB, 12.5 ms per frame",       # a size and a time are no scores
     "板端角点相对浮点的欧氏误差约为 1.728",                  # nor is a number named an error
     "The board runs OE 3.1.",                            # nor a version before a full stop
+    "on the board a 6.65% drop in accuracy",             # nor a percentage that measures a fall
+    "on the board a 1-2 % drop is expected",             # ... written as a range
+    "板端 5%下降",
 ])
 def test_what_is_no_score(text):
     assert _read(text) == []
