@@ -141,16 +141,18 @@ class _Run:
                     )))
                 self.firings.append(Firing(rule.id, (match.fact.id,), tuple(i for i in derived_ids if i), -1))
 
-    def _store(self, candidate: Fact) -> str:
-        """Keep a derived fact unless an identical one exists; its id either way."""
-        existing = self.by_content.get(candidate.content_key())
+    def _store(self, candidate: Fact, content: tuple | None = None) -> str:
+        """Keep a derived fact unless an identical one exists; its id either way. (`content`:
+        the candidate's content key, where the caller has it already.)"""
+        content = candidate.content_key() if content is None else content
+        existing = self.by_content.get(content)
         if existing is not None:
             return existing
         candidate.id = f"d{next(self.counter)}"
         self.ordinal[candidate.id] = len(self.store)
         self.store.append(candidate)
         self.index[candidate.id] = candidate
-        self.by_content[candidate.content_key()] = candidate.id
+        self.by_content[content] = candidate.id
         self.queue.append(candidate)
         return candidate.id
 
@@ -182,10 +184,11 @@ class _Run:
                 derivation=Derivation(rule.id, rule.file, rule.line,
                                       tuple(f.id for f in premises), absent, rule.overrides),
             )
-            if candidate.content_key() not in self.by_content and depth > self.max_depth:
+            content = candidate.content_key()
+            if content not in self.by_content and depth > self.max_depth:
                 self.truncated = True
                 continue
-            derived_ids.append(self._store(candidate))
+            derived_ids.append(self._store(candidate, content))
         self.firings.append(Firing(rule.id, tuple(f.id for f in premises),
                                    tuple(derived_ids), self.stratum))
 

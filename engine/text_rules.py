@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from j6doctor.engine.facts import Fact
 from j6doctor.engine.placeholders import fill
@@ -68,6 +68,10 @@ class CompiledTextRule:
         self.fields_of: dict[str, tuple[str, ...]] = {}  # fact type → the fields read of it
         for type_name, field_name in spec.reads:
             self.fields_of[type_name] = (*self.fields_of.get(type_name, ()), field_name)
+        # (fact type, field) → its place in the rule's list; kept in that order where a fact
+        # has two fields the rule reads
+        self.reads = {read: at for at, read in enumerate(spec.reads)}
+        self.fields_in_order = any(len(names) > 1 for names in self.fields_of.values())
 
 
 class Readings:
@@ -93,37 +97,49 @@ def read_texts(rules: list[CompiledTextRule], facts: list[Fact], lexicon: TextLe
     out: dict[str, Reading] = {}
     if lexicon.index is None:
         return out
-    facts = texts_of(rules, facts)
-    for rule in rules:
-        for _, _, text in texts_read(rule, facts):
-            if text not in out:
-                out[text] = read_cached(text, lexicon.index)
+    for *_, text in texts_of(rules, facts):
+        if text not in out:
+            out[text] = read_cached(text, lexicon.index)
     return out
 
 
-def texts_of(rules: list[CompiledTextRule], facts: list[Fact]) -> list[Fact]:
-    """The facts of a type some of the rules read (each rule then looks at these alone)."""
-    types = {type_name for rule in rules for type_name in rule.fields_of}
-    return [fact for fact in facts if fact.type in types]
+# (position of the fact, (fact type, field), fact, case key, text) of each non-empty text
+# field some rule reads, in fact order
+TextInputs = list[tuple[int, tuple[str, str], Fact, str, str]]
 
 
-def texts_read(rule: CompiledTextRule, facts: Iterable[Fact]) -> Iterable[tuple[Fact, str, str]]:
-    """(fact, case key, text) of every text the rule reads."""
-    fields_of = rule.fields_of
-    for fact in facts:
-        for field_name in fields_of.get(fact.type, ()):
+def texts_of(rules: list[CompiledTextRule], facts: list[Fact]) -> TextInputs:
+    """The texts the rules read, found once for all of them (each rule then picks its own)."""
+    fields_of: dict[str, set[str]] = {}
+    for rule in rules:
+        for type_name, field_names in rule.fields_of.items():
+            fields_of.setdefault(type_name, set()).update(field_names)
+    out: TextInputs = []
+    for position, fact in enumerate(facts):
+        for field_name in sorted(fields_of.get(fact.type, ())):
             text = fact.fields.get(field_name)
             if isinstance(text, str) and text.strip():
                 key = fact.source.key if fact.source is not None and fact.source.key else f"{fact.type}.{field_name}"
-                yield fact, key, text
+                out.append((position, (fact.type, field_name), fact, key, text))
+    return out
 
 
-def find_matches(rule: CompiledTextRule, facts: list[Fact], readings: Readings) -> list[TextMatch]:
+def texts_read(rule: CompiledTextRule, inputs: TextInputs) -> list[tuple[Fact, str, str]]:
+    """(fact, case key, text) of every text the rule reads: by fact, then in the order the
+    rule lists the fields."""
+    reads = rule.reads
+    found = [entry for entry in inputs if entry[1] in reads]
+    if rule.fields_in_order and len(found) > 1:
+        found.sort(key=lambda entry: (entry[0], rule.reads[entry[1]]))
+    return [(fact, key, text) for _, _, fact, key, text in found]
+
+
+def find_matches(rule: CompiledTextRule, inputs: TextInputs, readings: Readings) -> list[TextMatch]:
     """Every statement of the rule's text fields that fires it, in fact and text order."""
     spec = rule.rule.text
     assert spec is not None
     found: list[TextMatch] = []
-    for fact, key, text in texts_read(rule, facts):
+    for fact, key, text in texts_read(rule, inputs):
         reading = readings.of(text)
         if spec.unread:
             found += _unread(rule, fact, key, text, reading, readings)
