@@ -9,7 +9,7 @@ A score belongs to the nearest model named before it in the same sentence, close
 no other score between them; a model's first score is its score. Integers without a percent
 sign are no scores (30 FPS, 1000 images), nor are numbers of zero or less ("-1.00"), nor a
 number named an error, a loss, a time, a size or a version just before it ("欧氏误差约为
-1.728", "hbrt 3.15"). A model
+1.728", "hbrt 3.15"), nor one right after a software's name ("TensorFlow 2.9"). A model
 named alone on a line (a heading) followed by a table of scores gets the table's mean, where
 two or more such tables have the same shape (the per-class APs of each model)."""
 
@@ -56,6 +56,8 @@ def scores(text: str) -> list[Score]:
         owner = _owner(reading, mentions, starts, start, previous_score_end)
         if owner is not None and _named_otherwise(reading, reading.tags[owner][1], start):
             continue  # an error, a time, a size, a version
+        if not percent and _software_version(reading, start):
+            continue  # "TensorFlow 2.9": no score, and it stands between no model and its score
         previous_score_end = end
         if owner is None:
             continue
@@ -132,6 +134,18 @@ def _named_otherwise(reading, owner_end: int, score_start: int) -> bool:
     after = reading.tags[named[-1]][1]
     return not reading.tags_in("measure", after, score_start) and \
         not any(c.isdigit() for c in reading.compact.text[after:score_start])
+
+
+_VERSION_LEAD = re.compile(r"[\s=v:]{1,3}")
+
+
+def _software_version(reading, score_start: int) -> bool:
+    """Whether a software's name stands right before the number ("TensorFlow 2.9", "torch==1.13"):
+    the number is its version."""
+    named = reading.tags_in("software", max(0, score_start - 24), score_start)
+    if not named:
+        return False
+    return _VERSION_LEAD.fullmatch(reading.compact.text[reading.tags[named[-1]][1]:score_start]) is not None
 
 
 def _owner(reading, mentions: list[int], starts: list[int], score_start: int, after: int) -> int | None:

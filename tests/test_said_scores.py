@@ -35,6 +35,10 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # a range is read as its middle
     ("float 模型 80%，量化后的模型 35%~40%", [("float", 80.0, True), ("quantized_bc", 37.5, True)]),
     ("the fp32 model reaches 80%, the quantized model only 35-40%", [("float", 80.0, True), ("quantized_bc", 37.5, True)]),
+    # a software's version stands between no model and its score; a percentage is no version
+    ("Framework: TensorFlow 2.9, on CPU I get 86% accuracy, using the NCS2 it drops to 72%",
+     [("hbm_x86", 86.0, True), ("board", 72.0, True)]),
+    ("PyTorch 80%, TensorRT 61%", [("torch_model", 80.0, True)]),
     # a long name counts from its end
     ("For the original fp32 model we have measured an accuracy of 80%, for the int8 quantized model we observed 35%",
      [("float", 80.0, True), ("quantized_bc", 35.0, True)]),
@@ -55,6 +59,8 @@ def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     "on the board a 6.65% drop in accuracy",             # nor a percentage that measures a fall
     "on the board a 1-2 % drop is expected",             # ... written as a range
     "板端 5%下降",
+    "Framework: TensorFlow 2.9",                         # nor a software's version
+    "the pytorch model, torch==1.13 on the board",
 ])
 def test_what_is_no_score(text):
     assert _read(text) == []
