@@ -35,13 +35,16 @@ def _spelling_pattern(key: str) -> str:
     return _NOISE.join(parts)
 
 
-def _spelled(enum: str) -> dict[str, Any]:
-    """A text naming a value of `enum`: the value or an alias, in any case and spacing."""
+def _spelled(enum: str, allowed: list[str] | None = None) -> dict[str, Any]:
+    """A text naming a value of `enum` (of those `allowed` there, where the place takes only
+    some: a case leaves `evidence: unspecified` out): the value or an alias, in any case and
+    spacing."""
     spec = vocabulary().enums[enum]
-    keys = sorted({alias_key(s) for v in spec.values for s in spec.spellings(v) if alias_key(s)})
+    values = [v for v in spec.values if allowed is None or v in allowed]
+    keys = sorted({alias_key(s) for v in values for s in spec.spellings(v) if alias_key(s)})
     return {"type": "string",
             "pattern": f"^{_NOISE}(?:{'|'.join(_spelling_pattern(k) for k in keys)}){_NOISE}$",
-            "description": f"one of {', '.join(spec.values)} (enum {enum}; its aliases too; case, spaces, "
+            "description": f"one of {', '.join(values)} (enum {enum}; its aliases too; case, spaces, "
                            "'-', '_' and '.' do not matter)"}
 
 
@@ -81,7 +84,7 @@ def written_case_schema() -> dict[str, Any]:
     schema["type"] = ["object", "null"]  # an empty file is an empty case
     for place, enum in enum_places():
         for node in _nodes(schema, place):
-            _replace(node, _spelled(enum))
+            _replace(node, _spelled(enum, node.get("enum")))
     for place in number_places():
         for node in _nodes(schema, place):
             _replace(node, {"anyOf": [dict(node), {"type": "string", "pattern": EXPONENT_NUMBER_PATTERN}]})

@@ -89,6 +89,8 @@ REFUSED = [  # refused by the tool for their shape, and invalid in the published
     {"bc_flow_check": "perhaps"},
     {"metrics": {"tolerance": -1}},
     {"badcase": {"path": "x.jpg"}},
+    # the evidence not said is left out (`unspecified` is the tool's own word for that)
+    {"results": {"board": {"status": "abnormal", "evidence": "unspecified"}}},
 ]
 
 
