@@ -117,7 +117,7 @@ def diagnose(case: Case | None, rulebase: RuleBase | None = None,
 
 def _diagnosis(case: Case | None, rulebase: RuleBase, options: EvidenceOptions) -> Diagnosis:
     evidence = collect(case, options)
-    result = rulebase.run(evidence.facts)
+    result = rulebase.run(evidence.facts, read_as=evidence.read_as)
     if case is not None:
         title = case.display
     elif options.workdirs:

@@ -53,6 +53,8 @@ class FactList:
     def __init__(self) -> None:
         self.facts: list[Fact] = []
         self.readings: list[Reading] = []  # the probes' tables for the report, not facts
+        # a free text as the text rules read it: its tool output (read by the tool's probe) blanked
+        self.read_as: dict[str, str] = {}
         self.vocab = vocabulary()
 
     def insert(self, at: int, add: Callable[[], None]) -> None:
@@ -176,18 +178,21 @@ PASTED_INTO = ("symptom", "deployment_notes")  # the texts users paste tool outp
 
 def _add_pasted_output(facts: FactList) -> None:
     """Tool output pasted into the symptom or the deployment notes, read as the tool's file
-    would be (probes/pasted_output.py)."""
+    would be (probes/pasted_output.py); the text rules read the words around it (a log's
+    lines are the tool's, not the user's statements)."""
     # (tool output is lines: a text of one or two lines is not searched, nor the readers imported)
     texts = [(_key_of(f), f["text"], f.source) for f in facts.facts
              if f.type in PASTED_INTO and isinstance(f.fields.get("text"), str) and f["text"].count("\n") >= 2]
     if not texts:
         return
+    from j6doctor.probes.code_blocks import prose
     from j6doctor.probes.pasted_output import add_pasted_output
 
     def problem(display: str, message: str, source: Source) -> None:
         facts.add("intake_note", {"key": display, "text": f"{display}：{message}——粘贴的内容未读取"}, source)
 
-    add_pasted_output(texts, ProbeOutput(facts, MAX_SIGNALS_PER_KIND, facts.readings), problem)
+    taken = add_pasted_output(texts, ProbeOutput(facts, MAX_SIGNALS_PER_KIND, facts.readings), problem)
+    facts.read_as.update((text, prose(text, blocks)) for text, blocks in taken.items())
 
 
 def _key_of(fact: Fact) -> str:
@@ -314,6 +319,7 @@ class Evidence:
     facts: list[Fact]
     readings: list[Reading]
     read_paths: list[Path] = field(default_factory=list)  # every file read: never an output
+    read_as: dict[str, str] = field(default_factory=dict)  # FactList.read_as
 
 
 def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
@@ -344,7 +350,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
         from j6doctor.probes.environment import BOARD_FILE
 
         read.append(base / BOARD_FILE)
-    return Evidence(facts.facts, facts.readings, read + [p for p in paths if _is_file(p)])
+    return Evidence(facts.facts, facts.readings, read + [p for p in paths if _is_file(p)], facts.read_as)
 
 
 def _is_file(path: Path) -> bool:

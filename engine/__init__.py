@@ -132,13 +132,14 @@ class RuleBase:
         if os.environ.get("J6DOCTOR_ENGINE_PROCESS") != "inline":
             shared_worker().warm_up(self.compiled, self.vocab)
 
-    def run(self, facts: list[Fact], **limits) -> RunResult:
+    def run(self, facts: list[Fact], read_as: dict[str, str] | None = None, **limits) -> RunResult:
         """Forward-chain the facts, in the engine's worker process (engine/worker.py) unless
         J6DOCTOR_ENGINE_PROCESS=inline asks for this process (debugging). The free texts the
         text rules read are read here, once (text_reader.py), and handed to the engine with the
-        facts. With J6DOCTOR_CROSS_CHECK=1 the run is repeated on the other installed engine
-        and any difference is an EngineRunError (engine/differential.py)."""
-        limits.setdefault("readings", read_texts(self.compiled.text_rules, facts, self.vocab.text))
+        facts; a text in `read_as` is read as the same-length text given there (parts of it
+        another reader took, blanked). With J6DOCTOR_CROSS_CHECK=1 the run is repeated on the
+        other installed engine and any difference is an EngineRunError (engine/differential.py)."""
+        limits.setdefault("readings", read_texts(self.compiled.text_rules, facts, self.vocab.text, read_as))
         result = self._run_on(self.compiled, facts, **limits)
         if cross_check_enabled():
             other = self._other_engine()

@@ -92,14 +92,18 @@ class Readings:
         return reading
 
 
-def read_texts(rules: list[CompiledTextRule], facts: list[Fact], lexicon: TextLexicon) -> dict[str, Reading]:
-    """The reading of every text the rules read (each read once, text_reader.read_cached)."""
+def read_texts(rules: list[CompiledTextRule], facts: list[Fact], lexicon: TextLexicon,
+               read_as: dict[str, str] | None = None) -> dict[str, Reading]:
+    """The reading of every text the rules read (each read once, text_reader.read_cached). A
+    text in `read_as` is read as the text given there, of the same length (the caller's
+    version of it with parts another reader took blanked): the rules' spans stay the text's."""
     out: dict[str, Reading] = {}
     if lexicon.index is None:
         return out
+    read_as = read_as or {}
     for *_, text in texts_of(rules, facts):
         if text not in out:
-            out[text] = read_cached(text, lexicon.index)
+            out[text] = read_cached(read_as.get(text, text), lexicon.index)
     return out
 
 

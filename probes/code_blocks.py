@@ -1,6 +1,7 @@
 """The Markdown code blocks of a user's text (```-fenced): where people paste tool output and
 logs. Each block comes with the lines before it blanked, so that a line keeps its number in
-the text; `prose` is the text with some of its blocks blanked (what the user wrote around them)."""
+the text; `prose` is the text with some of its blocks blanked (what the user wrote around
+them), every other character in its place."""
 
 from __future__ import annotations
 
@@ -28,11 +29,12 @@ def code_blocks(text: str) -> list[CodeBlock]:
 
 def prose(text: str, blocks: list[CodeBlock]) -> str:
     """The text with the content of `blocks` (code blocks of it) blanked: what the user wrote
-    around them (the line breaks are kept)."""
+    around them. The line breaks are kept and a blanked line keeps its length in spaces, so
+    that a span of the prose is the same span of the text."""
     lines = text.split("\n")
     for block in blocks:
         for number in range(block.first_line, block.last_line + 1):
-            lines[number - 1] = ""
+            lines[number - 1] = " " * len(lines[number - 1])
     return "\n".join(lines)
 
 

@@ -56,17 +56,23 @@ def _kind_of(block: CodeBlock) -> tuple[str, str] | None:
 
 
 def add_pasted_output(texts: list[tuple[str, str, "Source"]], out,
-                      problem: Callable[[str, str, "Source"], None]) -> None:
+                      problem: Callable[[str, str, "Source"], None]) -> dict[str, list[CodeBlock]]:
     """Every declared kind's output found in the texts ((case key, text, the key's source)),
     through the kind's `pasted` function. What cannot be read goes to `problem(display,
-    message, source)`; the text's other facts stand."""
+    message, source)`; the text's other facts stand. Returns the code blocks recognised as a
+    tool's output, by text (a text that is one tool's output without a fence is not among
+    them: where its prose ends cannot be told)."""
     from j6doctor.probes.registry import pasted
 
+    taken: dict[str, list[CodeBlock]] = {}
     for key, text, origin in texts:
-        for block in code_blocks(text) or [CodeBlock(1, text.count("\n") + 1, text)]:
+        blocks = code_blocks(text)
+        for block in blocks or [CodeBlock(1, text.count("\n") + 1, text)]:
             recognised = _kind_of(block)  # (a block is one tool's output)
             if recognised is None:
                 continue
+            if blocks:
+                taken.setdefault(text, []).append(block)
             kind, label = recognised
             found = PastedText(f"{key} 第 {block.first_line}–{block.last_line} 行（粘贴的{label}）", origin)
             if len(block.text) > MAX_PASTED_CHARS:
@@ -76,6 +82,7 @@ def add_pasted_output(texts: list[tuple[str, str, "Source"]], out,
                 pasted(kind)(block.text, found, out)
             except InputError as error:
                 problem(found.display, (f"第 {error.line} 行：" if error.line else "") + error.message, origin)
+    return taken
 
 
 __all__ = ["MAX_PASTED_CHARS", "PastedText", "add_pasted_output", "read_blocks"]

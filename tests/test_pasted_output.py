@@ -109,3 +109,18 @@ def test_versions_in_a_pasted_model_description_are_its_readers_alone(rulebase):
     versions = {f["package"]: f["version"] for f in _facts(diagnosis, "version")}
     assert versions["dnn"] == "3.7.4"
     assert not [f for f in _facts(diagnosis, "intake_note") if "以案例为准" in f["text"]]
+
+
+def test_the_text_rules_read_the_words_around_a_pasted_block_not_its_lines(rulebase):
+    # the log's own lines (a warning that an output "is not consistent", its input parameters)
+    # are the tool's: its probe reads them; the user's sentence before the block is still read
+    log = (REAL / "conversion_log" / "hb_compile.interleaved.crlf.log").read_text(encoding="utf-8")
+    assert "input_layout_rt" in log and "WARNING" in log
+    diagnosis = diagnose_data({"symptom": _post(log)}, rulebase)
+    read = [f for f in diagnosis.run.facts if f.derivation is not None and f.derivation.rule.startswith("text.")]
+    assert read and all("```" not in f.get("quote", "") and "line No" not in f.get("quote", "") for f in read)
+    assert not [f for f in read if f.type == "said_setting"]
+    assert any(f.type == "said_result" and f["mention"] == "board" for f in read)
+    # a text that is a log without a fence is read whole (where its prose ends cannot be told)
+    unfenced = diagnose_data({"symptom": "板端检测框很乱\n" + log}, rulebase)
+    assert any(f.type == "said_setting" for f in unfenced.run.facts)
