@@ -50,9 +50,13 @@ def read_blocks(text: str) -> list[CodeBlock]:
 
 
 def _kind_of(block: CodeBlock) -> tuple[str, str] | None:
-    """(kind, label) of the first declared kind whose signatures the block matches."""
+    """(kind, label) of the first declared kind whose signatures match the block's head, as
+    they match a file's (its first HEAD_BYTES characters)."""
+    from j6doctor.probes.artifacts import HEAD_BYTES
+
+    head = block.text.lstrip("\n")[:HEAD_BYTES]  # (the blank lines standing for the text before it)
     return next(((kind, label) for kind, label, signatures in _pasted_kinds()
-                 if any(p.search(block.text) for p in signatures)), None)
+                 if any(p.search(head) for p in signatures)), None)
 
 
 def add_pasted_output(texts: list[tuple[str, str, "Source"]], out,
