@@ -70,16 +70,15 @@ def compare_series(display: str, table, summary, origin: int | None = None) -> d
         if at < len(metric) and metric[at] == index:
             keep.add(at)
     rows = metric[_thin_positions(len(metric), keep)].tolist()
-    names = table.names
     return {
         "kind": "compare",
         "title": "逐层对比",
         "path": display,
         "rows": len(table),
-        "points": list(zip(rows, [names[i] for i in rows], _cells(table, "cosine", rows),
+        "points": list(zip(rows, [table.name(i) for i in rows], _cells(table, "cosine", rows),
                            _cells(table, "atol", rows))),
         "origin": origin,
-        "origin_name": names[origin] if origin is not None else "",
+        "origin_name": table.name(origin) if origin is not None else "",
     }
 
 

@@ -343,6 +343,14 @@ class CompareTable:
             names = [name or row_name("", str(ops[i]), i) for i, name in enumerate(names)]
         return names
 
+    def name(self, i: int) -> str:
+        """The name of row i, as `names` has it (without decoding every name of a large table)."""
+        names = self.__dict__.get("names")
+        if names is not None:
+            return names[i]
+        name = str(self._text["mod_name"][i]).strip()
+        return name or row_name("", str(self._text["base_op_type"][i]), i)
+
     def find_name(self, name: str) -> int | None:
         """The first row whose mod_name is `name`."""
         if not self._size:
@@ -1209,7 +1217,7 @@ def _fused_group(table: CompareTable, row: CompareRow) -> tuple[str, ...]:
     has_metrics = table.has_metrics
     k = row.index - 1
     while k >= 0 and len(names) < FUSED_GROUP_MAX and not has_metrics[k]:
-        names.insert(0, table.names[k])
+        names.insert(0, table.name(k))
         k -= 1
     return tuple(names)
 
@@ -1232,8 +1240,7 @@ def _function_call_rows(table: CompareTable) -> list[str]:
     if not calls:
         return []
     found = table.raw_text("base_op_type").isin(calls)
-    names = table.names
-    return [names[i] for i in np.flatnonzero(found).tolist()]
+    return [table.name(i) for i in np.flatnonzero(found).tolist()]
 
 
 def _finite(value: float | None) -> bool:
