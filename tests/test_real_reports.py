@@ -585,7 +585,7 @@ def test_json_gains_candidates_text_facts_chain_stage_and_flow(rulebase):
     from j6doctor.report import render_json
     data = json.loads(render_json(diagnose_file(EXAMPLES / "free_text_only_mismatch.yaml", rulebase)))
     assert data["stage"] == "user_side"
-    assert data["chain_stage"] == {"stage": "baseline", "label": "基线确认"}
+    assert data["chain_stage"] == {"stage": "board", "label": "板端部署接入"}  # x86 normal, board abnormal
     assert [c["stage"] for c in data["candidates"]][0] == "user_side"
     assert set(data["candidates"][0]) == {"stage", "label", "check", "why", "rule", "fact"}
     (stated,) = [t for t in data["text_facts"] if t["item"] != "none"]  # the mismatch; the rest are results read
