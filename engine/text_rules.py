@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from j6doctor.engine.facts import Fact
 from j6doctor.engine.placeholders import fill
@@ -68,10 +68,10 @@ class CompiledTextRule:
         self.fields_of: dict[str, tuple[str, ...]] = {}  # fact type → the fields read of it
         for type_name, field_name in spec.reads:
             self.fields_of[type_name] = (*self.fields_of.get(type_name, ()), field_name)
-        # (fact type, field) → its place in the rule's list; kept in that order where a fact
-        # has two fields the rule reads
-        self.reads = {read: at for at, read in enumerate(spec.reads)}
-        self.fields_in_order = any(len(names) > 1 for names in self.fields_of.values())
+        # (fact type, field) → its place in the rule's list: a fact's texts are read in that
+        # order where the rule reads two fields of one type
+        self.read_rank = {read: at for at, read in enumerate(spec.reads)}
+        self.reads_several_fields_of_a_type = any(len(names) > 1 for names in self.fields_of.values())
 
 
 class Readings:
@@ -107,43 +107,48 @@ def read_texts(rules: list[CompiledTextRule], facts: list[Fact], lexicon: TextLe
     return out
 
 
-# (position of the fact, (fact type, field), fact, case key, text) of each non-empty text
-# field some rule reads, in fact order
-TextInputs = list[tuple[int, tuple[str, str], Fact, str, str]]
+class TextInput(NamedTuple):
+    """A non-empty text field some rule reads."""
+
+    position: int          # of its fact among the run's facts
+    read: tuple[str, str]  # (fact type, field)
+    fact: Fact
+    key: str               # the case key it was written under
+    text: str
 
 
-def texts_of(rules: list[CompiledTextRule], facts: list[Fact]) -> TextInputs:
-    """The texts the rules read, found once for all of them (each rule then picks its own)."""
+def texts_of(rules: list[CompiledTextRule], facts: list[Fact]) -> list[TextInput]:
+    """The texts the rules read, in fact order, found once for all of them (each rule then
+    picks its own)."""
     fields_of: dict[str, set[str]] = {}
     for rule in rules:
         for type_name, field_names in rule.fields_of.items():
             fields_of.setdefault(type_name, set()).update(field_names)
-    out: TextInputs = []
+    out: list[TextInput] = []
     for position, fact in enumerate(facts):
         for field_name in sorted(fields_of.get(fact.type, ())):
             text = fact.fields.get(field_name)
             if isinstance(text, str) and text.strip():
                 key = fact.source.key if fact.source is not None and fact.source.key else f"{fact.type}.{field_name}"
-                out.append((position, (fact.type, field_name), fact, key, text))
+                out.append(TextInput(position, (fact.type, field_name), fact, key, text))
     return out
 
 
-def texts_read(rule: CompiledTextRule, inputs: TextInputs) -> list[tuple[Fact, str, str]]:
-    """(fact, case key, text) of every text the rule reads: by fact, then in the order the
-    rule lists the fields."""
-    reads = rule.reads
-    found = [entry for entry in inputs if entry[1] in reads]
-    if rule.fields_in_order and len(found) > 1:
-        found.sort(key=lambda entry: (entry[0], rule.reads[entry[1]]))
-    return [(fact, key, text) for _, _, fact, key, text in found]
+def texts_read(rule: CompiledTextRule, inputs: list[TextInput]) -> list[TextInput]:
+    """The texts the rule reads: by fact, then in the order the rule lists the fields."""
+    rank = rule.read_rank
+    found = [entry for entry in inputs if entry.read in rank]
+    if rule.reads_several_fields_of_a_type and len(found) > 1:
+        found.sort(key=lambda entry: (entry.position, rank[entry.read]))
+    return found
 
 
-def find_matches(rule: CompiledTextRule, inputs: TextInputs, readings: Readings) -> list[TextMatch]:
+def find_matches(rule: CompiledTextRule, inputs: list[TextInput], readings: Readings) -> list[TextMatch]:
     """Every statement of the rule's text fields that fires it, in fact and text order."""
     spec = rule.rule.text
     assert spec is not None
     found: list[TextMatch] = []
-    for fact, key, text in texts_read(rule, inputs):
+    for _, _, fact, key, text in texts_read(rule, inputs):
         reading = readings.of(text)
         if spec.unread:
             found += _unread(rule, fact, key, text, reading, readings)

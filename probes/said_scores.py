@@ -56,7 +56,7 @@ def scores(text: str) -> list[Score]:
         owner = _owner(reading, mentions, starts, start, previous_score_end)
         if owner is not None and _named_otherwise(reading, reading.tags[owner][1], start):
             continue  # an error, a time, a size, a version
-        if not percent and _software_version(reading, start):
+        if not percent and value >= 1 and _software_version(reading, start):
             continue  # "TensorFlow 2.9": no score, and it stands between no model and its score
         previous_score_end = end
         if owner is None:
@@ -136,13 +136,17 @@ def _named_otherwise(reading, owner_end: int, score_start: int) -> bool:
         not any(c.isdigit() for c in reading.compact.text[after:score_start])
 
 
-_VERSION_LEAD = re.compile(r"[\s=v:]{1,3}")
+# between a software's name and its version: "TensorFlow 2.9", "torch==1.13", "v" ("trt v8.6")
+# (not a colon: "pytorch: 0.647" is a label and a score)
+_VERSION_LEAD = re.compile(r"[\s=v]{1,3}")
+SOFTWARE_NAME_WITHIN = 24  # characters before a number where a software's name is looked for
 
 
 def _software_version(reading, score_start: int) -> bool:
     """Whether a software's name stands right before the number ("TensorFlow 2.9", "torch==1.13"):
-    the number is its version."""
-    named = reading.tags_in("software", max(0, score_start - 24), score_start)
+    the number is its version. (Only numbers of 1 or more are asked about: "onnx 0.645" is a
+    score.)"""
+    named = reading.tags_in("software", max(0, score_start - SOFTWARE_NAME_WITHIN), score_start)
     if not named:
         return False
     return _VERSION_LEAD.fullmatch(reading.compact.text[reading.tags[named[-1]][1]:score_start]) is not None

@@ -35,10 +35,18 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # a range is read as its middle
     ("float 模型 80%，量化后的模型 35%~40%", [("float", 80.0, True), ("quantized_bc", 37.5, True)]),
     ("the fp32 model reaches 80%, the quantized model only 35-40%", [("float", 80.0, True), ("quantized_bc", 37.5, True)]),
+    ("float 0.42, int8 0.35-0.40", [("float", 0.42, False), ("quantized_bc", 0.375, False)]),
+    # how much it fell is no score, where it fell to is
+    ("float 模型 80%，量化后下降了 2%", [("float", 80.0, True)]),
+    ("the float model gets 80%, on the board the accuracy drops by 0.1-0.2%", [("float", 80.0, True)]),
+    ("float 模型 80%，量化后精度下降到 60%", [("float", 80.0, True), ("quantized_bc", 60.0, True)]),
     # a software's version stands between no model and its score; a percentage is no version
     ("Framework: TensorFlow 2.9, on CPU I get 86% accuracy, using the NCS2 it drops to 72%",
-     [("hbm_x86", 86.0, True), ("board", 72.0, True)]),
+     [("host_cpu", 86.0, True), ("board", 72.0, True)]),
     ("PyTorch 80%, TensorRT 61%", [("torch_model", 80.0, True)]),
+    # a label with a colon and a number below 1 are scores, not versions
+    ("float: 0.647, onnx: 0.645", [("float", 0.647, False), ("onnx_model", 0.645, False)]),
+    ("float onnx 0.645, the int8 engine 0.41", [("float", 0.645, False), ("hbm", 0.41, False)]),
     # a long name counts from its end
     ("For the original fp32 model we have measured an accuracy of 80%, for the int8 quantized model we observed 35%",
      [("float", 80.0, True), ("quantized_bc", 35.0, True)]),
