@@ -68,50 +68,57 @@ def read_bytes(path: Path, display: str, what: str, max_bytes: int = MAX_TEXT_BY
     return raw
 
 
+# Reading in blocks of this size keeps a line over the limit from ever being held whole.
+_BLOCK = 1 << 20
+
+
 def read_bytes_without_long_lines(path: Path, display: str, what: str, max_bytes: int,
                                   max_line_bytes: int) -> tuple[bytes, list[tuple[int, int]]]:
     """The file's bytes with every line longer than `max_line_bytes` left empty (its line
     break kept, so that line numbers stay the file's), and (line, length in bytes) of each
-    such line: later parsing never sees an over-long line (a 200 MB dump, a garbled field).
-    The file is read whole (its size is checked first: never more than `max_bytes`); a copy
-    without the long lines is made only where there is one. The errors of read_bytes
-    otherwise; the bytes go to the read observers only when nothing was left out (they are
-    then the file's)."""
+    such line. Read in blocks: an over-long line (a 200 MB dump, a garbled field) is never
+    held in memory, and later parsing never sees it. The errors of read_bytes otherwise; the
+    bytes go to the read observers only when nothing was left out (they are then the file's)."""
     with _os_errors(display, what):
         _require_regular(path, display, what)
         size = path.stat().st_size
         if size > max_bytes:
             raise InputError(display, f"too large ({size} bytes; limit {max_bytes}); expected {what}")
-        raw = path.read_bytes()
-    spans = _long_lines(raw, max_line_bytes)
-    if not spans:
+        kept = bytearray()
+        long_lines: list[tuple[int, int]] = []
+        line, length = 1, 0   # the current line and its length so far
+        with path.open("rb") as file:
+            while block := file.read(_BLOCK):
+                line, length = _keep_short_lines(block, kept, long_lines, line, length, max_line_bytes)
+        if length > max_line_bytes:
+            long_lines.append((line, length))
+    raw = bytes(kept)
+    if not long_lines:
         for observe in _READ_OBSERVERS:
             observe(path, raw)
-        return raw, []
-    kept, at = [], 0
-    for _, start, end in spans:
-        kept.append(raw[at:start])
-        at = end  # (the line break after it stays)
-    kept.append(raw[at:])
-    return b"".join(kept), [(line, end - start) for line, start, end in spans]
+    return raw, long_lines
 
 
-# line breaks are looked for in pieces of this size (a bounded temporary array)
-_PIECE = 1 << 24
-
-
-def _long_lines(raw: bytes, limit: int) -> list[tuple[int, int, int]]:
-    """(line, start, end) of each line of `raw` longer than `limit` bytes (end: its line
-    break, or the end of the text)."""
-    if len(raw) <= limit:
-        return []
-    import numpy as np  # (only large tables are read this way; their readers use numpy anyway)
-
-    data = np.frombuffer(raw, dtype=np.uint8)
-    breaks = np.concatenate([np.flatnonzero(data[at:at + _PIECE] == 10) + at for at in range(0, len(data), _PIECE)])
-    starts = np.concatenate(([0], breaks + 1))
-    ends = np.concatenate((breaks, [len(raw)]))
-    return [(int(at) + 1, int(starts[at]), int(ends[at])) for at in np.flatnonzero(ends - starts > limit)]
+def _keep_short_lines(block: bytes, kept: bytearray, long_lines: list[tuple[int, int]], line: int,
+                      length: int, limit: int) -> tuple[int, int]:
+    """Appends the block to `kept` without the parts of over-long lines; returns the line the
+    block ends in and its length so far (`line`, `length`: the same when the block starts)."""
+    pieces = block.split(b"\n")
+    if length + len(pieces[0]) <= limit and max(map(len, pieces)) <= limit:
+        kept += block   # the usual case: no long line, the block is kept as it is
+        return line + len(pieces) - 1, (length + len(pieces[0]) if len(pieces) == 1 else len(pieces[-1]))
+    for k, piece in enumerate(pieces):
+        if k:   # a line break ends the line before this piece
+            if length > limit:
+                long_lines.append((line, length))
+            kept += b"\n"
+            line, length = line + 1, 0
+        if length <= limit and length + len(piece) > limit:
+            del kept[len(kept) - length:]   # the start of this line, kept from earlier blocks
+        length += len(piece)
+        if length <= limit:
+            kept += piece
+    return line, length
 
 
 def read_head(path: Path, display: str, what: str, count: int) -> bytes:
