@@ -1090,7 +1090,7 @@ def section_reading(ctx: Context) -> list[Table]:
             reading = read(prose(post, read_blocks(post)), index)
             reads.append(time.perf_counter() - started)
             shared = Readings(rulebase.vocab.text, {post: reading})
-            inputs = texts_of(rulebase.compiled.text_rules, [fact])
+            inputs = texts_of(rulebase.compiled.text_fields, [fact])
             for compiled in rulebase.compiled.text_rules:
                 find_matches(compiled, inputs, shared)
             totals.append(time.perf_counter() - started)

@@ -139,7 +139,7 @@ class RuleBase:
         facts; a text in `read_as` is read as the same-length text given there (parts of it
         another reader took, blanked). With J6DOCTOR_CROSS_CHECK=1 the run is repeated on the
         other installed engine and any difference is an EngineRunError (engine/differential.py)."""
-        limits.setdefault("readings", read_texts(self.compiled.text_rules, facts, self.vocab.text, read_as))
+        limits.setdefault("readings", read_texts(self.compiled.text_fields, facts, self.vocab.text, read_as))
         result = self._run_on(self.compiled, facts, **limits)
         if cross_check_enabled():
             other = self._other_engine()

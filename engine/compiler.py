@@ -23,7 +23,7 @@ from typing import Any
 
 from j6doctor.engine.errors import RuleBaseError, RuleBaseErrors
 from j6doctor.engine.rule_model import Condition, Ref, Rule, Test
-from j6doctor.engine.text_rules import CompiledTextRule
+from j6doctor.engine.text_rules import CompiledTextRule, fields_read
 from j6doctor.engine.vocabulary import Vocabulary
 
 PARTITION_SIZE = 200
@@ -81,6 +81,8 @@ class CompiledRuleBase:
     expansion_errors: list[RuleBaseError] = field(default_factory=list)
     # each rule's negated conditions in words, as every firing records them (runtime.py)
     absent_words: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # fact type → the fields the text rules read of it (text_rules.fields_read)
+    text_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def partitions(self) -> list[Partition]:
         return [p for stratum in self.strata for p in stratum]
@@ -397,9 +399,10 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary, engine: str | None = Non
     strata = [_partitions(by_stratum[key], fingerprint, stratum_index)
               for stratum_index, key in enumerate(sorted(by_stratum))]
     stratum_of = {rule.id: sorted(by_stratum).index(level[rule.id]) for rule in fact_rules}
-    result = CompiledRuleBase(fingerprint, rules, strata, stratum_of,
-                              [CompiledTextRule(r) for r in text_rules], engine, too_many,
-                              {r.id: tuple(c.describe() for c in r.negative) for r in fact_rules})
+    compiled_text_rules = [CompiledTextRule(r) for r in text_rules]
+    result = CompiledRuleBase(fingerprint, rules, strata, stratum_of, compiled_text_rules, engine, too_many,
+                              {r.id: tuple(c.describe() for c in r.negative) for r in fact_rules},
+                              fields_read(compiled_text_rules))
     backend = load_backend(engine)
     backend.prepare(result)
     errors = backend.check(result, vocab)

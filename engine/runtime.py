@@ -122,7 +122,7 @@ class _Run:
     def run_text_rules(self, readings: dict[str, Reading] | None) -> None:
         """Text rules first: their facts are in place before any fact rule runs. Each text is
         read once (`readings`: those made already, by the text) and shared by every rule."""
-        inputs = texts_of(self.compiled.text_rules, [f for f in self.store if f.derivation is None])
+        inputs = texts_of(self.compiled.text_fields, [f for f in self.store if f.derivation is None])
         shared = Readings(self.vocab.text, readings)
         for compiled in self.compiled.text_rules:
             rule = compiled.rule

@@ -92,16 +92,27 @@ class Readings:
         return reading
 
 
-def read_texts(rules: list[CompiledTextRule], facts: list[Fact], lexicon: TextLexicon,
+def fields_read(rules: list[CompiledTextRule]) -> dict[str, tuple[str, ...]]:
+    """Fact type → the fields some of the rules read of it (worked out when the rule base is
+    compiled: CompiledRuleBase.text_fields)."""
+    found: dict[str, set[str]] = {}
+    for rule in rules:
+        for type_name, field_names in rule.fields_of.items():
+            found.setdefault(type_name, set()).update(field_names)
+    return {type_name: tuple(sorted(names)) for type_name, names in found.items()}
+
+
+def read_texts(fields: dict[str, tuple[str, ...]], facts: list[Fact], lexicon: TextLexicon,
                read_as: dict[str, str] | None = None) -> dict[str, Reading]:
-    """The reading of every text the rules read (each read once, text_reader.read_cached). A
+    """The reading of every text the rules read (`fields`: fields_read of them; each text read
+    once, text_reader.read_cached). A
     text in `read_as` is read as the text given there, of the same length (the caller's
     version of it with parts another reader took blanked): the rules' spans stay the text's."""
     out: dict[str, Reading] = {}
     if lexicon.index is None:
         return out
     read_as = read_as or {}
-    for *_, text in texts_of(rules, facts):
+    for *_, text in texts_of(fields, facts):
         if text not in out:
             out[text] = read_cached(read_as.get(text, text), lexicon.index)
     return out
@@ -117,16 +128,12 @@ class TextInput(NamedTuple):
     text: str
 
 
-def texts_of(rules: list[CompiledTextRule], facts: list[Fact]) -> list[TextInput]:
-    """The texts the rules read, in fact order, found once for all of them (each rule then
-    picks its own)."""
-    fields_of: dict[str, set[str]] = {}
-    for rule in rules:
-        for type_name, field_names in rule.fields_of.items():
-            fields_of.setdefault(type_name, set()).update(field_names)
+def texts_of(fields: dict[str, tuple[str, ...]], facts: list[Fact]) -> list[TextInput]:
+    """The texts the rules read (`fields`: fields_read of them), in fact order, found once for
+    all of them (each rule then picks its own)."""
     out: list[TextInput] = []
     for position, fact in enumerate(facts):
-        for field_name in sorted(fields_of.get(fact.type, ())):
+        for field_name in fields.get(fact.type, ()):
             text = fact.fields.get(field_name)
             if isinstance(text, str) and text.strip():
                 key = fact.source.key if fact.source is not None and fact.source.key else f"{fact.type}.{field_name}"
@@ -354,4 +361,4 @@ def conclusion_fields(match: TextMatch, fields: dict[str, Any], specs: dict[str,
 
 
 __all__ = ["CompiledTextRule", "MAX_TEXT_READ", "Readings", "TagPattern", "TextMatch", "conclusion_fields",
-           "find_matches", "read", "read_texts", "texts_of"]
+           "fields_read", "find_matches", "read", "read_texts", "texts_of"]
