@@ -69,6 +69,8 @@ def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     "板端 5%下降",
     "Framework: TensorFlow 2.9",                         # nor a software's version
     "the pytorch model, torch==1.13 on the board",
+    "板端的 OM 模型比 PyTorch fp16 还慢 12%",              # nor how much slower or faster it runs
+    "the board model runs faster by 35%",
 ])
 def test_what_is_no_score(text):
     assert _read(text) == []
