@@ -90,7 +90,7 @@ class Reading:
         for at, held in enumerate(clause_classes):
             for cls in held:
                 self.class_clauses.setdefault(cls, set()).add(at)
-        self.derived: dict = {}  # what is worked out from the reading once, when first asked (text_rules.py)
+        self.derived: dict = {}  # what is worked out from the reading once, when first asked (text_rules.py, probes)
         self.marks = marks                  # (start, end) of every part-ending mark, sorted
         self.mark_starts = [m[0] for m in marks]
         self.mark_ends = [m[1] for m in marks]

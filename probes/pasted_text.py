@@ -82,9 +82,17 @@ def version_ends(text: str) -> set[int]:
     return {end for _, end, *_ in _named_versions(_reading(text))}
 
 
-def _named_versions(reading):
+def _named_versions(reading) -> list[tuple[int, int, str, str, str]]:
     """(start, end, package, name as printed, version) of each `version_number` term that
-    a known package's name stands before."""
+    a known package's name stands before; worked out once per reading (the case's versions
+    and the scores' probe both ask)."""
+    found = reading.derived.get(("named versions",))
+    if found is None:
+        found = reading.derived[("named versions",)] = list(_find_named_versions(reading))
+    return found
+
+
+def _find_named_versions(reading):
     from j6doctor.probes.case_file import resolve_package
 
     compact = reading.compact.text
