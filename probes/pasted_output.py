@@ -10,6 +10,7 @@ are in the facts' path ("symptom 第 3–40 行（粘贴的 hb_mapper / hb_compi
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -46,7 +47,28 @@ def _pasted_kinds() -> list[tuple[str, str, tuple]]:
 
 def read_blocks(text: str) -> list[CodeBlock]:
     """The code blocks of a text that a declared kind's reader reads."""
-    return [block for block in code_blocks(text) if _kind_of(block) is not None]
+    return [block for block, _ in _recognised(text)[1]]
+
+
+_RECENT: "OrderedDict[str, tuple[Any, tuple[bool, list]]]" = OrderedDict()
+RECENT_TEXTS = 8  # texts whose blocks a process remembers (a case has a handful)
+
+
+def _recognised(text: str) -> tuple[bool, list[tuple[CodeBlock, tuple[str, str]]]]:
+    """(whether the text has code blocks, each block a declared kind's reader reads with
+    its (kind, label)), found once per text: the case's platform and versions are read
+    around them (case_file.py), and the evidence reads them (add_pasted_output)."""
+    kinds = _pasted_kinds()
+    hit = _RECENT.get(text)
+    if hit is not None and hit[0] is kinds:
+        _RECENT.move_to_end(text)
+        return hit[1]
+    blocks = code_blocks(text)
+    found = (bool(blocks), [(block, kind) for block in blocks if (kind := _kind_of(block)) is not None])
+    _RECENT[text] = (kinds, found)
+    while len(_RECENT) > RECENT_TEXTS:
+        _RECENT.popitem(last=False)
+    return found
 
 
 def _kind_of(block: CodeBlock) -> tuple[str, str] | None:
@@ -70,14 +92,15 @@ def add_pasted_output(texts: list[tuple[str, str, "Source"]], out,
 
     taken: dict[str, list[CodeBlock]] = {}
     for key, text, origin in texts:
-        blocks = code_blocks(text)
-        for block in blocks or [CodeBlock(1, text.count("\n") + 1, text)]:
-            recognised = _kind_of(block)  # (a block is one tool's output)
-            if recognised is None:
-                continue
-            if blocks:
-                taken.setdefault(text, []).append(block)
-            kind, label = recognised
+        fenced, recognised = _recognised(text)  # (a block is one tool's output)
+        if fenced:
+            if recognised:
+                taken[text] = [block for block, _ in recognised]
+        else:
+            whole = CodeBlock(1, text.count("\n") + 1, text)
+            kind_of = _kind_of(whole)
+            recognised = [(whole, kind_of)] if kind_of is not None else []
+        for block, (kind, label) in recognised:
             found = PastedText(f"{key} 第 {block.first_line}–{block.last_line} 行（粘贴的{label}）", origin)
             if len(block.text) > MAX_PASTED_CHARS:
                 problem(found.display, f"longer than {MAX_PASTED_CHARS // 1024} KB: not read", origin)
