@@ -1,0 +1,44 @@
+"""What a user says a model gave, good or bad, as forum posts put it (facts/text_terms.yaml,
+class `status`; rules/16_reported_text.yaml). A good word denied is a bad result: the
+denial stands before the good word, so the longer, earlier phrase is the term ("结果并不正确"
+holds "正确", "is not accurate" holds "accurate"). Each row is a real diagnosis of one
+sentence: the board's result read from it."""
+
+from __future__ import annotations
+
+import pytest
+
+BOARD_ABNORMAL = [
+    "onnx 推理正常，bin 上板后结果不正确",
+    "onnx 推理正常，bin 上板后结果并不正确",
+    "onnx 推理正常，bin 上板后不能检测到目标",
+    "onnx 推理正常，bin 上板后没法正常推理",
+    "onnx 推理正常，bin 上板后不能正确识别",
+    "onnx 推理正常，bin 上板后结果不太准",
+    "onnx 推理正常，bin 上板后检测结果全是错的",
+    "The onnx model is fine, but the board output is not good",
+    "The onnx model is fine, but the board result is not accurate",
+    "The onnx model is fine, but the board result isn't correct",
+    "The onnx model is fine, but on the board it no longer works",
+]
+
+BOARD_NORMAL = [
+    "onnx 推理正常，bin 上板后结果正确",
+    "onnx 推理正常，bin 上板后能正常检测",
+    "The onnx model is fine, and the board result is accurate",
+]
+
+
+def _board_statuses(diagnose, symptom: str) -> set[str]:
+    run = diagnose({"symptom": symptom}).run
+    return {f["status"] for f in run.facts if f.type == "reported" and f["artifact"] == "board"}
+
+
+@pytest.mark.parametrize("symptom", BOARD_ABNORMAL)
+def test_a_good_word_denied_is_a_bad_result(diagnose, symptom):
+    assert _board_statuses(diagnose, symptom) == {"abnormal"}
+
+
+@pytest.mark.parametrize("symptom", BOARD_NORMAL)
+def test_a_good_word_said_is_a_good_result(diagnose, symptom):
+    assert _board_statuses(diagnose, symptom) == {"normal"}
