@@ -98,8 +98,8 @@ def add_pasted_output(texts: list[tuple[str, str, "Source"]], out,
                 taken[text] = [block for block, _ in recognised]
         else:
             whole = CodeBlock(1, text.count("\n") + 1, text)
-            kind_of = _kind_of(whole)
-            recognised = [(whole, kind_of)] if kind_of is not None else []
+            whole_kind = _kind_of(whole)
+            recognised = [(whole, whole_kind)] if whole_kind is not None else []
         for block, (kind, label) in recognised:
             found = PastedText(f"{key} 第 {block.first_line}–{block.last_line} 行（粘贴的{label}）", origin)
             if len(block.text) > MAX_PASTED_CHARS:
