@@ -21,3 +21,9 @@ def test_what_lies_past_the_read_limit_is_not_searched():
     assert versions_printed(before + LOG) and platforms_named(before + "RDK X5")
     after = FILLER * (MAX_TEXT_READ // len(FILLER) + 10)
     assert versions_printed(after + LOG) == [] and platforms_named(after + "RDK X5") == []
+
+
+def test_a_count_after_a_list_is_no_board():
+    assert platforms_named("fixed output order [cls, box] x3, decoded by the runtime") == []
+    assert platforms_named("outputs (cls, box) x3") == []
+    assert [family for family, _ in platforms_named("deployed on the RDK X3 board")] == ["X3"]
