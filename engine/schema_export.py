@@ -18,7 +18,9 @@ def _field_schema(vocab: Vocabulary, spec) -> dict[str, Any]:
         described["anyOf"] = [
             {"enum": empty},
             {"$ref": "#/$defs/ref"},
-            {"type": "object", "properties": {op: {"enum": empty} for op in ("eq", "ne")}
+            # (eq / ne compare with a value of the enum or with another fact's field: {ref: a.f})
+            {"type": "object", "properties": {op: {"anyOf": [{"enum": empty}, {"$ref": "#/$defs/ref"}]}
+                                              for op in ("eq", "ne")}
              | {op: {"type": "array", "items": {"enum": values}} for op in ("in", "not_in")},
              "additionalProperties": False, "minProperties": 1, "maxProperties": 1},
         ]

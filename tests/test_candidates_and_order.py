@@ -67,7 +67,8 @@ def test_confirmed_checklist_mismatches_with_an_unverified_quantized_bc(diagnose
     assert len(fixes) == 2 and steps[:2] == fixes  # both fixes first, one per item
     assert "buffer stride" in " ".join(s["text"] for s in fixes)
     assert any(s["text"].startswith("先评测 quantized.bc") for s in steps[2:])
-    assert stages(d)[0] == "user_side" and set(stages(d)[1:]) == {"convert", "compile", "board"}
+    # (S100 is a QAT chain: qat.bc is not verified either, so export stays possible)
+    assert stages(d)[0] == "user_side" and set(stages(d)[1:]) == {"convert", "compile", "board", "export"}
 
 
 def test_a_broken_reference_is_verified_first_and_said_once(rulebase):

@@ -12,6 +12,9 @@ from j6doctor.rule_tests import run_rule_tests
 # Conditions that can never decide alone: the other conditions of the rule (or the way the
 # facts they read are made) already imply them. (rule id, condition in words) → why.
 NEVER_ALONE = {
+    ("words.reported", "not said_run_again{field=s.field, start=s.start, status=s.status, place≠s.mention}"):
+        "text.result_at_run concludes said_run_again together with the place's own said_result, "
+        "which the guard lets through: words.reported always fires for that sentence",
     ("failure.first", "not failed{pos<f.pos}"):
         "an earliest failure always exists: whenever a failure is there, the one with the "
         "smallest pos has none before it",
