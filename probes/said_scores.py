@@ -6,7 +6,9 @@ module knows how people write a model's score, nothing about what a drop means f
 diagnosis (rules/18_intake.yaml judges that).
 
 A score belongs to the nearest model named before it in the same sentence, close by and with
-no other score between them; a model's first score is its score. Integers without a percent
+no other score between them; a model's first score is its score. Two models named together
+and then two scores joined the same way take them in order ("浮点模型和量化模型的精度分别是
+76.1% 和 60.2%", "float vs quantized: 36.0% vs 0.0%"). Integers without a percent
 sign are no scores (30 FPS, 1000 images), nor are numbers of zero or less ("-1.00"), nor a
 number named an error, a loss, a time, a size or a version just before it ("欧氏误差约为
 1.728", "hbrt 3.15"), nor one right after a software's name ("TensorFlow 2.9"). A model
@@ -47,9 +49,15 @@ def scores(text: str) -> list[Score]:
     starts = [reading.tags[i][0] for i in mentions]
     found: dict[str, Score] = {}
     versions = version_ends(text)  # a package's version is no score: "horizon_nn 1.1"
+    paired = _respective_pairs(reading, mentions, starts, versions)
+    for mention_index, score_index in paired.items():
+        _keep(found, text, reading, mention_index, score_index)
     previous_score_end = -1
     for index in reading.by_class.get("score", []):
         start, end, _, words = reading.tags[index]
+        if index in paired.values():
+            previous_score_end = end
+            continue
         value, percent = _number(str(words))
         if value is None or value <= 0 or end in versions:
             continue  # no score: it stands between no model and its score
@@ -59,16 +67,52 @@ def scores(text: str) -> list[Score]:
         if not percent and value >= 1 and _software_version(reading, start):
             continue  # "TensorFlow 2.9": no score, and it stands between no model and its score
         previous_score_end = end
-        if owner is None:
-            continue
-        m_start = reading.tags[owner][0]
-        mention = str(reading.tags[owner][3])
-        if mention not in found:
-            a, b = reading.span_in_text(m_start, end)
-            found[mention] = Score(mention, value, percent, a, b, " ".join(text[a:b].split())[:160])
+        if owner is not None:
+            _keep(found, text, reading, owner, index)
     for score in _scores_under_headings(text, reading, mentions):
         found.setdefault(score.mention, score)
     return sorted(found.values(), key=lambda score: score.start)
+
+
+def _keep(found: dict[str, Score], text: str, reading, mention_index: int, score_index: int) -> None:
+    """A model's score, unless it has one already (its first score is its score)."""
+    m_start, _, _, mention = reading.tags[mention_index]
+    _, end, _, words = reading.tags[score_index]
+    value, percent = _number(str(words))
+    if str(mention) not in found and value is not None:
+        a, b = reading.span_in_text(m_start, end)
+        found[str(mention)] = Score(str(mention), value, percent, a, b, " ".join(text[a:b].split())[:160])
+
+
+# Two models named together, then their two scores in the same order: "fp32 vs int8: 76.1% vs
+# 70.2%", "浮点模型和量化模型的精度分别是 76.1% 和 60.2%", "between onnx with trt, 36.0% vs 0.0%"
+_JOINED = re.compile(r"\s?(?:vs\.?|versus|和|与|跟|/|and|with|,)\s?(?:the\s)?")
+
+
+def _respective_pairs(reading, mentions: list[int], starts: list[int], versions: set[int]) -> dict[int, int]:
+    """mention tag → score tag for each pair of models named together whose two scores follow
+    together in the same sentence, in the same order (a zero is a score there: "36.0% vs 0.0%")."""
+    tags, compact = reading.tags, reading.compact.text
+    score_tags = reading.by_class.get("score", [])
+    out: dict[int, int] = {}
+    for first, second in zip(score_tags, score_tags[1:]):
+        s1, s2 = tags[first], tags[second]
+        if not _JOINED.fullmatch(compact[s1[1]:s2[0]]) or s1[1] in versions or s2[1] in versions:
+            continue
+        if reading.clause_index(s1[0]) != reading.clause_index(s2[0]):
+            continue
+        at = bisect_right(starts, s1[0]) - 1
+        if at < 1 or tags[mentions[at]][1] > s1[0] or tags[mentions[at]][1] < s1[0] - WINDOW:
+            continue
+        m1, m2 = mentions[at - 1], mentions[at]
+        if (tags[m1][3] == tags[m2][3] or not _JOINED.fullmatch(compact[tags[m1][1]:tags[m2][0]])
+                or reading.clause_index(tags[m1][0]) != reading.clause_index(s1[0])):
+            continue
+        values = [_number(str(tags[t][3]))[0] for t in (first, second)]
+        if any(v is None or v < 0 for v in values) or m1 in out or m2 in out:
+            continue
+        out[m1], out[m2] = first, second
+    return out
 
 
 # A heading line is a model's name and markup only: "float onnx:", "## quantized_model.onnx".

@@ -55,6 +55,22 @@ def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     assert _read(text) == expected
 
 
+@pytest.mark.parametrize("text, expected", [
+    # two models named together, then their scores in the same order
+    ("浮点模型和量化模型的精度分别是 76.1% 和 60.2%", [("float", 76.1, True), ("quantized_bc", 60.2, True)]),
+    ("The float model and the quantized model get 76.1% and 60.2% respectively",
+     [("float", 76.1, True), ("quantized_bc", 60.2, True)]),
+    ("onnx 和 bin 的 mAP 分别为 0.62 和 0.41", [("onnx_model", 0.62, False), ("hbm", 0.41, False)]),
+    # a zero is a score there: the pair says whose it is
+    ("the mAP of the float model vs the quantized model: 36.0% vs 0.0%",
+     [("float", 36.0, True), ("quantized_bc", 0.0, True)]),
+    # one model, then two numbers: no pair ("从 41.2 掉到 36.0" is one model's fall)
+    ("quantized.bc 在验证集上 mAP 从 41.2 掉到 36.0", [("quantized_bc", 41.2, False)]),
+])
+def test_two_models_named_together_take_their_scores_in_order(text, expected):
+    assert _read(text) == expected
+
+
 @pytest.mark.parametrize("text", [
     "[HBRT] set log level as 0. version = 3.15.54.0",   # a version is no score
     "the board runs at 30 FPS, the PC at 220 FPS",       # integers without a percent sign are no scores
