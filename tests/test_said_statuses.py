@@ -16,6 +16,8 @@ BOARD_ABNORMAL = [
     "onnx 推理正常，bin 上板后不能正确识别",
     "onnx 推理正常，bin 上板后结果不太准",
     "onnx 推理正常，bin 上板后检测结果全是错的",
+    "onnx 推理正常，bin 上板后结果全错",
+    "onnx 推理正常，bin 上板后结果完全错乱",
     "The onnx model is fine, but the board output is not good",
     "The onnx model is fine, but the board result is not accurate",
     "The onnx model is fine, but the board result isn't correct",
