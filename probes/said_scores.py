@@ -108,11 +108,22 @@ def _respective_pairs(reading, mentions: list[int], starts: list[int], versions:
         if (tags[m1][3] == tags[m2][3] or not _JOINED.fullmatch(compact[tags[m1][1]:tags[m2][0]])
                 or reading.clause_index(tags[m1][0]) != reading.clause_index(s1[0])):
             continue
+        if at >= 2 and _JOINED.fullmatch(compact[tags[mentions[at - 2]][1]:tags[m1][0]]):
+            continue  # three models or more in a row: which score is whose is not told by two
+        if _named_otherwise(reading, tags[m2][1], s1[0]) or any(_a_version(reading, t) for t in (first, second)):
+            continue  # sizes, times, losses, versions ("大小分别是 98.5 和 25.1")
         values = [_number(str(tags[t][3]))[0] for t in (first, second)]
         if any(v is None or v < 0 for v in values) or m1 in out or m2 in out:
             continue
         out[m1], out[m2] = first, second
     return out
+
+
+def _a_version(reading, score_tag: int) -> bool:
+    """Whether a number without a percent sign stands right after a software's name."""
+    start, _, _, words = reading.tags[score_tag]
+    value, percent = _number(str(words))
+    return not percent and value is not None and value >= 1 and _software_version(reading, start)
 
 
 # A heading line is a model's name and markup only: "float onnx:", "## quantized_model.onnx".

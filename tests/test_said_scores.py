@@ -66,9 +66,16 @@ def test_a_score_belongs_to_the_model_named_before_it(text, expected):
      [("float", 36.0, True), ("quantized_bc", 0.0, True)]),
     # one model, then two numbers: no pair ("从 41.2 掉到 36.0" is one model's fall)
     ("quantized.bc 在验证集上 mAP 从 41.2 掉到 36.0", [("quantized_bc", 41.2, False)]),
+    # three models in a row: two scores do not tell whose is whose
+    ("qat.bc, quantized.bc and hbm get 76.1%, 70.2% and 60.2%", [("hbm", 76.1, True)]),
 ])
 def test_two_models_named_together_take_their_scores_in_order(text, expected):
     assert _read(text) == expected
+
+
+def test_sizes_named_for_two_models_are_no_pair_of_scores():
+    # (no reference score for the float model: no drop can be read from the sizes)
+    assert "float" not in [mention for mention, _, _ in _read("浮点模型和量化模型的大小分别是 98.5 和 25.1")]
 
 
 @pytest.mark.parametrize("text", [
