@@ -52,19 +52,20 @@ def scores(text: str) -> list[Score]:
     paired = _respective_pairs(reading, mentions, starts, versions)
     for mention_index, score_index in paired.items():
         _keep(found, text, reading, mention_index, score_index)
+    paired_scores = set(paired.values())
     previous_score_end = -1
     for index in reading.by_class.get("score", []):
         start, end, _, words = reading.tags[index]
-        if index in paired.values():
+        if index in paired_scores:
             previous_score_end = end
             continue
-        value, percent = _number(str(words))
+        value = _number(str(words))[0]
         if value is None or value <= 0 or end in versions:
             continue  # no score: it stands between no model and its score
         owner = _owner(reading, mentions, starts, start, previous_score_end)
         if owner is not None and _named_otherwise(reading, reading.tags[owner][1], start):
             continue  # an error, a time, a size, a version
-        if not percent and value >= 1 and _software_version(reading, start):
+        if _a_version(reading, index):
             continue  # "TensorFlow 2.9": no score, and it stands between no model and its score
         previous_score_end = end
         if owner is not None:
