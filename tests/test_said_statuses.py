@@ -22,6 +22,8 @@ BOARD_ABNORMAL = [
     "The onnx model is fine, but the board result is not accurate",
     "The onnx model is fine, but the board result isn't correct",
     "The onnx model is fine, but on the board it no longer works",
+    "hbm 在 x86 仿真上结果正确，上板就错了",
+    "onnx 推理正常，bin 上板后精度只有 35",
 ]
 
 BOARD_NORMAL = [
@@ -44,3 +46,20 @@ def test_a_good_word_denied_is_a_bad_result(diagnose, symptom):
 @pytest.mark.parametrize("symptom", BOARD_NORMAL)
 def test_a_good_word_said_is_a_good_result(diagnose, symptom):
     assert _board_statuses(diagnose, symptom) == {"normal"}
+
+
+def _statuses(diagnose, symptom: str, artifact: str) -> set[str]:
+    run = diagnose({"symptom": symptom}).run
+    return {f["status"] for f in run.facts if f.type == "reported" and f["artifact"] == artifact}
+
+
+@pytest.mark.parametrize("symptom", [
+    "上板之前把 input_type_rt 写错了，板端结果",          # what was set wrong is no result
+    "板端精度只有 1 个点的差距，上板测试",                 # "only one point of gap" is no low score
+])
+def test_a_mistake_named_or_a_small_gap_is_no_bad_result(diagnose, symptom):
+    assert "abnormal" not in _statuses(diagnose, symptom, "board")
+
+
+def test_a_score_said_to_be_only_so_much_is_a_bad_result(diagnose):
+    assert _statuses(diagnose, "qat 模型精度 42.1，导出 qat.bc 之后精度只有 35", "qat_bc") == {"abnormal"}
