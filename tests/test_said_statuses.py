@@ -63,3 +63,24 @@ def test_a_mistake_named_or_a_small_gap_is_no_bad_result(diagnose, symptom):
 
 def test_a_score_said_to_be_only_so_much_is_a_bad_result(diagnose):
     assert _statuses(diagnose, "qat 模型精度 42.1，导出 qat.bc 之后精度只有 35", "qat_bc") == {"abnormal"}
+
+
+@pytest.mark.parametrize("symptom, artifact, statuses", [
+    # the model at an epoch of its training is the model in training (in a QAT flow the QAT model)
+    ("QAT 训练，前50epoch精度正常，到第60epoch 测试精度突然降低", "qat_pt", {"normal", "abnormal"}),
+    # a thing taken for another is a bad result; the device it ran on is the board
+    ("量化后的模型在 ARM 设备上推理结果把猫识别成拼图", "board", {"abnormal"}),
+    # converted to int8 is the quantized model
+    ("The fake-quant model is fine, a prepared and converted model to int8 produces unexpected results",
+     "quantized_bc", {"abnormal"}),
+    # "没有意义" is a bad result
+    ("bin 在板子上的输出结果无意义", "board", {"abnormal"}),
+])
+def test_what_a_model_gave_named_as_users_name_it(diagnose, symptom, artifact, statuses):
+    assert _statuses(diagnose, symptom, artifact) == statuses
+
+
+def test_what_it_takes_to_get_a_result_is_no_result(diagnose):
+    # "才能推理结果正确": in order to get correct results, not correct results
+    symptom = "请问量化后的模型，在板端推理要注意修改什么，才能推理结果正确？"
+    assert _statuses(diagnose, symptom, "quantized_bc") == set()
