@@ -255,6 +255,8 @@ def _match_from(reading: "Reading", start: int, elements, gaps, hi: int) -> Hit 
         nxt = reading.first_of(element.cls, tags[chosen[-1]][1], hi, aside, element.values)
         if nxt is None:
             return None
+        if reading.aside[nxt] != aside and _named_in_aside(reading, nxt, elements[position - 1]):
+            return None  # the aside says it of a term of its own ("…（量化前的模型是正常的）")
         # the previous term is the last of its kind before this one ("编译用的 hbdk 旧": hbdk)
         last = reading.last_before(chosen[-1], tags[nxt][0], elements[position - 1].values)
         if last != chosen[-1]:
@@ -269,6 +271,16 @@ def _match_from(reading: "Reading", start: int, elements, gaps, hi: int) -> Hit 
         aside = reading.aside[nxt]
     captures = tuple((e.group, t) for e, t in zip(elements, chosen) if e.group)
     return Hit(tuple(chosen), captures)
+
+
+def _named_in_aside(reading: "Reading", index: int, previous: Element) -> bool:
+    """Whether the aside that tag `index` stands in holds, before it, a term the previous
+    element would take: then the term belongs to the aside's own statement."""
+    opened = reading.aside[index]
+    if opened < 0:
+        return False
+    return any(_admits(reading.tags[t], previous)
+               for t in reading.tags_in(previous.cls, opened, reading.tags[index][0]))
 
 
 def _differs(elements, chosen: list[int], position: int, candidate: int, tags: list[tuple]) -> bool:

@@ -75,6 +75,10 @@ def test_a_score_said_to_be_only_so_much_is_a_bad_result(diagnose):
      "quantized_bc", {"abnormal"}),
     # "没有意义" is a bad result
     ("bin 在板子上的输出结果无意义", "board", {"abnormal"}),
+    # the model before quantization is the float model; the one a user quantized the quantized one
+    ("量化前分别有75%和92%，量化后变成了9.4%和21.6%（测试量化前后的代码相同）", "float", {"normal"}),
+    ("量化了一个识别模型，精度下降了几十个点", "quantized_bc", {"abnormal"}),
+    ("I faced a problem with model quality after exporting model to onnx", "qat_bc", {"abnormal"}),
 ])
 def test_what_a_model_gave_named_as_users_name_it(diagnose, symptom, artifact, statuses):
     assert _statuses(diagnose, symptom, artifact) == statuses

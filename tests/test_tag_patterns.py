@@ -253,6 +253,17 @@ def test_the_board_is_not_paired_with_what_the_pc_gave(index):
     assert ("board", "normal") not in found and ("float", "abnormal") not in found
 
 
+def test_a_term_in_an_aside_goes_with_the_asides_own_term(index):
+    # the parenthesis names its own model before its status: the status is not the outer model's
+    text = "量化后变成了9.4%（量化前的模型测试结果是正常的）"
+    assert pairs(index, "{mention} … {status}", text) == {("float", "normal")}
+
+
+def test_a_term_named_only_in_an_aside_still_goes_with_the_outer_term(index):
+    text = "板端 camera（NV12，结果不对）"
+    assert pairs(index, "{mention} … {status}", text) == {("board", "abnormal")}
+
+
 def test_a_value_restricted_first_element_starts_at_that_value_only(index):
     text = "PC 上正常，bin 上板后检测不到"
     assert hits(index, "{mention=board} … {status}", text) == [
