@@ -160,18 +160,17 @@ def find_matches(rule: CompiledTextRule, inputs: list[TextInput], readings: Read
         if spec.unread:
             found += _unread(rule, fact, key, text, reading, readings)
             continue
-        hits = _hits(rule, readings.lexicon, reading, spec.every, readings.seen.setdefault(text, set()))
         limit = MAX_ALL_MATCHES_PER_TEXT if spec.every else 1
-        for hit, clause in hits[:limit]:
+        for hit, clause in _hits(rule, readings.lexicon, reading, limit, readings.seen.setdefault(text, set())):
             found.append(_match(rule, fact, key, reading, clause, _groups(rule, readings.lexicon, hit, reading)))
     return found
 
 
-def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, every: bool,
+def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, limit: int,
           seen: set[int]) -> list[tuple[Hit, Clause]]:
-    """The admitted matches in the reading, in text order: all of them, or (not `every`) the
-    first (matches are admitted in text order until one is). The terms every match captures,
-    admitted or not (a negation, a hypothesis), go into `seen`: their values were read."""
+    """The first `limit` admitted matches in the reading, in text order (matches are admitted
+    in text order until `limit` are). The terms every match captures, admitted or not (a
+    negation, a hypothesis), go into `seen`: their values were read."""
     spec = rule.rule.text
     assert spec is not None
     held = reading.by_class.keys()
@@ -193,7 +192,7 @@ def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, every:
         clause = reading.clauses[reading.tag_clause[hit.tags[0]]]
         if _admitted(rule, lexicon, reading, hit, clause, *hit.span(reading)):
             out.append((hit, clause))
-            if not every:
+            if len(out) >= limit:
                 break
     return out
 
