@@ -79,6 +79,9 @@ def test_a_score_said_to_be_only_so_much_is_a_bad_result(diagnose):
     ("量化前分别有75%和92%，量化后变成了9.4%和21.6%（测试量化前后的代码相同）", "float", {"normal"}),
     ("量化了一个识别模型，精度下降了几十个点", "quantized_bc", {"abnormal"}),
     ("I faced a problem with model quality after exporting model to onnx", "qat_bc", {"abnormal"}),
+    ("quantized.bc 精度正常，上板后差了很多", "board", {"abnormal"}),
+    ("After PTQ with hb_mapper, the calibrated onnx already shows a big drop", "qat_pt", {"abnormal"}),
+    ("My QAT model is fine, but after export the hbir model's accuracy drops to zero", "qat_bc", {"abnormal"}),
 ])
 def test_what_a_model_gave_named_as_users_name_it(diagnose, symptom, artifact, statuses):
     assert _statuses(diagnose, symptom, artifact) == statuses
@@ -88,3 +91,15 @@ def test_what_it_takes_to_get_a_result_is_no_result(diagnose):
     # "才能推理结果正确": in order to get correct results, not correct results
     symptom = "请问量化后的模型，在板端推理要注意修改什么，才能推理结果正确？"
     assert _statuses(diagnose, symptom, "quantized_bc") == set()
+
+
+@pytest.mark.parametrize("symptom, comparison", [
+    ("the accuracy of quantized_model.onnx is close to the float model", ("quantized_bc", "float", "equal")),
+    ("the output of the board is shifted by one channel compared with the x86 simulation",
+     ("board", "hbm_x86", "differs")),
+    ("float 模型和 quantized 模型在 PC 上精度一样", ("float", "quantized_bc", "equal")),
+])
+def test_two_models_compared_as_users_write_it(diagnose, symptom, comparison):
+    run = diagnose({"symptom": symptom}).run
+    said = {(f["a"], f["b"], f["relation"]) for f in run.facts if f.type == "said_comparison"}
+    assert said == {comparison}
