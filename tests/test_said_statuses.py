@@ -98,8 +98,16 @@ def test_what_it_takes_to_get_a_result_is_no_result(diagnose):
     ("the output of the board is shifted by one channel compared with the x86 simulation",
      ("board", "hbm_x86", "differs")),
     ("float 模型和 quantized 模型在 PC 上精度一样", ("float", "quantized_bc", "equal")),
+    ("there is a big gap between the quantized onnx and the bin on the board", ("quantized_bc", "board", "differs")),
 ])
 def test_two_models_compared_as_users_write_it(diagnose, symptom, comparison):
     run = diagnose({"symptom": symptom}).run
     said = {(f["a"], f["b"], f["relation"]) for f in run.facts if f.type == "said_comparison"}
     assert said == {comparison}
+
+
+def test_the_model_named_by_its_quantization_step_takes_its_score(diagnose):
+    # "for post training quantize using X" names the quantized model: 80% → 36% is convert
+    symptom = ("The float model reaches 80% accuracy, for post training quantize using the toolkit "
+               "we observed accuracy of 36%.")
+    assert diagnose({"symptom": symptom}).verdict.stage == "convert"
