@@ -111,3 +111,25 @@ def test_the_model_named_by_its_quantization_step_takes_its_score(diagnose):
     symptom = ("The float model reaches 80% accuracy, for post training quantize using the toolkit "
                "we observed accuracy of 36%.")
     assert diagnose({"symptom": symptom}).verdict.stage == "convert"
+
+
+# What a review of the readings above found read wrongly: each stays read as the user meant it.
+@pytest.mark.parametrize("symptom, artifact, statuses", [
+    ("quantized.bc 正常，板端结果错误", "board", {"abnormal"}),          # "板端结果" stays the board's
+    ("quantized.bc 正常，板端输出全错了", "board", {"abnormal"}),
+    ("quantized.bc 正常，板端路径放错了一次，重新跑之后结果正确", "board", {"normal"}),  # a mistake the user made
+    ("quantized.bc 的结果是对的，只有上板才会出现乱框", "board", {"abnormal"}),      # 才会 is no wish
+    ("quantized.bc 正常，板端循环推理，第 100 轮之后结果开始乱", "torch_model", set()),  # a loop, not an epoch
+])
+def test_readings_a_review_found_wrong_stay_right(diagnose, symptom, artifact, statuses):
+    assert _statuses(diagnose, symptom, artifact) == statuses
+
+
+def test_close_to_zero_is_no_agreement(diagnose):
+    run = diagnose({"symptom": "The quantized.bc mAP is close to 0 compared with qat.bc, and the board is also bad"}).run
+    assert not [f for f in run.facts if f.type == "said_comparison" and f["relation"] == "equal"]
+
+
+def test_agreeing_with_a_model_of_unknown_state_clears_nothing(diagnose):
+    verdict = diagnose({"symptom": "qat.bc 和 quantized.bc 的结果一样，都是错的，板端也不对"}).verdict
+    assert verdict.stage != "compile"
