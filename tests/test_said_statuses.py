@@ -133,3 +133,21 @@ def test_close_to_zero_is_no_agreement(diagnose):
 def test_agreeing_with_a_model_of_unknown_state_clears_nothing(diagnose):
     verdict = diagnose({"symptom": "qat.bc 和 quantized.bc 的结果一样，都是错的，板端也不对"}).verdict
     assert verdict.stage != "compile"
+
+
+# What a second review found read wrongly (English): each stays read as the user meant it.
+@pytest.mark.parametrize("symptom, artifact, statuses", [
+    ("I exported the model with torch 2.1 and the int8 engine gives wrong boxes", "torch_model", set()),
+    ("I converted my model to tflite with int8 quantization and the accuracy dropped a lot", "quantized_bc", {"abnormal"}),
+    ("The float model has only a few misclassifications", "float", set()),
+    ("I removed the dequantize node so that the board output is faster, but now the board results are wrong",
+     "board", {"abnormal"}),
+])
+def test_english_readings_a_second_review_found_wrong_stay_right(diagnose, symptom, artifact, statuses):
+    assert _statuses(diagnose, symptom, artifact) == statuses
+
+
+def test_no_big_gap_is_agreement(diagnose):
+    run = diagnose({"symptom": "No big gap between qat.bc and quantized.bc, but the hbm on board is wrong."}).run
+    said = {(f["a"], f["b"], f["relation"]) for f in run.facts if f.type == "said_comparison"}
+    assert said == {("qat_bc", "quantized_bc", "equal")}
