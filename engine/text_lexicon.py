@@ -77,6 +77,9 @@ class TextContext:
     readings: dict[str, ContextReading] = field(default_factory=dict)
     default: str = ""  # the reading a rule without `context:` takes (the first declared)
     prose: tuple[str, ...] = ()  # the <type>.<field> texts a text rule reads unless it says otherwise
+    # <type>.<field> → trigger categories every statement of that field carries (what a user
+    # writes under "suspected" is a suspicion however it is worded)
+    field_context: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def statements(self) -> tuple[tuple[str, TagPattern], ...]:
@@ -316,7 +319,23 @@ def _context(raw: Any, terms: dict[str, TermClass], origin: str) -> TextContext:
         raise VocabularyError(f"{where}.prose: expected a list of <input type>.<text field>")
     return TextContext(ends, marks, breaks, _phrases(parts.get("phrases"), f"{where}.part_ends.phrases"),
                        tuple(sorted(defaults.items())), str(raw.get("glue", " ")), categories, readings,
-                       next(iter(readings)), tuple(prose))
+                       next(iter(readings)), tuple(prose), _field_context(raw.get("field_context"), names, where))
+
+
+def _field_context(raw: Any, names: set[str], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`field_context: {<type>.<field>: [category, ...]}`, checked."""
+    out = []
+    for key, value in _mapping(raw or {}, f"{where}.field_context").items():
+        cats = [value] if isinstance(value, str) else value
+        if "." not in str(key) or not isinstance(cats, list) or not all(isinstance(c, str) for c in cats):
+            raise VocabularyError(f"{where}.field_context.{key}: expected <input type>.<text field>: "
+                                  "a list of trigger categories")
+        unknown = [c for c in cats if c not in names]
+        if unknown:
+            raise VocabularyError(f"{where}.field_context.{key}: no trigger category {unknown[0]!r}; "
+                                  f"categories: {', '.join(sorted(names))}")
+        out.append((str(key), tuple(cats)))
+    return tuple(out)
 
 
 def _category(name: str, raw: Any, where: str) -> Category:

@@ -155,22 +155,26 @@ def find_matches(rule: CompiledTextRule, inputs: list[TextInput], readings: Read
     spec = rule.rule.text
     assert spec is not None
     found: list[TextMatch] = []
-    for _, _, fact, key, text in texts_read(rule, inputs):
+    field_context = dict(readings.lexicon.context.field_context)
+    for _, (type_name, field_name), fact, key, text in texts_read(rule, inputs):
         reading = readings.of(text)
         if spec.unread:
             found += _unread(rule, fact, key, text, reading, readings)
             continue
         limit = MAX_ALL_MATCHES_PER_TEXT if spec.every else 1
-        for hit, clause in _hits(rule, readings.lexicon, reading, limit, readings.seen.setdefault(text, set())):
+        carried = frozenset(field_context.get(f"{type_name}.{field_name}", ()))
+        for hit, clause in _hits(rule, readings.lexicon, reading, limit, readings.seen.setdefault(text, set()),
+                                 carried):
             found.append(_match(rule, fact, key, reading, clause, _groups(rule, readings.lexicon, hit, reading)))
     return found
 
 
 def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, limit: int,
-          seen: set[int]) -> list[tuple[Hit, Clause]]:
+          seen: set[int], carried: frozenset[str] = frozenset()) -> list[tuple[Hit, Clause]]:
     """The first `limit` admitted matches in the reading, in text order (matches are admitted
     in text order until `limit` are). The terms every match captures, admitted or not (a
-    negation, a hypothesis), go into `seen`: their values were read."""
+    negation, a hypothesis), go into `seen`: their values were read. `carried`: the trigger
+    categories the text's field gives every statement in it (text context `field_context`)."""
     spec = rule.rule.text
     assert spec is not None
     held = reading.by_class.keys()
@@ -181,7 +185,8 @@ def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, limit:
     context = lexicon.context
     wanted = context.readings.get(spec.context or context.default)
     # a reading that needs a trigger (a suspicion, a question) looks only where one can be
-    where = _with_triggers(lexicon, reading, wanted.needs) if wanted is not None and wanted.needs else None
+    where = (_with_triggers(lexicon, reading, wanted.needs)
+             if wanted is not None and wanted.needs and not carried & set(wanted.needs) else None)
     for pattern in patterns:
         for hit in find(pattern, reading, every=True, clauses=where):
             candidates.setdefault(hit.tags, hit)
@@ -190,7 +195,7 @@ def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, limit:
     out: list[tuple[Hit, Clause]] = []
     for hit in sorted(candidates.values(), key=lambda h: (h.span(reading), h.tags)):
         clause = reading.clauses[reading.tag_clause[hit.tags[0]]]
-        if _admitted(rule, lexicon, reading, hit, clause, *hit.span(reading)):
+        if _admitted(rule, lexicon, reading, hit, clause, *hit.span(reading), carried=carried):
             out.append((hit, clause))
             if len(out) >= limit:
                 break
@@ -198,9 +203,10 @@ def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, limit:
 
 
 def _admitted(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, hit: Hit, clause: Clause,
-              start: int, end: int) -> bool:
+              start: int, end: int, carried: frozenset[str] = frozenset()) -> bool:
     """No `unless` pattern in the parts the match touches, and the context triggers found
-    there (outside the match's terms) admit the rule's reading."""
+    there (outside the match's terms), with those the text's field carries, admit the rule's
+    reading."""
     spec = rule.rule.text
     assert spec is not None
     lo, hi = reading.parts_around(start, end, clause, reading.aside[hit.tags[0]])
@@ -213,7 +219,7 @@ def _admitted(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, hi
     if wanted is None or not (wanted.blocked_by or wanted.needs):
         return True
     terms = [reading.tags[t][:2] for t in hit.tags]
-    present = set()
+    present = set(carried)
     for t_start, t_end, category, counts in reading.triggers_in(lo, hi):
         if _inside((t_start, t_end), terms):
             continue

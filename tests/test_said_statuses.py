@@ -151,3 +151,37 @@ def test_no_big_gap_is_agreement(diagnose):
     run = diagnose({"symptom": "No big gap between qat.bc and quantized.bc, but the hbm on board is wrong."}).run
     said = {(f["a"], f["b"], f["relation"]) for f in run.facts if f.type == "said_comparison"}
     assert said == {("qat_bc", "quantized_bc", "equal")}
+
+
+@pytest.mark.parametrize("symptom, stage", [
+    # a drop said of the quantized model alone is measured against the model before quantization:
+    # the float model in a PTQ flow
+    ("PTQ 量化后 mAP 从 40 掉到 20", "convert"),
+    ("I used PTQ. After post-training quantization the accuracy dropped by 20 points.", "convert"),
+    # ... which in a QAT flow may be the QAT model or the float one: no reference is taken
+    ("QAT 训练后，量化后 mAP 从 40 掉到 20", "undetermined"),
+])
+def test_a_drop_after_quantization_names_its_reference(diagnose, symptom, stage):
+    assert diagnose({"symptom": symptom}).verdict.stage == stage
+
+
+@pytest.mark.parametrize("symptom", [
+    "PTQ 量化后精度没有下降，但是上板后检测不到目标",
+    "PTQ 量化后精度只下降了 0.3%，但是上板后检测框全乱了",
+])
+def test_a_drop_denied_or_said_small_is_a_good_result(diagnose, symptom):
+    d = diagnose({"symptom": symptom})
+    assert _statuses(diagnose, symptom, "quantized_bc") == {"normal"}
+    assert d.verdict.stage != "convert"
+
+
+def test_what_the_user_suspects_is_no_mismatch_found(diagnose):
+    # the same words stated as a finding are a user-side mismatch; listed under `suspect`
+    # they are a suspicion however they are worded (text context field_context)
+    words = "the calibration preprocessing (BGR->RGB, 0-1 normalisation) differs from training, normalised twice"
+    case = {"flow": "ptq", "results": {"float": {"status": "normal", "evidence": "dataset_eval"},
+                                       "quantized_bc": {"status": "abnormal", "evidence": "dataset_eval"}}}
+    stated = diagnose({**case, "deployment": {"notes": words}})
+    suspected = diagnose({**case, "suspect": [words]})
+    assert stated.run.by_type("user_mismatch") and stated.verdict.stage == "user_side"
+    assert not suspected.run.by_type("user_mismatch") and suspected.verdict.stage == "convert"

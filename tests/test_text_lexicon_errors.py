@@ -294,6 +294,13 @@ def test_a_minimal_context_loads():
     (context(categories={"negated": {"statements": ["{c=zz} … {c as d}"]}}),
      "text_context.categories.negated.statements: '{c=zz} … {c as d}': {c=zz}: no such value of c"),
     (context(prose=["no_dot"]), "text_context.prose: expected a list of <input type>.<text field>"),
+    (context(field_context={"suspect": ["negated"]}),
+     "text_context.field_context.suspect: expected <input type>.<text field>: a list of trigger categories"),
+    (context(field_context={"suspect.text": [3]}),
+     "text_context.field_context.suspect.text: expected <input type>.<text field>: a list of trigger categories"),
+    (context(field_context={"suspect.text": ["doubt"]}),
+     "text_context.field_context.suspect.text: no trigger category 'doubt'; categories: negated"),
+    (context(field_context=["suspect.text"]), "text_context.field_context: expected a mapping"),
 ])
 def test_context_refusals_name_the_key(raw, message):
     text = refused(TERMS, raw)
