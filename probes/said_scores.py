@@ -48,11 +48,12 @@ def scores(text: str) -> list[Score]:
     mentions = reading.by_class.get("mention", [])
     starts = [reading.tags[i][0] for i in mentions]
     found: dict[str, Score] = {}
+    in_tables, table_scores = _scores_in_pipe_tables(text, reading, mentions)
     versions = version_ends(text)  # a package's version is no score: "horizon_nn 1.1"
-    paired = _respective_pairs(reading, mentions, starts, versions)
+    paired = {m: t for m, t in _respective_pairs(reading, mentions, starts, versions).items() if t not in in_tables}
     for mention_index, score_index in paired.items():
         _keep(found, text, reading, mention_index, score_index)
-    paired_scores = set(paired.values())
+    paired_scores = set(paired.values()) | in_tables
     previous_score_end = -1
     for index in reading.by_class.get("score", []):
         start, end, _, words = reading.tags[index]
@@ -70,6 +71,9 @@ def scores(text: str) -> list[Score]:
         previous_score_end = end
         if owner is not None:
             _keep(found, text, reading, owner, index)
+    for score in table_scores:  # (a model's first score is its score)
+        if score.mention not in found or score.start < found[score.mention].start:
+            found[score.mention] = score
     for score in _scores_under_headings(text, reading, mentions):
         found.setdefault(score.mention, score)
     return sorted(found.values(), key=lambda score: score.start)
@@ -177,6 +181,105 @@ def _scores_under_headings(text: str, reading, mentions: list[int]) -> list[Scor
         quote = " ".join(text[start:end].split())[:160]
         found.append(Score(mention, mean, all(percent for _, percent, _ in rows), start, end, quote))
     return found
+
+
+# The rule under a pipe table's header: "|---|:---:|", "--- | ---"
+_PIPE_RULE = re.compile(r"\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*")
+
+
+def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The cell spans of one pipe-table line text[start:end] (outer pipes are no cells)."""
+    bounds = [start - 1] + [i for i in range(start, end) if text[i] == "|"] + [end]
+    cells = [(a + 1, b) for a, b in zip(bounds, bounds[1:])]
+    if cells and not text[cells[0][0]:cells[0][1]].strip():
+        cells = cells[1:]
+    if cells and not text[cells[-1][0]:cells[-1][1]].strip():
+        cells = cells[:-1]
+    return cells
+
+
+def _pipe_tables(text: str) -> list[list[tuple[int, int]]]:
+    """Each pipe table as its lines' spans: the header, then the data rows (the rule left out)."""
+    lines, at = [], 0
+    for line in text.split("\n"):
+        lines.append((at, at + len(line)))
+        at += len(line) + 1
+    tables, i = [], 0
+    while i + 1 < len(lines):
+        head, rule = lines[i], lines[i + 1]
+        if "|" in text[head[0]:head[1]] and _PIPE_RULE.fullmatch(text[rule[0]:rule[1]]):
+            rows, j = [head], i + 2
+            while j < len(lines) and "|" in text[lines[j][0]:lines[j][1]]:
+                rows.append(lines[j])
+                j += 1
+            tables.append(rows)
+            i = j
+        else:
+            i += 1
+    return tables
+
+
+def _scores_in_pipe_tables(text: str, reading, mentions: list[int]) -> tuple[set[int], list[Score]]:
+    """Scores in pipe tables: models named in the header cells, each taking its cell of the
+    first row that has a score under every one of them ("|Accuracy|Frozen Graph|Quantized
+    Graph|" then "|Top1|0.642|0.014|"); else models named in the first column, each taking
+    the first score of its row. Also returns every score tag inside a table: no sentence owns
+    those."""
+    if "|" not in text or not reading.by_class.get("score"):
+        return set(), []
+    spans = {i: reading.span_in_text(*reading.tags[i][:2]) for i in (*mentions, *reading.by_class["score"])}
+
+    def inside(cell: tuple[int, int], indexes) -> list[int]:
+        return [i for i in indexes if cell[0] <= spans[i][0] and spans[i][1] <= cell[1]]
+
+    held: set[int] = set()
+    found: list[Score] = []
+    for rows in _pipe_tables(text):
+        cells = [_cells(text, *row) for row in rows]
+        scores = [[inside(cell, reading.by_class["score"]) for cell in row] for row in cells]
+        held.update(i for row in scores for cell in row for i in cell)
+        found += _by_column(text, reading, cells, scores, inside, mentions) or \
+            _by_row(text, reading, cells, scores, inside, mentions)
+    return held, found
+
+
+def _one_model(reading, indexes: list[int]) -> str | None:
+    names = {str(reading.tags[i][3]) for i in indexes}
+    return names.pop() if len(names) == 1 else None
+
+
+def _table_score(text: str, reading, mention: str, name_cell: tuple[int, int], score_tag: int,
+                 label: str) -> Score | None:
+    value, percent = _number(str(reading.tags[score_tag][3]))
+    if value is None or value < 0:
+        return None
+    a, b = reading.span_in_text(*reading.tags[score_tag][:2])
+    quote = " | ".join(" ".join(part.split()) for part in (text[name_cell[0]:name_cell[1]], label, text[a:b]) if part)
+    return Score(mention, value, percent, name_cell[0], b, quote[:160])
+
+
+def _by_column(text, reading, cells, scores, inside, mentions) -> list[Score]:
+    named = {j: m for j, cell in enumerate(cells[0]) if (m := _one_model(reading, inside(cell, mentions)))}
+    if len(set(named.values())) < 2:
+        return []
+    for row, row_scores in zip(cells[1:], scores[1:]):
+        if len(row) == len(cells[0]) and all(row_scores[j] for j in named):
+            label = text[row[0][0]:row[0][1]] if 0 not in named else ""
+            made = [_table_score(text, reading, m, cells[0][j], row_scores[j][0], label) for j, m in named.items()]
+            return [score for score in made if score is not None]
+    return []
+
+
+def _by_row(text, reading, cells, scores, inside, mentions) -> list[Score]:
+    label = " ".join(text[a:b].strip() for a, b in cells[0][1:2])
+    made = []
+    for row, row_scores in zip(cells[1:], scores[1:]):
+        mention = _one_model(reading, inside(row[0], mentions)) if row else None
+        first = next((cell[0] for cell in row_scores[1:] if cell), None)
+        if mention and first is not None and all(s.mention != mention for s in made if s):
+            made.append(_table_score(text, reading, mention, row[0], first, label))
+    made = [score for score in made if score is not None]
+    return made if len({score.mention for score in made}) >= 2 else []
 
 
 def _named_otherwise(reading, owner_end: int, score_start: int) -> bool:

@@ -157,3 +157,47 @@ def test_a_model_named_alone_above_a_table_gets_the_tables_mean():
 ])
 def test_tables_that_do_not_compare_give_no_score(text):
     assert _read(text) == []
+
+
+PIPE_BY_COLUMN = """After quantization, there is a high decrease in accuracy of the model:
+
+|Accuracy|Frozen Graph     |Quantized Graph    |
+|--------|-----------------|-------------------|
+|Top1    |0.642000013589859|0.01399999968707561|
+|Top5    |0.851999986171723|0.06199999935925007|
+"""
+
+PIPE_BY_ROW = """| model | mAP | FPS |
+| --- | :---: | --- |
+| float onnx | 0.647 | 12 |
+| quantized onnx | 0.31 | 30 |
+| bin on the board | 0.30 | 95 |
+"""
+
+
+def test_a_pipe_table_with_models_in_its_header_gives_each_its_cell_of_the_first_row():
+    assert _read(PIPE_BY_COLUMN) == [("float", 0.642000013589859, False), ("quantized_bc", 0.01399999968707561, False)]
+    assert scores(PIPE_BY_COLUMN)[1].quote == "Quantized Graph | Top1 | 0.01399999968707561"
+
+
+def test_a_pipe_table_with_models_in_its_first_column_gives_each_the_first_score_of_its_row():
+    assert _read(PIPE_BY_ROW) == [("float", 0.647, False), ("quantized_bc", 0.31, False), ("board", 0.30, False)]
+
+
+@pytest.mark.parametrize("text", [
+    # one model only, or no rule under the header: no table of models
+    "| model | mAP |\n| --- | --- |\n| float onnx | 0.647 |\n",
+    "| float onnx | quantized onnx |\n| 0.647 | 0.31 |\n",
+    # the models' cells hold no number in any row
+    "| | float onnx | quantized onnx |\n|---|---|---|\n| note | fine | bad |\n",
+])
+def test_a_pipe_table_without_two_models_and_their_numbers_gives_no_score(text):
+    assert scores(text) == []
+
+
+@pytest.mark.parametrize("symptom, stage", [
+    (PIPE_BY_ROW, "convert"),
+    ("I quantized the frozen graph with decent_q.\n" + PIPE_BY_COLUMN, "convert"),
+])
+def test_pipe_table_scores_become_results(diagnose, symptom, stage):
+    assert diagnose({"symptom": symptom}).verdict.stage == stage
