@@ -99,11 +99,16 @@ def test_what_it_takes_to_get_a_result_is_no_result(diagnose):
      ("board", "hbm_x86", "differs")),
     ("float 模型和 quantized 模型在 PC 上精度一样", ("float", "quantized_bc", "equal")),
     ("there is a big gap between the quantized onnx and the bin on the board", ("quantized_bc", "board", "differs")),
+    # a mismatch right before the other model: a comparison, no bad result of that model
+    ("however when using quantization the model output does not match the float versions",
+     ("quantized_bc", "float", "differs")),
 ])
 def test_two_models_compared_as_users_write_it(diagnose, symptom, comparison):
     run = diagnose({"symptom": symptom}).run
     said = {(f["a"], f["b"], f["relation"]) for f in run.facts if f.type == "said_comparison"}
     assert said == {comparison}
+    assert not [f for f in run.facts if f.type == "reported" and f["artifact"] == comparison[1]
+                and f["status"] == "abnormal"]
 
 
 def test_the_model_named_by_its_quantization_step_takes_its_score(diagnose):
