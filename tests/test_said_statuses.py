@@ -82,6 +82,8 @@ def test_a_score_said_to_be_only_so_much_is_a_bad_result(diagnose):
     ("quantized.bc 精度正常，上板后差了很多", "board", {"abnormal"}),
     ("After PTQ with hb_mapper, the calibrated onnx already shows a big drop", "qat_pt", {"abnormal"}),
     ("My QAT model is fine, but after export the hbir model's accuracy drops to zero", "qat_bc", {"abnormal"}),
+    # "quantitative model" is how many write "量化模型" in English
+    ("using ORT to infer this quantitative model, the accuracy drops by about 4%", "quantized_bc", {"abnormal"}),
 ])
 def test_what_a_model_gave_named_as_users_name_it(diagnose, symptom, artifact, statuses):
     assert _statuses(diagnose, symptom, artifact) == statuses
