@@ -15,9 +15,11 @@ are stored.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import pickle
 import sys
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
@@ -77,12 +79,31 @@ def load_or_build(key: str, build: Callable[[], Any], folder: Path | None = None
     data = read_private(folder, name)
     if data is not None:
         try:
-            return pickle.loads(data)
+            with _collector_paused():
+                return pickle.loads(data)
         except Exception:  # a truncated or stale entry: rebuilt below
             pass
     value = build()
     _store(folder, name, value, kind)
     return value
+
+
+@contextmanager
+def _collector_paused():
+    """An entry is one large tree of objects that lives as long as the process: the cyclic
+    garbage collector, triggered every few hundred allocations while it is built, would only
+    walk the growing tree again and again (some fifty collections for the rule base), and
+    every full collection after it once more. So it is built with the collector paused and
+    then moved to the permanent generation (gc.freeze, the gc module's advice for long-lived
+    objects), where no collection walks it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
 
 
 def _store(folder: Path, name: str, value: Any, kind: str = "rulebase") -> None:

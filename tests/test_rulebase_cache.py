@@ -149,3 +149,24 @@ def test_the_cli_fills_and_uses_the_cache(cli, tmp_path):
     assert first.returncode == 0 and entries, first.stderr
     second = cli("diagnose", str(case), "--no-env", "--format", "json", env=env)
     assert second.stdout == first.stdout
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_an_entry_read_back_is_frozen_and_the_collector_left_as_it_was(cache, enabled):
+    import gc
+
+    from j6doctor.engine.rulebase_cache import load_or_build
+
+    value = {"rows": [[i, str(i)] for i in range(2000)]}
+    assert load_or_build("k1", lambda: value, folder=cache) == value  # built and stored
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        frozen = gc.get_freeze_count()
+        again = load_or_build("k1", lambda: pytest.fail("read from the cache"), folder=cache)
+        assert again == value and again is not value
+        assert gc.isenabled() is enabled
+        assert gc.get_freeze_count() >= frozen + 2000  # the entry's lists, never walked again
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
