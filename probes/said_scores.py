@@ -18,7 +18,7 @@ two or more such tables have the same shape (the per-class APs of each model).""
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from j6doctor.facts import vocabulary
@@ -219,67 +219,90 @@ def _pipe_tables(text: str) -> list[list[tuple[int, int]]]:
     return tables
 
 
+class _TableTags:
+    """The tags of some classes as spans of the user's text, sorted, to find those inside a cell."""
+
+    def __init__(self, reading, classes: tuple[str, ...]):
+        indexes = sorted(i for cls in classes for i in reading.by_class.get(cls, []))
+        self.reading = reading
+        self.spans = [reading.span_in_text(*reading.tags[i][:2]) for i in indexes]
+        self.starts = [a for a, _ in self.spans]
+        self.indexes = indexes
+
+    def inside(self, cell: tuple[int, int], cls: str) -> list[int]:
+        at = bisect_left(self.starts, cell[0])
+        out = []
+        while at < len(self.starts) and self.starts[at] < cell[1]:
+            index = self.indexes[at]
+            if self.spans[at][1] <= cell[1] and self.reading.tags[index][2] == cls:
+                out.append(index)
+            at += 1
+        return out
+
+
 def _scores_in_pipe_tables(text: str, reading, mentions: list[int]) -> tuple[set[int], list[Score]]:
     """Scores in pipe tables: models named in the header cells, each taking its cell of the
-    first row that has a score under every one of them ("|Accuracy|Frozen Graph|Quantized
-    Graph|" then "|Top1|0.642|0.014|"); else models named in the first column, each taking
-    the first score of its row. Also returns every score tag inside a table: no sentence owns
-    those."""
+    first row labelled with a measure ("|Accuracy|Frozen Graph|Quantized Graph|" then
+    "|Top1|0.642|0.014|"); else models named in the first column, each taking its cell of the
+    first column headed by a measure ("| model | mAP |"). A label that says its numbers are no
+    scores (a size, a time, a loss, an error, a version) is no measure. Also returns every
+    score tag inside a table: no sentence owns those."""
     if "|" not in text or not reading.by_class.get("score"):
         return set(), []
-    spans = {i: reading.span_in_text(*reading.tags[i][:2]) for i in (*mentions, *reading.by_class["score"])}
-
-    def inside(cell: tuple[int, int], indexes) -> list[int]:
-        return [i for i in indexes if cell[0] <= spans[i][0] and spans[i][1] <= cell[1]]
-
+    tags = _TableTags(reading, ("mention", "score", "measure", "not_score"))
     held: set[int] = set()
     found: list[Score] = []
     for rows in _pipe_tables(text):
         cells = [_cells(text, *row) for row in rows]
-        scores = [[inside(cell, reading.by_class["score"]) for cell in row] for row in cells]
-        held.update(i for row in scores for cell in row for i in cell)
-        found += _by_column(text, reading, cells, scores, inside, mentions) or \
-            _by_row(text, reading, cells, scores, inside, mentions)
+        held.update(i for row in cells for cell in row for i in tags.inside(cell, "score"))
+        found += _by_column(text, tags, cells) or _by_row(text, tags, cells)
     return held, found
 
 
-def _one_model(reading, indexes: list[int]) -> str | None:
-    names = {str(reading.tags[i][3]) for i in indexes}
+def _one_model(tags: _TableTags, cell: tuple[int, int]) -> str | None:
+    names = {str(tags.reading.tags[i][3]) for i in tags.inside(cell, "mention")}
     return names.pop() if len(names) == 1 else None
 
 
-def _table_score(text: str, reading, mention: str, name_cell: tuple[int, int], score_tag: int,
-                 label: str) -> Score | None:
-    value, percent = _number(str(reading.tags[score_tag][3]))
+def _a_measure(tags: _TableTags, cell: tuple[int, int]) -> bool:
+    return bool(tags.inside(cell, "measure")) and not tags.inside(cell, "not_score")
+
+
+def _table_score(text: str, tags: _TableTags, mention: str, name_cell: tuple[int, int], cell: tuple[int, int],
+                 label_cell: tuple[int, int]) -> Score | None:
+    found = tags.inside(cell, "score")
+    value, percent = _number(str(tags.reading.tags[found[0]][3])) if found else (None, False)
     if value is None or value < 0:
         return None
-    a, b = reading.span_in_text(*reading.tags[score_tag][:2])
-    quote = " | ".join(" ".join(part.split()) for part in (text[name_cell[0]:name_cell[1]], label, text[a:b]) if part)
-    return Score(mention, value, percent, name_cell[0], b, quote[:160])
+    words = [" ".join(text[a:b].split()) for a, b in (name_cell, label_cell, cell)]
+    return Score(mention, value, percent, name_cell[0], cell[1], " | ".join(w for w in words if w)[:160])
 
 
-def _by_column(text, reading, cells, scores, inside, mentions) -> list[Score]:
-    named = {j: m for j, cell in enumerate(cells[0]) if (m := _one_model(reading, inside(cell, mentions)))}
+def _by_column(text: str, tags: _TableTags, cells: list[list[tuple[int, int]]]) -> list[Score]:
+    header = cells[0]
+    named = {j: m for j, cell in enumerate(header) if (m := _one_model(tags, cell))}
     if len(set(named.values())) < 2:
         return []
-    for row, row_scores in zip(cells[1:], scores[1:]):
-        if len(row) == len(cells[0]) and all(row_scores[j] for j in named):
-            label = text[row[0][0]:row[0][1]] if 0 not in named else ""
-            made = [_table_score(text, reading, m, cells[0][j], row_scores[j][0], label) for j, m in named.items()]
+    for row in cells[1:]:
+        if len(row) == len(header) and 0 not in named and _a_measure(tags, row[0]):
+            made = [_table_score(text, tags, m, header[j], row[j], row[0]) for j, m in named.items()]
             return [score for score in made if score is not None]
     return []
 
 
-def _by_row(text, reading, cells, scores, inside, mentions) -> list[Score]:
-    label = " ".join(text[a:b].strip() for a, b in cells[0][1:2])
-    made = []
-    for row, row_scores in zip(cells[1:], scores[1:]):
-        mention = _one_model(reading, inside(row[0], mentions)) if row else None
-        first = next((cell[0] for cell in row_scores[1:] if cell), None)
-        if mention and first is not None and all(s.mention != mention for s in made if s):
-            made.append(_table_score(text, reading, mention, row[0], first, label))
-    made = [score for score in made if score is not None]
-    return made if len({score.mention for score in made}) >= 2 else []
+def _by_row(text: str, tags: _TableTags, cells: list[list[tuple[int, int]]]) -> list[Score]:
+    header = cells[0]
+    column = next((j for j, cell in enumerate(header) if j > 0 and _a_measure(tags, cell)), None)
+    if column is None:
+        return []
+    made: dict[str, Score] = {}
+    for row in cells[1:]:
+        mention = _one_model(tags, row[0]) if len(row) == len(header) else None
+        if mention and mention not in made:
+            score = _table_score(text, tags, mention, row[0], row[column], header[column])
+            if score is not None:
+                made[mention] = score
+    return list(made.values()) if len(made) >= 2 else []
 
 
 def _named_otherwise(reading, owner_end: int, score_start: int) -> bool:

@@ -201,3 +201,20 @@ def test_a_pipe_table_without_two_models_and_their_numbers_gives_no_score(text):
 ])
 def test_pipe_table_scores_become_results(diagnose, symptom, stage):
     assert diagnose({"symptom": symptom}).verdict.stage == stage
+
+
+@pytest.mark.parametrize("text, expected", [
+    # the row or column a score comes from is labelled with a measure, never a size, a time, a loss
+    ("| | float | quantized.bc |\n|---|---|---|\n|模型大小(MB)|98.2|25.1|\n|mAP|40.0|39.8|",
+     [("float", 40.0, False), ("quantized_bc", 39.8, False)]),
+    ("| | float | quantized.bc | hbm |\n|---|---|---|---|\n|耗时(s)|12.5|30.1|2.3|\n|mAP|40.1|39.9|39.8|",
+     [("float", 40.1, False), ("quantized_bc", 39.9, False), ("hbm", 39.8, False)]),
+    ("| model | size (MB) | loss | mAP |\n|---|---|---|---|\n| float onnx | 98.1 | 0.1 | 40.2 |\n"
+     "| quantized onnx | 25.3 | 0.9 | 12.0 |", [("float", 40.2, False), ("quantized_bc", 12.0, False)]),
+    # no measure anywhere: epochs, versions, a per-layer log
+    ("| model | epoch 10 | epoch 50 |\n|---|---|---|\n| qat.pt | 10.1 | 39.8 |\n| float | 40.0 | 40.0 |", []),
+    ("| model | version |\n|---|---|\n| float onnx | 1.1 |\n| quantized onnx | 3.5 |", []),
+    ("| layer | cosine | float | quantized.bc |\n|---|---|---|---|\n| conv1 | 0.99 | 1.5 | 1.25 |\n", []),
+])
+def test_pipe_table_scores_come_from_a_row_or_column_labelled_with_a_measure(text, expected):
+    assert _read(text) == expected

@@ -192,3 +192,54 @@ def test_what_the_user_suspects_is_no_mismatch_found(diagnose):
     suspected = diagnose({**case, "suspect": [words]})
     assert stated.run.by_type("user_mismatch") and stated.verdict.stage == "user_side"
     assert not suspected.run.by_type("user_mismatch") and suspected.verdict.stage == "convert"
+
+
+@pytest.mark.parametrize("symptom", [
+    "PTQ 量化后 mAP 会不会下降？",                       # a question reports no drop
+    "PTQ 量化后模型大小下降了 4 倍",                      # no accuracy
+    "PTQ 量化后 loss 下降了",
+    "PTQ 量化后精度比论文里报告的低 5 个点",               # another reference
+    "I use PTQ. Compared to the official benchmark, after quantization the accuracy dropped by 4 points",
+    "I use PTQ. After quantization the accuracy dropped by 0.5%, which is acceptable",
+])
+def test_a_drop_that_is_no_accuracy_drop_against_the_float_model_is_no_comparison_with_it(diagnose, symptom):
+    run = diagnose({"symptom": symptom}).run
+    assert not [f for f in run.facts if f.type == "said_comparison" and f["b"] == "before_quantization"]
+
+
+@pytest.mark.parametrize("symptom, status", [
+    ("PTQ 量化后精度仅下降了 30%", "abnormal"),            # "only" thirty points is no small drop
+    ("PTQ 量化后精度只下降了 1.5 个点", "normal"),
+    ("PTQ 量化后 loss 没有下降", "abnormal"),              # a loss that does not fall says nothing good
+])
+def test_only_an_accuracy_drop_denied_or_under_two_points_is_a_good_result(diagnose, symptom, status):
+    assert status in _statuses(diagnose, symptom, "quantized_bc")
+    if status == "abnormal":
+        assert "normal" not in _statuses(diagnose, symptom, "quantized_bc")
+
+
+@pytest.mark.parametrize("symptom", [
+    "PTQ: The number of outputs of the quantized model does not match the float model",
+    "The hbm model's output shape does not match the onnx model",
+    "Does the board output not match the simulator?",
+])
+def test_a_mismatch_of_structure_or_a_question_compares_no_outputs(diagnose, symptom):
+    run = diagnose({"symptom": symptom}).run
+    assert not [f for f in run.facts if f.type == "said_comparison"]
+
+
+def test_a_mismatch_where_the_model_runs_is_that_runs_result(diagnose):
+    symptom = "The outputs mismatch on the device while quantized.bc is correct"
+    assert _statuses(diagnose, symptom, "board") == {"abnormal"}
+    assert diagnose({"symptom": symptom}).verdict.stage == "compile"
+
+
+@pytest.mark.parametrize("symptom, stage", [
+    # a hedge on the cause does not reach back over the mismatch stated before it
+    ("The input layout of the board program is NHWC while the model expects NCHW which may cause the drop",
+     "user_side"),
+    # "问题" is also "a question"
+    ("我的问题在于后处理的 anchor 应该怎么设置", "undetermined"),
+])
+def test_hedges_and_questions_around_a_cause(diagnose, symptom, stage):
+    assert diagnose({"symptom": symptom}).verdict.stage == stage
