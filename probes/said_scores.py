@@ -286,23 +286,25 @@ def _by_column(text: str, tags: _TableTags, cells: list[list[tuple[int, int]]]) 
     for row in cells[1:]:
         if len(row) == len(header) and 0 not in named and _a_measure(tags, row[0]):
             made = [_table_score(text, tags, m, header[j], row[j], row[0]) for j, m in named.items()]
-            return [score for score in made if score is not None]
+            if all(score is not None for score in made):  # (a score under every model named)
+                return made
     return []
 
 
 def _by_row(text: str, tags: _TableTags, cells: list[list[tuple[int, int]]]) -> list[Score]:
+    """The first column headed by a measure that gives two models or more a score."""
     header = cells[0]
-    column = next((j for j, cell in enumerate(header) if j > 0 and _a_measure(tags, cell)), None)
-    if column is None:
-        return []
-    made: dict[str, Score] = {}
-    for row in cells[1:]:
-        mention = _one_model(tags, row[0]) if len(row) == len(header) else None
-        if mention and mention not in made:
-            score = _table_score(text, tags, mention, row[0], row[column], header[column])
-            if score is not None:
-                made[mention] = score
-    return list(made.values()) if len(made) >= 2 else []
+    for column in (j for j, cell in enumerate(header) if j > 0 and _a_measure(tags, cell)):
+        made: dict[str, Score] = {}
+        for row in cells[1:]:
+            mention = _one_model(tags, row[0]) if len(row) == len(header) else None
+            if mention and mention not in made:
+                score = _table_score(text, tags, mention, row[0], row[column], header[column])
+                if score is not None:
+                    made[mention] = score
+        if len(made) >= 2:
+            return list(made.values())
+    return []
 
 
 def _named_otherwise(reading, owner_end: int, score_start: int) -> bool:

@@ -211,6 +211,13 @@ def test_pipe_table_scores_become_results(diagnose, symptom, stage):
      [("float", 40.1, False), ("quantized_bc", 39.9, False), ("hbm", 39.8, False)]),
     ("| model | size (MB) | loss | mAP |\n|---|---|---|---|\n| float onnx | 98.1 | 0.1 | 40.2 |\n"
      "| quantized onnx | 25.3 | 0.9 | 12.0 |", [("float", 40.2, False), ("quantized_bc", 12.0, False)]),
+    # a measure row without a score under every model is passed over; AP is a measure
+    ("| | float onnx | hbm |\n|---|---|---|\n| 检测结果 | 正常 | 没有框 |\n| mAP | 40.5 | 3.2 |",
+     [("float", 40.5, False), ("hbm", 3.2, False)]),
+    ("| model | AP | AP50 |\n|---|---|---|\n| float onnx | 37.2 | 55.0 |\n| quantized onnx | 20.1 | 30.0 |",
+     [("float", 37.2, False), ("quantized_bc", 20.1, False)]),
+    ("| model | result | mAP |\n|---|---|---|\n| float onnx | ok | 40.1 |\n| quantized onnx | bad | 12.0 |",
+     [("float", 40.1, False), ("quantized_bc", 12.0, False)]),
     # no measure anywhere: epochs, versions, a per-layer log
     ("| model | epoch 10 | epoch 50 |\n|---|---|---|\n| qat.pt | 10.1 | 39.8 |\n| float | 40.0 | 40.0 |", []),
     ("| model | version |\n|---|---|\n| float onnx | 1.1 |\n| quantized onnx | 3.5 |", []),

@@ -243,3 +243,25 @@ def test_a_mismatch_where_the_model_runs_is_that_runs_result(diagnose):
 ])
 def test_hedges_and_questions_around_a_cause(diagnose, symptom, stage):
     assert diagnose({"symptom": symptom}).verdict.stage == stage
+
+
+@pytest.mark.parametrize("symptom, stage", [
+    # a mismatch right before the reference model compares with it; the reference is not read as bad
+    ("The quantized.bc output does not match the qat.pt output", "undetermined"),
+    ("The board output does not match the x86 simulation", "board"),
+    # a drop denied without its measure right before it
+    ("PTQ 量化后没有掉点，但是上板后检测不到目标", "compile"),
+    ("PTQ 模型精度在量化后没有明显下降，但是板端结果全错", "compile"),
+    # a question about a drop of so much, an expectation, amounts as users write them
+    ("PTQ 量化后 mAP 掉了 3 个点，这正常吗", "convert"),
+    ("PTQ 量化后 mAP 从 40 掉到 20，比预期的低很多", "convert"),
+    ("PTQ 量化后 mAP 掉了 10 多个点", "convert"),
+    ("PTQ 量化后精度掉了一半", "convert"),
+    ("PTQ 量化后 mAP 由 40 降到 20", "convert"),
+    ("I use PTQ; after quantization the accuracy has dropped by 20%", "convert"),
+    # predictions that do not match are outputs; the number of outputs is structure
+    ("PTQ: The predictions of the quantized model do not match the float model", "convert"),
+    ("The simulator output is correct but the board output does not match the simulator", "compile"),
+])
+def test_drops_and_mismatches_as_users_write_them(diagnose, symptom, stage):
+    assert diagnose({"symptom": symptom}).verdict.stage == stage
