@@ -79,7 +79,7 @@ class TextContext:
     prose: tuple[str, ...] = ()  # the <type>.<field> texts a text rule reads unless it says otherwise
     # <type>.<field> → trigger categories every statement of that field carries (what a user
     # writes under "suspected" is a suspicion however it is worded)
-    field_context: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    field_context: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def statements(self) -> tuple[tuple[str, TagPattern], ...]:
@@ -322,9 +322,9 @@ def _context(raw: Any, terms: dict[str, TermClass], origin: str) -> TextContext:
                        next(iter(readings)), tuple(prose), _field_context(raw.get("field_context"), names, where))
 
 
-def _field_context(raw: Any, names: set[str], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _field_context(raw: Any, names: set[str], where: str) -> dict[str, frozenset[str]]:
     """`field_context: {<type>.<field>: [category, ...]}`, checked."""
-    out = []
+    out = {}
     for key, value in _mapping(raw or {}, f"{where}.field_context").items():
         cats = [value] if isinstance(value, str) else value
         if "." not in str(key) or not isinstance(cats, list) or not all(isinstance(c, str) for c in cats):
@@ -334,8 +334,8 @@ def _field_context(raw: Any, names: set[str], where: str) -> tuple[tuple[str, tu
         if unknown:
             raise VocabularyError(f"{where}.field_context.{key}: no trigger category {unknown[0]!r}; "
                                   f"categories: {', '.join(sorted(names))}")
-        out.append((str(key), tuple(cats)))
-    return tuple(out)
+        out[str(key)] = frozenset(cats)
+    return out
 
 
 def _category(name: str, raw: Any, where: str) -> Category:

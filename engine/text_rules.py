@@ -155,14 +155,14 @@ def find_matches(rule: CompiledTextRule, inputs: list[TextInput], readings: Read
     spec = rule.rule.text
     assert spec is not None
     found: list[TextMatch] = []
-    field_context = dict(readings.lexicon.context.field_context)
+    field_context = readings.lexicon.context.field_context
     for _, (type_name, field_name), fact, key, text in texts_read(rule, inputs):
         reading = readings.of(text)
         if spec.unread:
             found += _unread(rule, fact, key, text, reading, readings)
             continue
         limit = MAX_ALL_MATCHES_PER_TEXT if spec.every else 1
-        carried = frozenset(field_context.get(f"{type_name}.{field_name}", ()))
+        carried = field_context.get(f"{type_name}.{field_name}", frozenset())
         for hit, clause in _hits(rule, readings.lexicon, reading, limit, readings.seen.setdefault(text, set()),
                                  carried):
             found.append(_match(rule, fact, key, reading, clause, _groups(rule, readings.lexicon, hit, reading)))

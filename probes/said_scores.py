@@ -281,10 +281,10 @@ def _table_score(text: str, tags: _TableTags, mention: str, name_cell: tuple[int
 def _by_column(text: str, tags: _TableTags, cells: list[list[tuple[int, int]]]) -> list[Score]:
     header = cells[0]
     named = {j: m for j, cell in enumerate(header) if (m := _one_model(tags, cell))}
-    if len(set(named.values())) < 2:
+    if len(set(named.values())) < 2 or 0 in named:  # (the first column labels the rows)
         return []
     for row in cells[1:]:
-        if len(row) == len(header) and 0 not in named and _a_measure(tags, row[0]):
+        if len(row) == len(header) and _a_measure(tags, row[0]):
             made = [_table_score(text, tags, m, header[j], row[j], row[0]) for j, m in named.items()]
             if all(score is not None for score in made):  # (a score under every model named)
                 return made
