@@ -376,17 +376,11 @@ def _names(text: str) -> list[tuple[int, int, int]]:
 def _outside_names(spans: list[tuple], names: list[tuple[int, int, int]]) -> list[tuple]:
     """The spans (sorted by start) not within a name, but for those in a path's last
     segment (a file name: "model/yolov5s.onnx" still names an ONNX file)."""
-    out = []
-    at = 0
-    for span in spans:
-        while at < len(names) and names[at][1] <= span[0]:
-            at += 1
-        if at < len(names):
-            start, end, last = names[at]
-            if start <= span[0] and span[1] <= end and span[0] < last:
-                continue
-        out.append(span)
-    return out
+    # (a post names few paths and holds many spans: each path looks up its spans by bisection)
+    starts = [span[0] for span in spans]
+    inside = {at for start, end, last in names
+              for at in range(bisect_left(starts, start), bisect_left(starts, last)) if spans[at][1] <= end}
+    return [span for at, span in enumerate(spans) if at not in inside] if inside else spans
 
 
 def _one_term(text: str, start: int, end: int, inside: list[tuple]) -> bool:
@@ -468,11 +462,13 @@ def _leftmost_longest(found: list[tuple], ends: list[int]) -> list[tuple[int, in
     found.sort()
     kept: list[tuple[int, int, Any]] = []
     edge = -1
-    at, last = 0, len(ends) - 1
+    last = len(ends) - 1
     for start, negative_end, _, value in found:
-        while at < last and start >= ends[at]:
-            at += 1
-        if start >= edge and -negative_end <= max(ends[at], start + 1):
+        if start < edge:
+            continue
+        # (a bisection: a class has few hits, a post many sentences)
+        at = min(bisect_right(ends, start), last)
+        if -negative_end <= max(ends[at], start + 1):
             edge = -negative_end
             kept.append((start, edge, value))
     return kept
