@@ -205,6 +205,43 @@ def test_concurrent_writers_lose_nothing(store):
     assert tuple(times) == (24, 6)
 
 
+def test_a_writer_waits_for_a_library_still_being_made(tmp_path):
+    """A library read at the newest version but still without its tables (what a read of the
+    file as it is on disk can show while another j6doctor makes it): a writer waits at the
+    migration lock until the maker is done, instead of writing into missing tables."""
+    import sqlite3
+    import threading
+    import time
+
+    import sqlalchemy
+
+    from j6doctor.atomic_write import locked
+    from j6doctor.store.library import HEAD, metadata
+
+    store = tmp_path / "library.db"
+    with sqlite3.connect(store) as connection:  # the maker's first step: the version table, stamped
+        connection.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)")
+        connection.execute("INSERT INTO alembic_version VALUES (?)", (HEAD,))
+    opened: dict = {}
+
+    def writer() -> None:
+        try:
+            opened["rows"] = open_library(str(store)).rows()
+        except Exception as exc:  # (reported by the assertion below)
+            opened["error"] = exc
+
+    with locked(Path(f"{store}.lock")):  # the maker holds the migration lock
+        thread = threading.Thread(target=writer)
+        thread.start()
+        time.sleep(1.0)
+        assert thread.is_alive() and not opened, opened  # waiting, not writing
+        engine = sqlalchemy.create_engine(f"sqlite:///{store}")
+        metadata.create_all(engine, tables=[t for name, t in metadata.tables.items() if name != "alembic_version"])
+        engine.dispose()
+    thread.join(60)
+    assert opened == {"rows": []}
+
+
 def test_migration_from_schema_version_1_keeps_the_cases(store, rulebase):
     old = open_library(store, schema="v1")
     assert old.schema_version() == "v1"

@@ -186,6 +186,8 @@ class CaseLibrary:
         neither the lock nor a migration."""
         version = self._version_for_reading()
         if version == schema:
+            if write and schema == HEAD and self._still_being_made():
+                self._migrate(schema)  # another j6doctor is making it: wait for it at the migration lock
             return
         if version not in (None, *OLDER):
             raise StoreError(f"{self.given}: the case library has a schema this j6doctor does not know "
@@ -230,6 +232,22 @@ class CaseLibrary:
             raise StoreError(f"{self.given}: cannot open the case library: {exc}; {_what_to_do(exc)}") from None
         except sqlalchemy.exc.DBAPIError as exc:
             raise StoreError(f"{self.given}: cannot open the case library: {exc.orig}; {_what_to_do(exc)}") from None
+
+    def _still_being_made(self) -> bool:
+        """Whether a SQLite library read at the newest version lacks some of its tables. The
+        read without writing may see the file as it is on disk (`immutable`, no locks) while
+        another j6doctor is making it; a writer checks through its own connection, which sees
+        only what was committed, before it writes without the migration lock."""
+        if self.file is None:
+            return False
+        import sqlalchemy
+
+        try:
+            with self.engine.connect() as connection:
+                present = set(sqlalchemy.inspect(connection).get_table_names())
+        except sqlalchemy.exc.DBAPIError:  # (a file this user cannot write: the write says so, by name)
+            return False
+        return not set(metadata.tables) <= present
 
     def _check_a_library(self, tables: list[str]) -> None:
         # (alembic_version alone: another j6doctor is making the library, its migration under
