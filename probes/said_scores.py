@@ -268,10 +268,16 @@ def _a_measure(tags: _TableTags, cell: tuple[int, int]) -> bool:
     return bool(tags.inside(cell, "measure")) and not tags.inside(cell, "not_score")
 
 
+# A cell that holds a bare zero (an integer is otherwise no score: 30 FPS, 1000 images)
+_ZERO_CELL = re.compile(r"\s*0(?:\.0*)?\s*%?\s*")
+
+
 def _table_score(text: str, tags: _TableTags, mention: str, name_cell: tuple[int, int], cell: tuple[int, int],
                  label_cell: tuple[int, int]) -> Score | None:
     found = tags.inside(cell, "score")
     value, percent = _number(str(tags.reading.tags[found[0]][3])) if found else (None, False)
+    if value is None and _ZERO_CELL.fullmatch(text[cell[0]:cell[1]]):
+        value, percent = 0.0, False  # a model that scores nothing under a measure: "| 0 |"
     if value is None or value < 0:
         return None
     words = [" ".join(text[a:b].split()) for a, b in (name_cell, label_cell, cell)]

@@ -218,6 +218,11 @@ def test_pipe_table_scores_become_results(diagnose, symptom, stage):
      [("float", 37.2, False), ("quantized_bc", 20.1, False)]),
     ("| model | result | mAP |\n|---|---|---|\n| float onnx | ok | 40.1 |\n| quantized onnx | bad | 12.0 |",
      [("float", 40.1, False), ("quantized_bc", 12.0, False)]),
+    # a model that scores nothing: a bare zero under the measure ("| 0 |"), named as onnx2tf names it
+    ("| Model | size | mAP 0.5:0.95 |\n| --- | :---: | :---: |\n| YOLOX-nano ONNX | 416 | 0.256 |\n"
+     "| YOLOX-nano TFLite full_integer_quant | 416 | 0 |", [("onnx_model", 0.256, False), ("quantized_bc", 0.0, False)]),
+    # ... but a bare integer that is not zero is no score (a count)
+    ("| model | mAP |\n|---|---|\n| float onnx | 40.2 |\n| quantized onnx | 12 |", []),
     # no measure anywhere: epochs, versions, a per-layer log
     ("| model | epoch 10 | epoch 50 |\n|---|---|---|\n| qat.pt | 10.1 | 39.8 |\n| float | 40.0 | 40.0 |", []),
     ("| model | version |\n|---|---|\n| float onnx | 1.1 |\n| quantized onnx | 3.5 |", []),
