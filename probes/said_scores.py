@@ -292,8 +292,8 @@ def _by_column(text: str, tags: _TableTags, cells: list[list[tuple[int, int]]]) 
     for row in cells[1:]:
         if len(row) == len(header) and _a_measure(tags, row[0]):
             made = [_table_score(text, tags, m, header[j], row[j], row[0]) for j, m in named.items()]
-            if all(score is not None for score in made):  # (a score under every model named)
-                return made
+            if all(score is not None for score in made) and made[0].value > 0:  # (a score under every
+                return made  # model named, and a first one to compare with: a zero is no reference)
     return []
 
 
@@ -308,7 +308,7 @@ def _by_row(text: str, tags: _TableTags, cells: list[list[tuple[int, int]]]) -> 
                 score = _table_score(text, tags, mention, row[0], row[column], header[column])
                 if score is not None:
                     made[mention] = score
-        if len(made) >= 2:
+        if len(made) >= 2 and next(iter(made.values())).value > 0:  # (a zero is no reference)
             return list(made.values())
     return []
 

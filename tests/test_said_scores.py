@@ -221,6 +221,8 @@ def test_pipe_table_scores_become_results(diagnose, symptom, stage):
     # a model that scores nothing: a bare zero under the measure ("| 0 |"), named as onnx2tf names it
     ("| Model | size | mAP 0.5:0.95 |\n| --- | :---: | :---: |\n| YOLOX-nano ONNX | 416 | 0.256 |\n"
      "| YOLOX-nano TFLite full_integer_quant | 416 | 0 |", [("onnx_model", 0.256, False), ("quantized_bc", 0.0, False)]),
+    # ... but never the first score, the one the others are compared with
+    ("| model | mAP |\n|---|---|\n| quantized onnx | 0 |\n| float onnx | 40.2 |", []),
     # ... but a bare integer that is not zero is no score (a count)
     ("| model | mAP |\n|---|---|\n| float onnx | 40.2 |\n| quantized onnx | 12 |", []),
     # no measure anywhere: epochs, versions, a per-layer log
