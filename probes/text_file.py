@@ -87,8 +87,11 @@ def read_bytes_without_long_lines(path: Path, display: str, what: str, max_bytes
         kept = bytearray()
         long_lines: list[tuple[int, int]] = []
         line, length = 1, 0   # the current line and its length so far
+        # (a block no longer than the limit holds no whole line over it: only the line it
+        # continues can be, which spares splitting the usual block into its lines)
+        block_size = max(1, min(_BLOCK, max_line_bytes))
         with path.open("rb") as file:
-            while block := file.read(_BLOCK):
+            while block := file.read(block_size):
                 line, length = _keep_short_lines(block, kept, long_lines, line, length, max_line_bytes)
         if length > max_line_bytes:
             long_lines.append((line, length))
@@ -103,10 +106,13 @@ def _keep_short_lines(block: bytes, kept: bytearray, long_lines: list[tuple[int,
                       length: int, limit: int) -> tuple[int, int]:
     """Appends the block to `kept` without the parts of over-long lines; returns the line the
     block ends in and its length so far (`line`, `length`: the same when the block starts)."""
-    pieces = block.split(b"\n")
-    if length + len(pieces[0]) <= limit and max(map(len, pieces)) <= limit:
+    first, last = block.find(b"\n"), block.rfind(b"\n")
+    if len(block) <= limit and length + (first if first >= 0 else len(block)) <= limit:
         kept += block   # the usual case: no long line, the block is kept as it is
-        return line + len(pieces) - 1, (length + len(pieces[0]) if len(pieces) == 1 else len(pieces[-1]))
+        if first < 0:
+            return line, length + len(block)
+        return line + block.count(b"\n"), len(block) - last - 1
+    pieces = block.split(b"\n")
     for k, piece in enumerate(pieces):
         if k:   # a line break ends the line before this piece
             if length > limit:
