@@ -292,8 +292,8 @@ def _by_column(text: str, tags: _TableTags, cells: list[list[tuple[int, int]]]) 
     for row in cells[1:]:
         if len(row) == len(header) and _a_measure(tags, row[0]):
             made = [_table_score(text, tags, m, header[j], row[j], row[0]) for j, m in named.items()]
-            if all(score is not None for score in made) and made[0].value > 0:  # (a score under every
-                return made  # model named, and a first one to compare with: a zero is no reference)
+            if all(score is not None for score in made) and _a_reference_first(made):  # (a score
+                return made  # under every model named)
     return []
 
 
@@ -308,9 +308,15 @@ def _by_row(text: str, tags: _TableTags, cells: list[list[tuple[int, int]]]) -> 
                 score = _table_score(text, tags, mention, row[0], row[column], header[column])
                 if score is not None:
                     made[mention] = score
-        if len(made) >= 2 and next(iter(made.values())).value > 0:  # (a zero is no reference)
+        if len(made) >= 2 and _a_reference_first(list(made.values())):
             return list(made.values())
     return []
+
+
+def _a_reference_first(scores: list[Score]) -> bool:
+    """Whether the table's first score can be the one the others are compared with: a model
+    that scores zero is no reference ("| quantized onnx | 0 |" above the float model)."""
+    return scores[0].value > 0
 
 
 def _named_otherwise(reading, owner_end: int, score_start: int) -> bool:
