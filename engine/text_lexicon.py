@@ -24,7 +24,6 @@ from typing import Any
 
 from j6doctor.engine.errors import VocabularyError
 from j6doctor.engine.tag_patterns import PatternError, TagPattern, parse
-from j6doctor.engine.text_phrases import PhraseError, expand
 from j6doctor.engine.text_reader import ANYWHERE, CLOSES, OPENS, PART_END, TRIGGER
 
 MAX_EXPRESSION = 200  # characters of one regular expression of the vocabulary (clause ends, patterns)
@@ -126,12 +125,14 @@ class TermIndex:
 
     automaton: Any                                  # ahocorasick.Automaton of ints: key → index in `found`
     found: tuple[tuple[int, bool, tuple], ...]      # (length, must start a word, entries (class, value, must end a word))
-    patterns: tuple[tuple[str, re.Pattern, str | None, bool], ...]  # class, expression, value, extend
+    # Expressions are kept as their source and the words one of which each match holds
+    # (regex_anchors.py): the reader compiles one only for a text that holds such a word.
+    patterns: tuple[tuple[str, str, str | None, bool, frozenset[str] | None], ...]  # class, expression, value, extend, anchors
     merges: dict[str, tuple[int, dict[str, int], frozenset[str], frozenset[str]]]
     pseudo: frozenset[str]
-    part_chars: re.Pattern   # one of the characters that end a part
+    part_chars: str   # an expression: one of the characters that end a part
     gap_breaks: str  # the marks a same-part gap of a pattern does not cross
-    clause_ends: tuple[re.Pattern, ...]
+    clause_ends: tuple[tuple[str, frozenset[str] | None], ...]  # expression, anchors
     windows: dict[str, int]
     glue: str
 
@@ -165,6 +166,9 @@ class TextLexicon:
 
 def build_index(lexicon: TextLexicon, origin: str = "") -> TermIndex:
     import ahocorasick
+
+    from j6doctor.engine.regex_anchors import anchors
+    from j6doctor.engine.text_phrases import PhraseError, expand
 
     entries: dict[str, list[tuple]] = {}
     sentence_ends = [re.compile(p, re.ASCII) for p in lexicon.context.clause_ends]
@@ -208,17 +212,16 @@ def build_index(lexicon: TextLexicon, origin: str = "") -> TermIndex:
         automaton.add_word(key, found_at.setdefault(what, len(found_at)))
     if len(automaton):
         automaton.make_automaton()
-    # ASCII: \w and \b are Latin words ("结果rknn_demo异常" holds the name rknn_demo)
-    patterns = tuple((t.name, re.compile(p.regex, re.ASCII), p.value, p.extend)
+    patterns = tuple((t.name, p.regex, p.value, p.extend, anchors(p.regex))
                      for t in lexicon.terms.values() for p in t.patterns)
     merges = {t.name: (t.merge_gap, {v: i for i, v in enumerate(t.merge_rank)}, frozenset(t.merge_between),
                        frozenset(t.merge_places or t.value_names()))
               for t in lexicon.terms.values() if t.merge_gap}
     return TermIndex(automaton, tuple(found_at), patterns, merges,
                      frozenset(c.name for c in context.categories if c.pseudo),
-                     re.compile("[" + re.escape(context.part_marks or "\n") + "]"),
+                     "[" + re.escape(context.part_marks or "\n") + "]",
                      context.gap_breaks or context.part_marks,
-                     tuple(re.compile(p, re.ASCII) for p in context.clause_ends),
+                     tuple((p, anchors(p)) for p in context.clause_ends),
                      dict(context.windows), context.glue)
 
 
@@ -265,6 +268,8 @@ def _expression(pattern: Any, where: str) -> str:
 
 
 def _phrases(raw: Any, where: str) -> tuple[str, ...]:
+    from j6doctor.engine.text_phrases import PhraseError, expand  # (building a vocabulary only)
+
     if raw is None:
         return ()
     if not isinstance(raw, list) or not all(isinstance(p, str) and p.strip() for p in raw):

@@ -31,15 +31,16 @@ _CHARS.update({c: '"' for c in "\u201c\u201d\u300c\u300d"})
 _CHARS.update({"\u2013": "-", "\u2212": "-", "\u0130": "i"})  # en dash, minus; İ lowers to two characters
 _ODD = re.compile("[" + re.escape("".join(_CHARS)) + "]")
 
-_CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff"
 # Compaction first makes every line break and Markdown mark a space (no index moves), then
 # changes only the runs that change length: two spaces or more, a space next to a CJK
 # character, a space at either end (a single space between two Latin words costs nothing).
-# Every branch starts with the space itself, so that the search skips to the next space.
+# Every branch starts with the space itself, so that the search skips to the next space; a
+# space next to any other than ASCII is found, and compact() keeps it unless that is CJK
+# (a class of the CJK ranges would cost a cold run milliseconds to compile).
 _BLANKS = re.compile(r"[\n*`]")
 # A web address reads as a space: its words are no statement ("…/examples/onnx/…" names no
 # ONNX model), and a sentence around a long link keeps its terms near each other.
-_RUNS = rf" (?: +|(?=[{_CJK}])|$|(?<=[{_CJK}] )|(?<=^ ))"
+_RUNS = r" (?: +|(?=[^\x00-\x7f])|$|(?<=[^\x00-\x7f] )|(?<=^ ))"
 _ADDRESS = r" *(?:(?:https?://|www\.)(?a:[\w.~:/?#@!$&*+=%-])+ *)+"  # (addresses in a row: one run)
 _CHANGED = re.compile(_RUNS)
 

@@ -20,8 +20,10 @@ import re
 from collections import OrderedDict
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from j6doctor.engine.regex_anchors import may_match
 from j6doctor.engine.tag_patterns import ADJACENT, PART, Gap
 from j6doctor.engine.text_normalise import Compact, compact, normal
 
@@ -268,10 +270,12 @@ def read(text: str, index: "TermIndex") -> Reading:
     # hits by class, each (start, -end, rank, value): sorted as they are, the leftmost come
     # first, then the longest, then the phrases before the patterns, in the order written
     hits: dict[str, list[tuple]] = {}
-    marks = _part_marks(form, index.part_chars)
+    marks = _part_marks(form, compiled(index.part_chars))
     _literal_hits(form.text, index, hits, marks)
-    for rank, (cls, pattern, value, extend) in enumerate(index.patterns, start=1):
-        _pattern_hits(form.text, pattern, value, extend, hits.setdefault(cls, []), rank)
+    for rank, (cls, expression, value, extend, words) in enumerate(index.patterns, start=1):
+        found = hits.setdefault(cls, [])
+        if may_match(form.text, words):
+            _pattern_hits(form.text, compiled(expression), value, extend, found, rank)
     clauses = _clauses(normalised, form, index.clause_ends)
     ends = [c.end for c in clauses]
     triggers = [(s, e, category, where) for s, e, (category, where) in _leftmost_longest(hits.pop(TRIGGER, []), ends)
@@ -393,6 +397,13 @@ def _one_term(text: str, start: int, end: int, inside: list[tuple]) -> bool:
     return any(t[0] == lo and t[1] == hi for t in inside)
 
 
+@lru_cache(maxsize=None)
+def compiled(expression: str) -> re.Pattern:
+    """An expression of the term index, compiled once per process (the index keeps sources).
+    ASCII: \\w and \\b are Latin words ("结果rknn_demo异常" holds the name rknn_demo)."""
+    return re.compile(expression, re.ASCII)
+
+
 def _part_marks(form: Compact, chars: re.Pattern) -> list[tuple[int, int]]:
     """The part-ending characters (none is whitespace: all stand in the compact text)."""
     return [found.span() for found in chars.finditer(form.text)]
@@ -504,12 +515,13 @@ def _within_clauses(tags: list[tuple], clauses: list[Clause]) -> list[tuple]:
     return out
 
 
-def _clauses(normalised: str, form: Compact, clause_ends: tuple[re.Pattern, ...]) -> list[Clause]:
+def _clauses(normalised: str, form: Compact, clause_ends: tuple[tuple[str, Any], ...]) -> list[Clause]:
     """Sentences in compact coordinates, cut where a clause-end expression matches the
     normalised text (it needs the line breaks that the compact form drops); where it has a
     group `cut`, that group is the cut."""
+    patterns = [compiled(expression) for expression, words in clause_ends if may_match(normalised, words)]
     cuts = sorted({m.span("cut") if "cut" in pattern.groupindex and m.start("cut") >= 0 else m.span()
-                   for pattern in clause_ends for m in pattern.finditer(normalised)})
+                   for pattern in patterns for m in pattern.finditer(normalised)})
     out: list[Clause] = []
     start = 0
     for cut_start, cut_end in cuts:

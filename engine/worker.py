@@ -180,8 +180,10 @@ class EngineWorker:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-            if self._process is not None:
-                self._process.join(timeout)
+            if self._process is not None and _readable_within(self._process.sentinel, timeout):
+                # it has ended: reaped at once (a join with a timeout would import
+                # multiprocessing.connection and its dependencies, a tenth of a cold run)
+                self._process.join()
             self.stop()
 
     def run(self, compiled, vocab, facts, *, what: str = "the rule base", **limits):
@@ -298,11 +300,7 @@ class _PipeChannel:
 
     def poll(self, timeout: float) -> bool:
         """Whether a message (or the end of input) can be read within `timeout` seconds."""
-        import select
-
-        poller = select.poll()
-        poller.register(self._read, select.POLLIN | select.POLLHUP | select.POLLERR)
-        return bool(poller.poll(max(0, int(timeout * 1000))))
+        return _readable_within(self._read, timeout)
 
     def close(self) -> None:
         for fd in (self._read, self._write):
@@ -312,6 +310,20 @@ class _PipeChannel:
                 except OSError:
                     pass
         self._read = self._write = -1
+
+
+def _readable_within(fd: int, timeout: float) -> bool:
+    """Whether `fd` can be read (data, its end, or a process sentinel's child gone) within
+    `timeout` seconds."""
+    import select
+
+    if not hasattr(select, "poll"):  # Windows: a sentinel is a handle there
+        from multiprocessing.connection import wait
+
+        return bool(wait([fd], timeout))
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(max(0, int(timeout * 1000))))
 
 
 def _start_forked(memory_mb: int):
