@@ -269,8 +269,7 @@ class _FileChecker:
         for pi, source in enumerate(raw.get(key, default) or []):
             where = base + (key, pi) if key in raw else (key, pi)
             try:
-                pattern = parse(source)
-                self.vocab.text.check_pattern(pattern)
+                pattern = self.vocab.text.resolved(parse(source))
             except PatternError as exc:
                 self.error(f"not a valid text pattern: {exc}", where, rid, key,
                            "see docs/AUTHORING.md, \"Read the user's own words\"")

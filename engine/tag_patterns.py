@@ -8,9 +8,10 @@ reading found (text_reader.py), never over characters.
     {mention as a} …30 {relation}         captured under another name; at most 30 characters apart
 
 An element is `{class}` (captured under the class's name), `{class as name}`, `{~class}` (not
-captured), with `=v1|v2` for some values only, `!=name` for a value other than the one an
-earlier element captured as `name` ("{colour as a} … {colour!=a}": two different colour
-formats) and `?` for an optional one. Between two
+captured), with `=v1|v2` for some values only, ` except v1|v2` for every value but these (the
+lexicon turns it into the values it leaves: TextLexicon.resolved), `!=name` for a value other
+than the one an earlier element captured as `name` ("{colour as a} … {colour!=a}": two
+different colour formats) and `?` for an optional one. Between two
 elements: ` ` the next one follows in the same part of the sentence (none of the marks the
 text context's `part_ends.pattern_gaps_stop_at` names between: a comma, a colon), ` … ` (or ` ... `)
 anywhere later in the same sentence, ` + ` right after it (only
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 PART, CLAUSE, ADJACENT = "part", "clause", "adjacent"
 MAX_PATTERN_LENGTH = 120  # characters: a pattern is one line of a rule file
 _ELEMENT = re.compile(r"\{(~?)([A-Za-z_]\w*)(?:=([\w.+-]+(?:\|[\w.+-]+)*))?(?:!=([A-Za-z_]\w*))?"
-                      r"(?:\s+as\s+([A-Za-z_]\w*))?(\??)\}")
+                      r"(?:\s+except\s+([\w.+-]+(?:\|[\w.+-]+)*))?(?:\s+as\s+([A-Za-z_]\w*))?(\??)\}")
 _GAP = re.compile(r"\s*(?:(…|\.\.\.)(\d*)|(\+)(\d*)|~(\d+))\s*|\s+")
 MAX_OPTIONAL = 3
 
@@ -52,6 +53,7 @@ class Element:
     group: str | None               # the name it is captured under (None: not captured)
     optional: bool = False
     differs_from: str | None = None  # a value other than the one captured under this name
+    excluded: tuple[str, ...] | None = None  # every value but these (resolved into `values` by the lexicon)
 
 
 @dataclass(frozen=True)
@@ -116,13 +118,28 @@ def _elements_and_gaps(text: str) -> tuple[list[Element], list[Gap]]:
 
 
 def _element(found: re.Match, before: list[Element]) -> Element:
-    silent, cls, values, differs, alias, optional = found.groups()
+    silent, cls, values, differs, excluded, alias, optional = found.groups()
     if silent and alias:
         raise PatternError(f"{found.group(0)}: a class written with ~ captures nothing; drop ~ or 'as'")
     if differs and not any(e.group == differs and not e.optional for e in before):
         raise PatternError(f"{found.group(0)}: {differs!r} is not captured by an element before it")
+    if values and excluded:
+        raise PatternError(f"{found.group(0)}: name the values it may take (=) or those it may not (except), not both")
     group = None if silent else (alias or cls)
-    return Element(cls, tuple(values.split("|")) if values else None, group, bool(optional), differs)
+    return Element(cls, tuple(values.split("|")) if values else None, group, bool(optional), differs,
+                   tuple(excluded.split("|")) if excluded else None)
+
+
+def with_values(pattern: TagPattern, values_of: dict[Element, tuple[str, ...]]) -> TagPattern:
+    """The pattern with each element of `values_of` taking those values (and no longer
+    `except` ones)."""
+    def resolved(element: Element) -> Element:
+        if element not in values_of:
+            return element
+        return Element(element.cls, values_of[element], element.group, element.optional, element.differs_from)
+
+    variants = tuple((tuple(resolved(e) for e in elements), gaps) for elements, gaps in pattern.variants)
+    return TagPattern(pattern.source, variants, pattern.needs, _firsts(variants))
 
 
 def _check_elements(elements: list[Element]) -> None:
@@ -158,7 +175,7 @@ def _gap(found: re.Match) -> Gap:
 def _unexpected(text: str, index: int) -> str:
     shown = text[index:index + 20]
     return (f"unexpected {shown!r} at character {index + 1}: a text pattern is term classes ({{class}}, "
-            "{~class=value}, {class as name}, {class?}) joined by ' ' or ' ~N ' (same part), ' … ' or ' …N ' "
+            "{~class=value}, {~class except value}, {class as name}, {class?}) joined by ' ' or ' ~N ' (same part), ' … ' or ' …N ' "
             "(same sentence) or ' + ' (side by side); words belong in a term class of facts/text_terms.yaml")
 
 

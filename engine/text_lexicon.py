@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from j6doctor.engine.errors import VocabularyError
-from j6doctor.engine.tag_patterns import PatternError, TagPattern, parse
+from j6doctor.engine.tag_patterns import PatternError, TagPattern, parse, with_values
 from j6doctor.engine.text_reader import ANYWHERE, CLOSES, OPENS, PART_END, TRIGGER
 
 MAX_EXPRESSION = 200  # characters of one regular expression of the vocabulary (clause ends, patterns)
@@ -147,8 +147,10 @@ class TextLexicon:
     def classes(self) -> set[str]:
         return set(self.terms)
 
-    def check_pattern(self, pattern: TagPattern) -> None:
-        """Raise PatternError for a class or value the lexicon does not have."""
+    def resolved(self, pattern: TagPattern) -> TagPattern:
+        """The pattern checked against the lexicon (PatternError for a class or value it does not
+        have), with every `except` element turned into the values it leaves."""
+        values_of: dict = {}
         for elements, _ in pattern.variants:
             for element in elements:
                 term = self.terms.get(element.cls)
@@ -160,6 +162,23 @@ class TextLexicon:
                 if unknown and not term.patterns:
                     raise PatternError(f"{{{element.cls}={unknown[0]}}}: no such value of {element.cls} "
                                        f"(values: {', '.join(term.value_names())})")
+                if element.excluded is not None:
+                    values_of[element] = _values_but(term, element.excluded)
+        return with_values(pattern, values_of) if values_of else pattern
+
+
+def _values_but(term: "TermClass", excluded: tuple[str, ...]) -> tuple[str, ...]:
+    """Every value of a class but `excluded`: the class's values must be all it can take (a
+    pattern of the class that keeps the matched words as the value would add others)."""
+    names = term.value_names()
+    if any(p.value is None or p.value not in names for p in term.patterns):
+        raise PatternError(f"{{{term.name} except ...}}: a pattern of {term.name} keeps the words it matched as "
+                           "the value, so its values are not all listed; name the values it may take (=)")
+    unknown = [v for v in excluded if v not in names]
+    if unknown:
+        raise PatternError(f"{{{term.name} except {unknown[0]}}}: no such value of {term.name} "
+                           f"(values: {', '.join(names)})")
+    return tuple(v for v in names if v not in excluded)
 
 
 # ---------------------------------------------------------------------------- the index
@@ -244,13 +263,17 @@ def lexicon_from_data(context: Any, terms: Any, enums: dict[str, Any], origin: s
     term_classes = _terms(terms, enums, origin)
     lexicon = TextLexicon(_context(context, term_classes, origin) if context is not None else TextContext(),
                           term_classes)
+    categories = []
     for category in lexicon.context.categories:
+        statements = []
         for statement in category.statements:
             try:
-                lexicon.check_pattern(statement)
+                statements.append(lexicon.resolved(statement))
             except PatternError as exc:
                 raise VocabularyError(f"{origin}: text_context.categories.{category.name}.statements: "
                                       f"{statement.source!r}: {exc}") from None
+        categories.append(replace(category, statements=tuple(statements)))
+    lexicon = replace(lexicon, context=replace(lexicon.context, categories=tuple(categories)))
     return replace(lexicon, index=build_index(lexicon, origin))
 
 

@@ -69,6 +69,39 @@ def test_values_restrict_an_element():
     assert parse("{version=1.2.3|v-2+x}").elements[0].values == ("1.2.3", "v-2+x")
 
 
+def test_except_names_the_values_an_element_may_not_take():
+    element = parse("{~mention except float|quantized_bc}").elements[0]
+    assert (element.values, element.excluded, element.group) == (None, ("float", "quantized_bc"), None)
+    assert parse("{mention except float as m}").elements[0] == Element("mention", None, "m", excluded=("float",))
+
+
+def test_values_and_except_together_are_refused():
+    with pytest.raises(PatternError, match="not both"):
+        parse("{mention=board except float}")
+
+
+def test_the_lexicon_turns_except_into_the_values_it_leaves():
+    lexicon = bundled().text
+    resolved = lexicon.resolved(parse("{~mention except float|quantized_bc} … {status}"))
+    element = resolved.elements[0]
+    assert element.excluded is None
+    assert set(element.values) == set(lexicon.terms["mention"].value_names()) - {"float", "quantized_bc"}
+    assert resolved.firsts["mention"] == frozenset(element.values)
+
+
+def test_except_a_value_the_class_does_not_have_is_refused():
+    with pytest.raises(PatternError, match="no such value of mention"):
+        bundled().text.resolved(parse("{mention except flaot}"))
+
+
+def test_except_on_a_class_whose_patterns_keep_their_words_is_refused():
+    # a score is the number as written: its values are not a list to take some from
+    with pytest.raises(PatternError, match="values are not all listed"):
+        bundled().text.resolved(parse("{score except 0}"))
+    with pytest.raises(PatternError, match="values are not all listed"):
+        bundled().text.resolved(parse("{program except python}"))  # listed values and a pattern's words
+
+
 def test_not_equal_names_an_earlier_capture():
     pattern = parse("{colour as a} … {colour!=a}")
     first, second = pattern.elements
@@ -299,6 +332,13 @@ def test_captures_name_the_groups_and_skip_silent_elements(index):
     assert len(hit.tags) == 2
     start, end = hit.span(r)
     assert r.words(start, end) == "bin 上板后检测不到"
+
+
+def test_except_leaves_the_other_values(index):
+    pattern = bundled().text.resolved(parse("{mention except float} … {status}"))
+    r = reading(index, "PC 上正常，bin 上板后检测不到")
+    found = {tuple(r.tags[t][3] for t in hit.tags) for hit in find(pattern, r, every=True)}
+    assert found == {("board", "abnormal")}
 
 
 def test_not_equal_needs_another_value(index):
