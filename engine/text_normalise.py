@@ -115,9 +115,11 @@ def compact(normalised: str) -> Compact:
     runs = _changed_or_address() if "://" in spaced or "www." in spaced else _CHANGED
     for run in runs.finditer(spaced):
         start, end = run.span()
+        drop = start == 0 or end == len(spaced) or is_cjk(spaced[start - 1]) or is_cjk(spaced[end])
+        if not drop and end - start == 1:
+            continue  # one space next to a character that is not CJK: kept as it is, no new segment
         pieces.append(spaced[kept:start])
         length += start - kept
-        drop = start == 0 or end == len(spaced) or is_cjk(spaced[start - 1]) or is_cjk(spaced[end])
         if not drop:
             pieces.append(" ")
             length += 1

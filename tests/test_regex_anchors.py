@@ -6,13 +6,17 @@ anchors is the reading made without them."""
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from j6doctor.engine.regex_anchors import anchors, may_match
+from j6doctor.engine.text_normalise import normal
 from j6doctor.engine.text_reader import read
 from j6doctor.facts import vocabulary
 
@@ -66,19 +70,82 @@ def _report_texts() -> list[str]:
     return texts
 
 
+def _shipped() -> list[tuple[str, frozenset[str] | None, bool]]:
+    """(expression, anchor words, runs over the compact text: else over the normalised one)."""
+    index = vocabulary().text.index
+    return [(p[1], p[4], True) for p in index.patterns] + [(e, w, False) for e, w in index.clause_ends]
+
+
 def test_the_shipped_expressions_match_only_texts_that_hold_their_words():
     index = vocabulary().text.index
-    texts = [t.lower() for t in _report_texts()]
-    assert len(texts) > 300
-    expressions = [(p[1], p[4]) for p in index.patterns] + list(index.clause_ends)
+    reports = _report_texts()
+    assert len(reports) > 300
+    # the texts each kind of expression runs over in text_reader.read
+    forms = {True: [read(t, index).compact.text for t in reports], False: [normal(t) for t in reports]}
     matched = 0
-    for expression, words in expressions:
+    for expression, words, on_compact in _shipped():
         compiled = re.compile(expression, re.ASCII)
-        for text in texts:
+        for text in forms[on_compact]:
             if compiled.search(text):
                 matched += 1
                 assert may_match(text, words), (expression, sorted(words or ()))
     assert matched > 1000  # the check saw matches, not only misses
+
+
+if sys.version_info >= (3, 11):
+    from re import _constants as codes
+    from re import _parser as parser
+else:
+    import sre_constants as codes
+    import sre_parse as parser
+
+_CATEGORY_SAMPLES = {"DIGIT": "7", "NOT_DIGIT": "a", "SPACE": " ", "NOT_SPACE": "a", "WORD": "a", "NOT_WORD": " "}
+
+
+def _sample(items, rng) -> str:
+    """A text the parsed expression is likely to match (look-arounds are not honoured)."""
+    out = []
+    for op, av in items:
+        if op is codes.LITERAL:
+            out.append(chr(av))
+        elif op is codes.NOT_LITERAL:
+            out.append("x" if av != ord("x") else "y")
+        elif op is codes.ANY:
+            out.append(rng.choice("ab 1"))
+        elif op is codes.IN:
+            out.append(_member(av, rng))
+        elif op is codes.SUBPATTERN:
+            out.append(_sample(av[3], rng))
+        elif op is codes.BRANCH:
+            out.append(_sample(rng.choice(av[1]), rng))
+        elif op in (codes.MAX_REPEAT, codes.MIN_REPEAT) or op is getattr(codes, "POSSESSIVE_REPEAT", None):
+            least, most, inner = av
+            out.extend(_sample(inner, rng) for _ in range(rng.randint(least, min(most, least + 2))))
+        elif op is getattr(codes, "ATOMIC_GROUP", None):
+            out.append(_sample(av, rng))
+    return "".join(out)
+
+
+def _member(members, rng) -> str:
+    """A character of a class: one it names, else one a negated class lets through."""
+    if members and members[0][0] is codes.NEGATE:
+        return rng.choice("xq")
+    op, av = rng.choice(members)
+    if op is codes.LITERAL:
+        return chr(av)
+    if op is codes.RANGE:
+        return chr(rng.randint(*av))
+    return _CATEGORY_SAMPLES.get(str(av).replace("CATEGORY_", ""), "a")
+
+
+@settings(derandomize=True, database=None, deadline=None, max_examples=3000)
+@given(st.data())
+def test_no_text_sampled_from_an_expression_matches_without_its_words(data):
+    expression, words, _ = data.draw(st.sampled_from(_shipped()))
+    rng = data.draw(st.randoms(use_true_random=False))
+    text = rng.choice(["", "x ", "中"]) + _sample(parser.parse(expression, re.ASCII), rng) + rng.choice(["", " a", "。"])
+    if re.search(expression, text, re.ASCII):
+        assert may_match(text, words), (expression, text)
 
 
 def test_a_reading_with_anchors_is_the_reading_without():

@@ -61,9 +61,17 @@ def test_normal_is_idempotent_on_examples():
     ("板。 结果", "板。结果"),                   # CJK punctuation is CJK too
     ("   ", ""),
     ("", ""),
+    ("café au lait", "café au lait"),          # a space next to a letter that is not ASCII stays
+    ("привет  мир", "привет мир"),
+    ("a — b ア 😀 c", "a — b ア 😀 c"),
 ])
 def test_compact_squeezes_whitespace(text, expected):
     assert compact(normal(text)).text == expected
+
+
+def test_a_single_space_kept_next_to_other_letters_makes_no_segment():
+    # (every segment is a place where the compact text and the text part; a kept space is none)
+    assert compact(normal("café au lait, привет мир — ok")).c_starts == [0]
 
 
 def test_compact_reads_a_backtick_as_a_space():
@@ -162,7 +170,7 @@ def test_is_cjk(char, cjk):
 # ---------------------------------------------------------------------------- properties
 
 CJK = "量化后的模型板端结果不对。、"
-ALPHABET = ("abcXYZ019_.:/-" + " \n\t" + CJK + "ＡＮｃ１，：\u3000\u00a0" + "*`" + "“”‘’")
+ALPHABET = ("abcXYZ019_.:/-" + " \n\t" + CJK + "ＡＮｃ１，：\u3000\u00a0" + "*`" + "“”‘’" + "é—жア😀")
 FRAGMENTS = ["https://github.com/a/onnx", "http://x.cn/b?c=1&d=2", "www.example.com/board", " https://a.b ",
              "**bold**", "`code`", "  ", "\n\n", " 板 ", "HTTP://X.Y", "www.", "http:/"]
 TEXTS = st.lists(st.one_of(st.text(alphabet=ALPHABET, max_size=5), st.sampled_from(FRAGMENTS)),
