@@ -84,3 +84,15 @@ def test_non_finite_tolerance_and_unusable_metrics_path(cli, tmp_path):
     long_name = tmp_path / ("m" * 300 + ".csv")
     proc = cli("diagnose", str(EXAMPLES / "empty.yaml"), "--no-env", "--metrics", str(long_name), "--format", "json")
     assert proc.returncode == 2 and "cannot read" in proc.stderr and proc.stdout == ""
+
+
+def test_a_post_whose_title_says_the_qat_model_dropped_after_conversion_is_read_by_its_scores(cli, tmp_path):
+    # "QAT 模型转换后精度下降" names no model (the QAT model converted is no longer the QAT model):
+    # the body's scores decide, the title does not make the QAT model itself bad
+    post = tmp_path / "post.md"
+    post.write_text("# 求助：QAT 模型转换后精度下降\n\n我们用 horizon_plugin_pytorch 做 QAT，qat.pt 在验证集上 mAP 41.2，"
+                    "qat.bc 也是 41.0，但是 convert 得到的 quantized.bc 只有 35.3。\n", encoding="utf-8")
+    proc = cli("diagnose", str(post), "--no-env", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    verdict = json.loads(proc.stdout)
+    assert verdict["stage"] == "convert"
