@@ -27,7 +27,7 @@ paired with 正常; in "编译用的 hbdk 旧", 旧 is paired with hbdk.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 from typing import TYPE_CHECKING, Iterator
 
@@ -136,7 +136,7 @@ def with_values(pattern: TagPattern, values_of: dict[Element, tuple[str, ...]]) 
     def resolved(element: Element) -> Element:
         if element not in values_of:
             return element
-        return Element(element.cls, values_of[element], element.group, element.optional, element.differs_from)
+        return replace(element, values=values_of[element], excluded=None)
 
     variants = tuple((tuple(resolved(e) for e in elements), gaps) for elements, gaps in pattern.variants)
     return TagPattern(pattern.source, variants, pattern.needs, _firsts(variants))
