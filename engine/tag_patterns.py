@@ -237,6 +237,8 @@ def find(pattern: TagPattern, reading: "Reading", every: bool, lo: int | None = 
     tags = reading.tags
     firsts = pattern.firsts
     if lo is not None and hi is not None:
+        if not _may_hold(pattern, reading, lo, hi):
+            return
         spans: list[tuple[int, list[int], set[str] | None]] = [
             (hi, sorted(t for cls in firsts for t in reading.tags_in(cls, lo, hi) if _first(tags[t], firsts)), None)]
     else:
@@ -260,6 +262,18 @@ def find(pattern: TagPattern, reading: "Reading", every: bool, lo: int | None = 
                     if not every:
                         return
                     break
+
+
+def _may_hold(pattern: TagPattern, reading: "Reading", lo: int, hi: int) -> bool:
+    """Whether the span [lo, hi) may hold a match: false when it lies in one sentence that
+    lacks a class of every variant (the parts of a sentence, asked again and again by the
+    `unless` patterns and the statements of the context, mostly do)."""
+    at = reading.clause_index(lo)
+    clause = reading.clauses[at]
+    if not (clause.start <= lo and hi <= clause.end):
+        return True
+    classes = reading.clause_classes[at]
+    return any(needs <= classes for needs in pattern.needs)
 
 
 def _match_from(reading: "Reading", start: int, elements, gaps, hi: int) -> Hit | None:
