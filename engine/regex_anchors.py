@@ -35,6 +35,46 @@ def anchors(expression: str, flags: int = 0) -> frozenset[str] | None:
     return _required(tree)
 
 
+def openings(expression: str, flags: int = 0) -> frozenset[str] | None:
+    """The words one of which every match of `expression` starts with ("(?:demo|app)s?" starts
+    with demo or app), or None when none are known: the reader tries such an expression only
+    where one of them stands, instead of at every character."""
+    tree = parser.parse(expression, flags)
+    if tree.state.flags & re.IGNORECASE:
+        return None
+    words = _opening(tree)
+    if words is None or "" in words:
+        return None
+    # a place where "ab" stands is one where "a" does
+    return frozenset(w for w in words if not any(v != w and w.startswith(v) for v in words))
+
+
+def _opening(items) -> frozenset[str] | None:
+    """Of a sequence: the spellings of its leading items with few spellings, or where the
+    first has many, the words each alternative of it starts with."""
+    run = frozenset([""])
+    for op, av in items:
+        spellings = _spellings(op, av)
+        if spellings is not None and len(run) * len(spellings) <= MOST_SPELLINGS:
+            run = frozenset(a + b for a in run for b in spellings)
+            continue
+        if run == {""}:
+            return _item_opening(op, av)
+        break
+    return run
+
+
+def _item_opening(op, av) -> frozenset[str] | None:
+    """The words every match of one item starts with: a group, or alternatives that each
+    start with known words ("(?:obtain\\w*|got)")."""
+    if op is codes.SUBPATTERN:
+        return None if av[1] & re.IGNORECASE else _opening(av[3])
+    if op is codes.BRANCH:
+        each = [_opening(alternative) for alternative in av[1]]
+        return None if any(words is None or "" in words for words in each) else _few(frozenset().union(*each))
+    return None
+
+
 def may_match(text: str, words: frozenset[str] | None) -> bool:
     """Whether a text could hold a match of an expression with these anchor words."""
     return words is None or any(word in text for word in words)

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from j6doctor.engine.regex_anchors import may_match
 from j6doctor.engine.tag_patterns import ADJACENT, PART, Gap
@@ -272,10 +272,17 @@ def read(text: str, index: "TermIndex") -> Reading:
     hits: dict[str, list[tuple]] = {}
     marks = _part_marks(form, compiled(index.part_chars))
     _literal_hits(form.text, index, hits, marks)
+    places = _opening_places(form.text, index)
     for rank, (cls, expression, value, extend, words) in enumerate(index.patterns, start=1):
         found = hits.setdefault(cls, [])
-        if may_match(form.text, words):
-            _pattern_hits(form.text, compiled(expression), value, extend, found, rank)
+        if rank - 1 in index.opened:  # (tried only where one of its opening words stands)
+            starts = places.get(rank - 1)
+            if starts:
+                pattern = compiled(expression)
+                _pattern_hits(form.text, pattern, _matches_at(pattern, form.text, starts), value, extend, found, rank)
+        elif may_match(form.text, words):
+            pattern = compiled(expression)
+            _pattern_hits(form.text, pattern, pattern.finditer(form.text), value, extend, found, rank)
     clauses = _clauses(normalised, form, index.clause_ends)
     ends = [c.end for c in clauses]
     triggers = [(s, e, category, where) for s, e, (category, where) in _leftmost_longest(hits.pop(TRIGGER, []), ends)
@@ -435,14 +442,45 @@ def _literal_hits(text: str, index: Any, hits: dict[str, list[tuple]], marks: li
             found.append((start, -after, 0, value))
 
 
+def _opening_places(text: str, index: Any) -> dict[int, list[int]]:
+    """Where each pattern with opening words may match: the starts of those words, in order."""
+    places: dict[int, list[int]] = {}
+    if not index.openings:
+        return places
+    openings = index.openings
+    for end, at in index.opening_automaton.iter(text):
+        length, patterns = openings[at]
+        for pattern in patterns:
+            starts = places.get(pattern)
+            if starts is None:
+                starts = places[pattern] = []
+            starts.append(end - length + 1)
+    for starts in places.values():
+        starts.sort()  # (found in the order they end)
+    return places
+
+
+def _matches_at(pattern: re.Pattern, text: str, starts: list[int]) -> Iterator[re.Match]:
+    """The matches `pattern.finditer(text)` gives, for a pattern every match of which starts
+    at one of `starts` (and so is never empty): tried only there."""
+    after = 0
+    for start in starts:
+        if start >= after:
+            found = pattern.match(text, start)
+            if found is not None:
+                yield found
+                after = found.end()
+
+
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
 
 
-def _pattern_hits(text: str, pattern: re.Pattern, value: str | None, extend: bool, found: list, rank: int) -> None:
+def _pattern_hits(text: str, pattern: re.Pattern, matches: Iterable[re.Match], value: str | None, extend: bool,
+                  found: list, rank: int) -> None:
     """The matches of one pattern: at word boundaries, or widened to the name they stand in."""
     last = len(text)
     named = "value" in pattern.groupindex
-    for m in pattern.finditer(text):
+    for m in matches:
         start, end = m.span("value") if named else m.span()  # a group `value` is the term
         if end == start:
             continue
