@@ -88,7 +88,7 @@ def test_a_text_sampled_from_an_expression_matches_as_everywhere(data):
 
 def test_the_automaton_finds_every_opening_word():
     index = vocabulary().text.index
-    for text in [read(t, index).compact.text for t in _report_texts()]:
+    for text in [read(t, index).compact.text for t in _report_texts()[:100]]:
         places = _opening_places(text, index)
         for at in index.opened:
             assert places.get(at, []) == _starts(openings(index.patterns[at][1], re.ASCII), text)
