@@ -17,7 +17,7 @@ answered from the tags, never by searching the characters again.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
@@ -269,7 +269,7 @@ def read(text: str, index: "TermIndex") -> Reading:
     form = compact(normalised)
     # hits by class, each (start, -end, rank, value): sorted as they are, the leftmost come
     # first, then the longest, then the phrases before the patterns, in the order written
-    hits: dict[str, list[tuple]] = {}
+    hits: dict[str, list[tuple]] = defaultdict(list)
     marks = _part_marks(form, compiled(index.part_chars))
     _literal_hits(form.text, index, hits, marks)
     places = _opening_places(form.text, index)
@@ -416,7 +416,7 @@ def _part_marks(form: Compact, chars: re.Pattern) -> list[tuple[int, int]]:
     return [found.span() for found in chars.finditer(form.text)]
 
 
-def _literal_hits(text: str, index: Any, hits: dict[str, list[tuple]], marks: list[tuple[int, int]]) -> None:
+def _literal_hits(text: str, index: Any, hits: defaultdict[str, list[tuple]], marks: list[tuple[int, int]]) -> None:
     """Every term of the automaton found in `text`, where its word ends sit right."""
     if not index.found:  # a lexicon of patterns alone: no automaton was made
         return
@@ -429,17 +429,17 @@ def _literal_hits(text: str, index: Any, hits: dict[str, list[tuple]], marks: li
         if word_start and start > 0 and text[start - 1] in word:
             continue
         after = end + 1
-        after_word = after < last and text[after] in word
+        after_word = None  # (looked at only for an entry that must end a word)
         for cls, value, word_end in entries:
-            if word_end and after_word:
-                continue
+            if word_end:
+                if after_word is None:
+                    after_word = after < last and text[after] in word
+                if after_word:
+                    continue
             if cls == PART_END:
                 marks.append((start, after))
-                continue
-            found = hits.get(cls)
-            if found is None:
-                found = hits[cls] = []
-            found.append((start, -after, 0, value))
+            else:
+                hits[cls].append((start, -after, 0, value))
 
 
 def _opening_places(text: str, index: Any) -> dict[int, list[int]]:
@@ -512,12 +512,14 @@ def _leftmost_longest(found: list[tuple], ends: list[int]) -> list[tuple[int, in
     kept: list[tuple[int, int, Any]] = []
     edge = -1
     last = len(ends) - 1
+    at = 0  # the sentence of the hit: the first whose end is after its start (or the last)
     for start, negative_end, _, value in found:
         if start < edge:
             continue
-        # (a bisection: a class has few hits, a post many sentences)
-        at = min(bisect_right(ends, start), last)
-        if -negative_end <= max(ends[at], start + 1):
+        if start >= ends[at] and at < last:
+            # (a bisection: a class has few hits, a post many sentences)
+            at = min(bisect_right(ends, start), last)
+        if -negative_end <= ends[at] or -negative_end <= start + 1:
             edge = -negative_end
             kept.append((start, edge, value))
     return kept
