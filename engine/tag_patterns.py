@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from itertools import product
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 if TYPE_CHECKING:
     from j6doctor.engine.text_reader import Reading
@@ -239,16 +239,10 @@ def find(pattern: TagPattern, reading: "Reading", every: bool, lo: int | None = 
     if lo is not None and hi is not None:
         if not _may_hold(pattern, reading, lo, hi):
             return
-        spans: list[tuple[int, list[int], set[str] | None]] = [
+        spans: Iterable[tuple[int, list[int], set[str] | None]] = [
             (hi, sorted(t for cls in firsts for t in reading.tags_in(cls, lo, hi) if _first(tags[t], firsts)), None)]
     else:
-        held = set().union(*(reading.clauses_holding(needs) for needs in pattern.needs))
-        if clauses is not None:
-            held &= clauses
-        spans = []
-        for c in sorted(held):
-            starts = [t for cls in firsts for t in reading.in_clause(cls, c) if _first(tags[t], firsts)]
-            spans.append((reading.clauses[c].end, sorted(starts) if len(firsts) > 1 else starts, reading.clause_classes[c]))
+        spans = _sentence_starts(pattern, reading, clauses)
     for bound, starts, classes in spans:
         for start in starts:
             if tags[start][1] > bound:
@@ -262,6 +256,22 @@ def find(pattern: TagPattern, reading: "Reading", every: bool, lo: int | None = 
                     if not every:
                         return
                     break
+
+
+def _sentence_starts(pattern: TagPattern, reading: "Reading",
+                     clauses: set[int] | None) -> Iterator[tuple[int, list[int], set[str]]]:
+    """(end, the tags a match may start with, classes) of each sentence holding every class
+    of a variant (of `clauses` only, when given), in text order."""
+    held = set().union(*(reading.clauses_holding(needs) for needs in pattern.needs))
+    if clauses is not None:
+        held &= clauses
+    tags = reading.tags
+    # each starting class's tags by sentence, looked up once for every sentence
+    per_class = [(reading.by_sentence(cls), values) for cls, values in pattern.firsts.items()]
+    several = len(per_class) > 1
+    for c in sorted(held):
+        starts = [t for per, values in per_class for t in per.get(c, ()) if values is None or tags[t][3] in values]
+        yield reading.clauses[c].end, sorted(starts) if several else starts, reading.clause_classes[c]
 
 
 def _may_hold(pattern: TagPattern, reading: "Reading", lo: int, hi: int) -> bool:
