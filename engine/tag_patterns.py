@@ -282,7 +282,11 @@ def _may_hold(pattern: TagPattern, reading: "Reading", lo: int, hi: int) -> bool
     clause = reading.clauses[at]
     if not (clause.start <= lo and hi <= clause.end):
         return True
-    classes = reading.clause_classes[at]
+    return may_match_in(pattern, reading.clause_classes[at])
+
+
+def may_match_in(pattern: TagPattern, classes: set[str]) -> bool:
+    """Whether a sentence holding terms of `classes` may hold a match (of some variant)."""
     return any(needs <= classes for needs in pattern.needs)
 
 
@@ -358,4 +362,4 @@ def required_classes(pattern: TagPattern) -> frozenset[str]:
 
 
 __all__ = ["ADJACENT", "CLAUSE", "PART", "Element", "Gap", "Hit", "PatternError", "TagPattern", "classes_of",
-           "find", "parse", "required_classes"]
+           "find", "may_match_in", "parse", "required_classes"]

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 from j6doctor.engine.facts import Fact
 from j6doctor.engine.placeholders import fill
 from j6doctor.engine.rule_model import READ_ALIAS, TEXT_FILLED_FIELDS, Ref, Rule
-from j6doctor.engine.tag_patterns import Hit, TagPattern, find, required_classes
+from j6doctor.engine.tag_patterns import Hit, TagPattern, find, may_match_in, required_classes
 from j6doctor.engine.text_lexicon import TextLexicon
 from j6doctor.engine.text_reader import CLOSES, MAX_TEXT_READ, OPENS, Clause, Reading, read, read_cached
 from j6doctor.engine.vocabulary import FieldSpec, Vocabulary
@@ -211,8 +211,10 @@ def _admitted(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, hi
     assert spec is not None
     lo, hi = reading.parts_around(start, end, clause, reading.aside[hit.tags[0]])
     where = (clause.start, clause.end) if spec.unless_in_sentence else (lo, hi)
+    # (the parts lie in the match's sentence: an `unless` naming a class it lacks is not looked for)
+    classes = reading.clause_classes[reading.tag_clause[hit.tags[0]]]
     for pattern in spec.unless:
-        if _found_in(pattern, reading, *where):
+        if may_match_in(pattern, classes) and _found_in(pattern, reading, *where):
             return False
     context = lexicon.context
     wanted = context.readings.get(spec.context or context.default)
