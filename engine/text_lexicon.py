@@ -191,7 +191,7 @@ def _values_but(term: "TermClass", excluded: tuple[str, ...]) -> tuple[str, ...]
 def build_index(lexicon: TextLexicon, origin: str = "") -> TermIndex:
     import ahocorasick
 
-    from j6doctor.engine.regex_anchors import anchors, openings
+    from j6doctor.engine.regex_anchors import anchors
     from j6doctor.engine.text_phrases import PhraseError, expand
 
     entries: dict[str, list[tuple]] = {}
@@ -241,23 +241,32 @@ def build_index(lexicon: TextLexicon, origin: str = "") -> TermIndex:
     merges = {t.name: (t.merge_gap, {v: i for i, v in enumerate(t.merge_rank)}, frozenset(t.merge_between),
                        frozenset(t.merge_places or t.value_names()))
               for t in lexicon.terms.values() if t.merge_gap}
-    opened: dict[str, list[int]] = {}  # opening word → the patterns it opens
-    for at, (_, expression, *_) in enumerate(patterns):
-        for word in openings(expression, re.ASCII) or ():
-            opened.setdefault(word, []).append(at)
-    opening_automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
-    for at, word in enumerate(opened):
-        opening_automaton.add_word(word, at)
-    if opened:
-        opening_automaton.make_automaton()
     return TermIndex(automaton, tuple(found_at), patterns, merges,
                      frozenset(c.name for c in context.categories if c.pseudo),
                      "[" + re.escape(context.part_marks or "\n") + "]",
                      context.gap_breaks or context.part_marks,
                      tuple((p, anchors(p)) for p in context.clause_ends),
                      dict(context.windows), context.glue,
-                     opening_automaton, tuple((len(word), tuple(at)) for word, at in opened.items()),
-                     frozenset(at for ats in opened.values() for at in ats))
+                     *_opening_index(patterns))
+
+
+def _opening_index(patterns: tuple[tuple, ...]) -> tuple[Any, tuple[tuple[int, tuple[int, ...]], ...], frozenset[int]]:
+    """TermIndex's opening_automaton, openings and opened, for the index's patterns."""
+    import ahocorasick
+
+    from j6doctor.engine.regex_anchors import openings
+
+    opened: dict[str, list[int]] = {}  # opening word → the patterns it opens
+    for at, (_, expression, *_) in enumerate(patterns):
+        for word in openings(expression, re.ASCII) or ():
+            opened.setdefault(word, []).append(at)
+    automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
+    for at, word in enumerate(opened):
+        automaton.add_word(word, at)
+    if opened:
+        automaton.make_automaton()
+    return (automaton, tuple((len(word), tuple(at)) for word, at in opened.items()),
+            frozenset(at for ats in opened.values() for at in ats))
 
 
 def _check_one_value(key: str, found: list[tuple], origin: str = "") -> None:
