@@ -284,7 +284,7 @@ def read(text: str, index: "TermIndex") -> Reading:
             pattern = compiled(expression)
             _pattern_hits(form.text, pattern, pattern.finditer(form.text), value, extend, found, rank)
     clauses = _clauses(normalised, form, index.clause_ends)
-    ends = [c.end for c in clauses]
+    ends = _sentence_end_at(clauses, len(form.text))
     triggers = [(s, e, category, where) for s, e, (category, where) in _leftmost_longest(hits.pop(TRIGGER, []), ends)
                 if category not in index.pseudo]
     tags: list[tuple] = []
@@ -506,23 +506,30 @@ _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 
 def _leftmost_longest(found: list[tuple], ends: list[int]) -> list[tuple[int, int, Any]]:
     """(start, end, value) of the hits (start, -end, rank, value) that overlap no earlier,
-    longer or better-ranked one; a hit that runs past the end of its sentence (`ends`, the
-    sentences' ends in order) is none ("the board\n\noutput is wrong" holds no "board output")."""
+    longer or better-ranked one; a hit that runs past the end of its sentence (`ends`: the
+    end of the sentence of each character, _sentence_end_at) is none ("the board\n\noutput
+    is wrong" holds no "board output")."""
     found.sort()
     kept: list[tuple[int, int, Any]] = []
     edge = -1
-    last = len(ends) - 1
-    at = 0  # the sentence of the hit: the first whose end is after its start (or the last)
     for start, negative_end, _, value in found:
         if start < edge:
             continue
-        if start >= ends[at] and at < last:
-            # (a bisection: a class has few hits, a post many sentences)
-            at = min(bisect_right(ends, start), last)
-        if -negative_end <= ends[at] or -negative_end <= start + 1:
+        if -negative_end <= ends[start] or -negative_end <= start + 1:
             edge = -negative_end
             kept.append((start, edge, value))
     return kept
+
+
+def _sentence_end_at(clauses: list[Clause], length: int) -> list[int]:
+    """For each character of a compact text (and its end), the end of the first sentence
+    ending after it, or of the last one: what every hit is checked against, looked up by its
+    start instead of bisected."""
+    out: list[int] = []
+    for clause in clauses:
+        out.extend([clause.end] * (clause.end - len(out)))
+    out.extend([clauses[-1].end] * (length + 1 - len(out)))
+    return out
 
 
 def _merged(tags: list[tuple], merge: tuple, text: str) -> list[tuple]:
