@@ -170,25 +170,21 @@ class Reading:
             found = self.derived[key] = (members, [self.tags[i][0] for i in members])
         return found
 
-    def next_in_class(self, index: int) -> int | None:
-        """The tag of the same class and aside that follows tag `index`."""
-        tag = self.tags[index]
-        members = self.by_class[tag[2]]
-        # the terms of one class do not overlap: their starts tell their order
-        for position in range(bisect_right(self.class_starts[tag[2]], tag[0]), len(members)):
-            if self.aside[members[position]] == self.aside[index]:
-                return members[position]
-        return None
-
     def last_before(self, index: int, limit: int, values: tuple[str, ...] | None = None) -> int:
         """The last tag of the class and aside of tag `index` (of one of `values`, when
         given), from it on, that ends by `limit`."""
+        tag = self.tags[index]
+        members, aside = self.by_class[tag[2]], self.aside[index]
         last = index
-        following = self.next_in_class(index)
-        while following is not None and self.tags[following][1] <= limit:
+        # the class's tags that follow it (they do not overlap: their starts tell their order)
+        for position in range(bisect_right(self.class_starts[tag[2]], tag[0]), len(members)):
+            following = members[position]
+            if self.aside[following] != aside:
+                continue
+            if self.tags[following][1] > limit:
+                break
             if values is None or self.tags[following][3] in values:
                 last = following
-            following = self.next_in_class(following)
         return last
 
     def clauses_holding(self, classes: frozenset[str]) -> set[int]:
