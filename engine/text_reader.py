@@ -88,10 +88,7 @@ class Reading:
             clause_classes[at].add(cls)
         self.by_class, self.class_starts = by_class, class_starts
         self.tag_clause, self.clause_classes = tag_clause, clause_classes
-        self.class_clauses: dict[str, set[int]] = {}  # the sentences holding each class
-        for at, held in enumerate(clause_classes):
-            for cls in held:
-                self.class_clauses.setdefault(cls, set()).add(at)
+        self.class_clauses: dict[str, set[int]] = {}  # the sentences holding each class, when first asked
         self.derived: dict = {}  # what is worked out from the reading once, when first asked (text_rules.py, probes)
         self.marks = marks                  # (start, end) of every part-ending mark, sorted
         self.mark_starts = [m[0] for m in marks]
@@ -189,8 +186,15 @@ class Reading:
 
     def clauses_holding(self, classes: frozenset[str]) -> set[int]:
         """The sentences that hold a term of every class of `classes`."""
-        sets = sorted((self.class_clauses.get(cls, set()) for cls in classes), key=len)
+        sets = sorted((self._clauses_of(cls) for cls in classes), key=len)
         return set.intersection(*sets) if sets else set()
+
+    def _clauses_of(self, cls: str) -> set[int]:
+        """The sentences holding a term of the class (a text rule asks of some classes only)."""
+        held = self.class_clauses.get(cls)
+        if held is None:
+            held = self.class_clauses[cls] = {self.tag_clause[index] for index in self.by_class.get(cls, ())}
+        return held
 
     # ------------------------------------------------------------------ places
     def gap_ok(self, end: int, start: int, gap: Gap) -> bool:
