@@ -278,8 +278,9 @@ def _statement_triggers(lexicon: TextLexicon, reading: Reading, clause: int) -> 
     found = reading.derived.get(key)
     if found is None:
         start, end = reading.clauses[clause].start, reading.clauses[clause].end
+        classes = reading.clause_classes[clause]  # (most statements name a class the sentence lacks)
         found = reading.derived[key] = [(category, hit.span(reading)) for category, statement in
-                                        lexicon.context.statements
+                                        lexicon.context.statements if may_match_in(statement, classes)
                                         for hit in find(statement, reading, every=True, lo=start, hi=end)]
     return found
 
