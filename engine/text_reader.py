@@ -569,26 +569,30 @@ def _clauses(normalised: str, form: Compact, clause_ends: tuple[tuple[str, Any],
     patterns = [compiled(expression) for expression, words in clause_ends if may_match(normalised, words)]
     cuts = sorted({m.span("cut") if "cut" in pattern.groupindex and m.start("cut") >= 0 else m.span()
                    for pattern in patterns for m in pattern.finditer(normalised)})
-    out: list[Clause] = []
+    spans: list[int] = []  # start, end of each sentence in the normalised text, in turn
     start = 0
     for cut_start, cut_end in cuts:
         if cut_start >= start:
-            _add_clause(out, form, start, cut_start)
+            spans += (start, cut_start)
         start = max(start, cut_end)
-    _add_clause(out, form, start, len(normalised))
-    if not out:
-        out.append(Clause(0, 0))
+    spans += (start, len(normalised))
+    return _trimmed(form, form.indexes_of(spans)) or [Clause(0, 0)]
+
+
+def _trimmed(form: Compact, bounds: list[int]) -> list[Clause]:
+    """The sentences of compact spans (start, end in turn) with the spaces at either end cut,
+    but for those that hold nothing else."""
+    text = form.text
+    out = []
+    for at in range(0, len(bounds), 2):
+        lo, hi = bounds[at], bounds[at + 1]
+        while lo < hi and text[lo] == " ":
+            lo += 1
+        while hi > lo and text[hi - 1] == " ":
+            hi -= 1
+        if hi > lo:
+            out.append(Clause(lo, hi))
     return out
-
-
-def _add_clause(out: list[Clause], form: Compact, start: int, end: int) -> None:
-    lo, hi = form.index_of(start), form.index_of(end)
-    while lo < hi and form.text[lo] == " ":
-        lo += 1
-    while hi > lo and form.text[hi - 1] == " ":
-        hi -= 1
-    if hi > lo:
-        out.append(Clause(lo, hi))
 
 
 __all__ = ["ANYWHERE", "CLOSES", "Clause", "MAX_TEXT_READ", "OPENS", "PART", "PART_END", "Reading", "TRIGGER", "read",
