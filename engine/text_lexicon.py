@@ -124,7 +124,9 @@ class TermIndex:
     vocabulary cache)."""
 
     automaton: Any                                  # ahocorasick.Automaton of ints: key → index in `found`
-    found: tuple[tuple[int, bool, tuple], ...]      # (length, must start a word, entries (class, value, must end a word))
+    # (length, must start a word, entries (class, value, must end a word), the indexes in
+    # `patterns` of those it opens); an opening word that is no phrase has no entries
+    found: tuple[tuple[int, bool, tuple, tuple[int, ...]], ...]
     # Expressions are kept as their source and the words one of which each match holds
     # (regex_anchors.py): the reader compiles one only for a text that holds such a word.
     patterns: tuple[tuple[str, str, str | None, bool, frozenset[str] | None], ...]  # class, expression, value, extend, anchors
@@ -135,10 +137,8 @@ class TermIndex:
     clause_ends: tuple[tuple[str, frozenset[str] | None], ...]  # expression, anchors
     windows: dict[str, int]
     glue: str
-    # The words each match of most patterns starts with (regex_anchors.openings): one automaton
-    # of them finds, in one pass, the only places where such a pattern is tried.
-    opening_automaton: Any = None                    # ahocorasick.Automaton of ints: word → index in `openings`
-    openings: tuple[tuple[int, tuple[int, ...]], ...] = ()  # (length, the indexes in `patterns` of those it opens)
+    # The patterns each match of which starts with one of a few words (regex_anchors.openings):
+    # the automaton finds those words, the only places where such a pattern is tried.
     opened: frozenset[int] = frozenset()             # the indexes in `patterns` of those with opening words
 
 
@@ -225,19 +225,25 @@ def build_index(lexicon: TextLexicon, origin: str = "") -> TermIndex:
                 add(phrase, term.name, value, f"text_terms.{term.name}.values.{value}")
         for phrase in term.ignore:
             add(phrase, term.name, None, f"text_terms.{term.name}.ignore")
+    patterns = tuple((t.name, p.regex, p.value, p.extend, anchors(p.regex))
+                     for t in lexicon.terms.values() for p in t.patterns)
+    opened = _opening_words(patterns)
     # The automaton holds numbers (it loads from the cache several times faster than one of
-    # objects); each number is the index of what its phrase stands for in `found`.
+    # objects); each number is the index of what its phrase stands for in `found`. It holds
+    # the patterns' opening words too: one pass over a text finds both.
     automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
     found_at: dict[tuple, int] = {}
     for key, found in entries.items():
         _check_one_value(key, found, origin)
-        # (length, must start a word, entries (class, value, must end a word)): one phrase, one start
-        what = (len(key), found[0][2], tuple(dict.fromkeys((c, v, e) for c, v, _, e in found)))
+        # (length, must start a word, entries (class, value, must end a word), patterns opened): one phrase, one start
+        what = (len(key), found[0][2], tuple(dict.fromkeys((c, v, e) for c, v, _, e in found)),
+                tuple(opened.get(key, ())))
         automaton.add_word(key, found_at.setdefault(what, len(found_at)))
+    for word, ats in opened.items():
+        if word not in entries:
+            automaton.add_word(word, found_at.setdefault((len(word), False, (), tuple(ats)), len(found_at)))
     if len(automaton):
         automaton.make_automaton()
-    patterns = tuple((t.name, p.regex, p.value, p.extend, anchors(p.regex))
-                     for t in lexicon.terms.values() for p in t.patterns)
     merges = {t.name: (t.merge_gap, {v: i for i, v in enumerate(t.merge_rank)}, frozenset(t.merge_between),
                        frozenset(t.merge_places or t.value_names()))
               for t in lexicon.terms.values() if t.merge_gap}
@@ -247,26 +253,19 @@ def build_index(lexicon: TextLexicon, origin: str = "") -> TermIndex:
                      context.gap_breaks or context.part_marks,
                      tuple((p, anchors(p)) for p in context.clause_ends),
                      dict(context.windows), context.glue,
-                     *_opening_index(patterns))
+                     frozenset(at for ats in opened.values() for at in ats))
 
 
-def _opening_index(patterns: tuple[tuple, ...]) -> tuple[Any, tuple[tuple[int, tuple[int, ...]], ...], frozenset[int]]:
-    """TermIndex's opening_automaton, openings and opened, for the index's patterns."""
-    import ahocorasick
-
+def _opening_words(patterns: tuple[tuple, ...]) -> dict[str, list[int]]:
+    """The words each match of most patterns starts with (regex_anchors.openings): each
+    word → the indexes in `patterns` of those it opens."""
     from j6doctor.engine.regex_anchors import openings
 
-    opened: dict[str, list[int]] = {}  # opening word → the patterns it opens
+    opened: dict[str, list[int]] = {}
     for at, (_, expression, *_) in enumerate(patterns):
         for word in openings(expression, re.ASCII) or ():
             opened.setdefault(word, []).append(at)
-    automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
-    for at, word in enumerate(opened):
-        automaton.add_word(word, at)
-    if opened:
-        automaton.make_automaton()
-    return (automaton, tuple((len(word), tuple(at)) for word, at in opened.items()),
-            frozenset(at for ats in opened.values() for at in ats))
+    return opened
 
 
 def _check_one_value(key: str, found: list[tuple], origin: str = "") -> None:

@@ -271,8 +271,7 @@ def read(text: str, index: "TermIndex") -> Reading:
     # first, then the longest, then the phrases before the patterns, in the order written
     hits: dict[str, list[tuple]] = defaultdict(list)
     marks = _part_marks(form, compiled(index.part_chars))
-    _literal_hits(form.text, index, hits, marks)
-    places = _opening_places(form.text, index)
+    places = _literal_hits(form.text, index, hits, marks)
     for rank, (cls, expression, value, extend, words) in enumerate(index.patterns, start=1):
         found = hits.setdefault(cls, [])
         if rank - 1 in index.opened:  # (tried only where one of its opening words stands)
@@ -416,16 +415,21 @@ def _part_marks(form: Compact, chars: re.Pattern) -> list[tuple[int, int]]:
     return [found.span() for found in chars.finditer(form.text)]
 
 
-def _literal_hits(text: str, index: Any, hits: defaultdict[str, list[tuple]], marks: list[tuple[int, int]]) -> None:
-    """Every term of the automaton found in `text`, where its word ends sit right."""
-    if not index.found:  # a lexicon of patterns alone: no automaton was made
-        return
+def _literal_hits(text: str, index: Any, hits: defaultdict[str, list[tuple]],
+                  marks: list[tuple[int, int]]) -> dict[int, list[int]]:
+    """Every term of the automaton found in `text`, where its word ends sit right; and where
+    each pattern with opening words may match: the starts of those words, in order."""
+    places: dict[int, list[int]] = {}
+    if not index.found:  # a lexicon of patterns alone, none with opening words: no automaton was made
+        return places
     last = len(text)
     word = _WORD_CHARS
     found_at = index.found
     for end, at in index.automaton.iter(text):
-        length, word_start, entries = found_at[at]
+        length, word_start, entries, opens = found_at[at]
         start = end - length + 1
+        for pattern in opens:  # (wherever the word stands: a pattern says where its words end)
+            places.setdefault(pattern, []).append(start)
         if word_start and start > 0 and text[start - 1] in word:
             continue
         after = end + 1
@@ -440,21 +444,6 @@ def _literal_hits(text: str, index: Any, hits: defaultdict[str, list[tuple]], ma
                 marks.append((start, after))
             else:
                 hits[cls].append((start, -after, 0, value))
-
-
-def _opening_places(text: str, index: Any) -> dict[int, list[int]]:
-    """Where each pattern with opening words may match: the starts of those words, in order."""
-    places: dict[int, list[int]] = {}
-    if not index.openings:
-        return places
-    openings = index.openings
-    for end, at in index.opening_automaton.iter(text):
-        length, patterns = openings[at]
-        for pattern in patterns:
-            starts = places.get(pattern)
-            if starts is None:
-                starts = places[pattern] = []
-            starts.append(end - length + 1)
     for starts in places.values():
         starts.sort()  # (found in the order they end)
     return places

@@ -7,6 +7,7 @@ without them."""
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from dataclasses import replace
 
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from j6doctor.engine.regex_anchors import openings, parser
-from j6doctor.engine.text_reader import _matches_at, _opening_places, read
+from j6doctor.engine.text_reader import _literal_hits, _matches_at, read
 from j6doctor.facts import vocabulary
 from test_regex_anchors import _report_texts, _sample
 
@@ -89,7 +90,7 @@ def test_a_text_sampled_from_an_expression_matches_as_everywhere(data):
 def test_the_automaton_finds_every_opening_word():
     index = vocabulary().text.index
     for text in [read(t, index).compact.text for t in _report_texts()[:100]]:
-        places = _opening_places(text, index)
+        places = _literal_hits(text, index, defaultdict(list), [])
         for at in index.opened:
             assert places.get(at, []) == _starts(openings(index.patterns[at][1], re.ASCII), text)
 
