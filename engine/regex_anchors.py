@@ -54,9 +54,9 @@ def _opening(items) -> frozenset[str] | None:
     first has many, the words each alternative of it starts with."""
     run = frozenset([""])
     for op, av in items:
-        spellings = _spellings(op, av)
-        if spellings is not None and len(run) * len(spellings) <= MOST_SPELLINGS:
-            run = frozenset(a + b for a in run for b in spellings)
+        longer = _extended(run, _spellings(op, av))
+        if longer is not None:
+            run = longer
             continue
         if run == {""}:
             return _item_opening(op, av)
@@ -75,6 +75,14 @@ def _item_opening(op, av) -> frozenset[str] | None:
     return None
 
 
+def _extended(run: frozenset[str], spellings: frozenset[str] | None) -> frozenset[str] | None:
+    """The spellings of a run of items followed by an item of these spellings, or None when
+    the item has too many (or any text) to spell out."""
+    if spellings is None or len(run) * len(spellings) > MOST_SPELLINGS:
+        return None
+    return frozenset(a + b for a in run for b in spellings)
+
+
 def may_match(text: str, words: frozenset[str] | None) -> bool:
     """Whether a text could hold a match of an expression with these anchor words."""
     return words is None or any(word in text for word in words)
@@ -87,8 +95,9 @@ def _required(items) -> frozenset[str] | None:
     run = frozenset([""])
     for op, av in items:
         spellings = _spellings(op, av)
-        if spellings is not None and len(run) * len(spellings) <= MOST_SPELLINGS:
-            run = frozenset(a + b for a in run for b in spellings)
+        longer = _extended(run, spellings)
+        if longer is not None:
+            run = longer
             continue
         choices.append(run)
         run = spellings or frozenset([""])
