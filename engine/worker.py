@@ -88,6 +88,9 @@ def _serve(conn, memory_mb: int) -> None:
     from j6doctor.engine.runtime import program_for, run
 
     known: dict[str, tuple[Any, Any]] = dict(_INHERITED)  # a forked child has them already
+    # one copy of each vocabulary, however many rule bases arrive with it (a process that loads
+    # many rule bases over one vocabulary would otherwise keep a copy per rule base)
+    vocabularies: dict[Any, Any] = {_vocabulary_key(v): v for _, v in known.values()}
     for compiled, vocab in known.values():  # registered while the parent reads the inputs
         try:
             program_for(compiled, vocab)
@@ -101,7 +104,7 @@ def _serve(conn, memory_mb: int) -> None:
         fingerprint, compiled, vocab, facts, limits = request  # fingerprint: (engine, rule base)
         try:
             if compiled is not None:
-                known[fingerprint] = (compiled, vocab)
+                known[fingerprint] = (compiled, vocabularies.setdefault(_vocabulary_key(vocab), vocab))
             compiled, vocab = known[fingerprint]
             answer = ("ok", run(compiled, vocab, facts, **limits))
         except MemoryError:
@@ -112,6 +115,12 @@ def _serve(conn, memory_mb: int) -> None:
             conn.send(answer)
         except (OSError, ValueError):
             return
+
+
+def _vocabulary_key(vocab) -> Any:
+    """What tells a vocabulary from another: its fingerprint (a vocabulary built without one is
+    its own)."""
+    return vocab.fingerprint or id(vocab)
 
 
 class EngineWorker:
