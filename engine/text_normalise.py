@@ -102,17 +102,6 @@ class Compact:
         following = self.c_starts[at + 1] if at + 1 < len(self.c_starts) else len(self.text)
         return min(index, following)
 
-    def indexes_of(self, text_indexes: list[int]) -> list[int]:
-        """`index_of` of each text index (of every sentence bound: one call for all)."""
-        c_starts, n_starts = self.c_starts, self.n_starts
-        bounds = c_starts[1:] + [len(self.text)]  # where each segment's compact span ends
-        out = []
-        for text_index in text_indexes:
-            at = bisect_right(n_starts, text_index) - 1  # (n_starts[0] is 0: at ≥ 0)
-            index = c_starts[at] + text_index - n_starts[at]
-            out.append(index if index < bounds[at] else bounds[at])
-        return out
-
     def kept(self, text_index: int) -> bool:
         """Whether the character at text index `text_index` is in the compact text."""
         index = self.index_of(text_index)

@@ -565,7 +565,7 @@ def _clauses(normalised: str, form: Compact, clause_ends: tuple[tuple[str, Any],
             spans += (start, cut_start)
         start = max(start, cut_end)
     spans += (start, len(normalised))
-    return _trimmed(form, form.indexes_of(spans)) or [Clause(0, 0)]
+    return _trimmed(form, [form.index_of(bound) for bound in spans]) or [Clause(0, 0)]
 
 
 def _trimmed(form: Compact, bounds: list[int]) -> list[Clause]:

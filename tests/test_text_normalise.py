@@ -145,11 +145,6 @@ def test_index_maps_around_squeezed_runs():
 
 
 
-def test_indexes_of_is_index_of_of_each():
-    for text in ("  a   b  \n\n c ", "量化后的 onnx", "板端 **NHWC** 输入，see https://x.com/a then ＯＫ  "):
-        c = compact(normal(text))
-        every = list(range(len(text) + 1))
-        assert c.indexes_of(every) == [c.index_of(j) for j in every]
 
 def test_the_users_words_come_back_through_the_maps():
     text = "板端 **NHWC** 输入，see https://x.com/a then ＯＫ"
