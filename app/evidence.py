@@ -201,12 +201,14 @@ def _key_of(fact: Fact) -> str:
 
 
 def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
-    """The scores a free text of the case gives its models (probes/said_scores.py): the first
-    is the reference, each later one written the same way (a percentage or a fraction) is
-    measured against it with the case's tolerance."""
+    """The scores a free text of the case gives its models (probes/said_scores.py): the
+    reference is the first model the vocabulary marks `score_reference` (the float model, written
+    before or after the others), else the first model given a score; each other score written
+    the same way (a percentage or a fraction) is measured against it with the case's tolerance."""
     from j6doctor.probes.said_scores import scores
 
     prose = facts.vocab.text.context.prose
+    mentions = facts.vocab.enums["mention"]
     for fact in list(facts.facts):
         for field_name in (f.split(".", 1)[1] for f in prose if f.split(".", 1)[0] == fact.type):
             text = fact.fields.get(field_name)
@@ -216,11 +218,11 @@ def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
             if len(found) < 2:
                 continue
             key = _key_of(fact)
-            first = found[0]
+            first = next((score for score in found if mentions.attr(score.mention, "score_reference")), found[0])
             facts.add("score_reference", {"mention": first.mention, "value": first.value, "quote": first.quote,
                                           "field": key}, fact.source)
-            for later in found[1:]:
-                if later.percent != first.percent:
+            for later in found:
+                if later is first or later.percent != first.percent:
                     continue
                 drop, threshold = tolerance.drop(first.value, later.value)
                 facts.add("score_drop", {

@@ -63,7 +63,9 @@ def scores(text: str) -> list[Score]:
         value = _number(str(words))[0]
         if value is None or value <= 0 or end in versions:
             continue  # no score: it stands between no model and its score
-        owner = _owner(reading, mentions, starts, start, previous_score_end)
+        owner = _named_after(reading, mentions, starts, end)
+        if owner is None:
+            owner = _owner(reading, mentions, starts, start, previous_score_end)
         if owner is not None and _named_otherwise(reading, reading.tags[owner][1], start):
             continue  # an error, a time, a size, a version
         if _a_version(reading, index):
@@ -346,6 +348,22 @@ def _software_version(reading, score_start: int) -> bool:
     if not named:
         return False
     return _VERSION_LEAD.fullmatch(reading.compact.text[reading.tags[named[-1]][1]:score_start]) is not None
+
+
+# A score followed by the model it is for: "compared with 0.56 for the fp32 model"
+_FOR_MODEL = re.compile(r"\s?(?:for|of) (?P<article>(?:the |my |our |an? )?)")
+
+
+def _named_after(reading, mentions: list[int], starts: list[int], score_end: int) -> int | None:
+    """The model named right after a score with "for" / "of" (its name may hold the article)."""
+    found = _FOR_MODEL.match(reading.compact.text, score_end)
+    if found is None:
+        return None
+    for place in (found.start("article"), found.end()):
+        at = bisect_left(starts, place)
+        if at < len(starts) and starts[at] == place:
+            return mentions[at]
+    return None
 
 
 def _owner(reading, mentions: list[int], starts: list[int], score_start: int, after: int) -> int | None:

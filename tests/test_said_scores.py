@@ -1,6 +1,6 @@
 """Scores written next to the models they belong to (probes/said_scores.py) and what the rules
 make of them (rules/18_intake.yaml score.*): read from the one reading of the text, compared
-with the first model's score under the case's tolerance."""
+with the reference model's score (the float model's, else the first) under the case's tolerance."""
 
 from __future__ import annotations
 
@@ -97,6 +97,39 @@ def test_sizes_named_for_two_models_are_no_pair_of_scores():
 ])
 def test_what_is_no_score(text):
     assert _read(text) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    # a whole number is a score after its measure, or as where a score fell to
+    ("量化之后掉点严重，浮点模型mAP 45，量化后只有 20", [("float", 45.0, False), ("quantized_bc", 20.0, False)]),
+    ("the float model has mAP 45, the quantized model drops to 20", [("float", 45.0, False), ("quantized_bc", 20.0, False)]),
+    # ... not a count
+    ("浮点模型精度为75，量化后只有20张图片能检测出来", [("float", 75.0, False)]),
+    ("float mAP 45, quantized model for 20 epochs", [("float", 45.0, False)]),
+])
+def test_a_whole_number_is_a_score_where_it_is_said_to_be_one(text, expected):
+    assert _read(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("The int8 model's mAP is 0.21, compared with 0.56 for the fp32 model",
+     [("quantized_bc", 0.21, False), ("float", 0.56, False)]),
+    ("We get 76.1% for the float model and 60.3% for the quantized model",
+     [("float", 76.1, True), ("quantized_bc", 60.3, True)]),
+])
+def test_a_score_followed_by_for_the_model_is_that_models(text, expected):
+    assert _read(text) == expected
+
+
+@pytest.mark.parametrize("symptom", [
+    "the quantized model has a mAP of 0.31 while the float model has 0.52",
+    "The int8 model's mAP is 0.21, compared with 0.56 for the fp32 model",
+])
+def test_the_float_models_score_is_the_reference_wherever_it_is_written(diagnose, symptom):
+    run = diagnose({"flow": "ptq", "symptom": symptom}).run
+    assert [f["mention"] for f in run.facts if f.type == "score_reference"] == ["float"]
+    assert [(f["mention"], f["within"]) for f in run.facts if f.type == "score_drop"] == [("quantized_bc", False)]
+    assert diagnose({"flow": "ptq", "symptom": symptom}).verdict_json["stage"] == "convert"
 
 
 def test_a_model_keeps_its_first_score_and_a_score_needs_its_model_close_by():

@@ -1,0 +1,81 @@
+"""One-sentence reports in the shapes users most often write them, read end to end (bundled
+rules, real engine): the symptom alone, and the stage an expert names from it.
+
+Each row is a general shape (a score called too low, a bit width beside the float model, the
+float model's score written after the quantized one, a fix that makes the board right ...),
+written for this test with invented numbers; what a row does not say stays open.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+SENTENCES = [
+    # a score called too low after a comma is no good score
+    ("量化后的模型准确率为76.7%，太低了", "undetermined", {"quantized_bc": "abnormal"}),
+    ("the int8 model's accuracy is 76.7%, which is too low", "undetermined", {"quantized_bc": "abnormal"}),
+    ("float accuracy is 90%, the quantized model's is too low", "convert", {"quantized_bc": "abnormal"}),
+    # a bit width named beside the float model it is compared with, in either order
+    ("int8 vs fp32 cosine 只有0.11", "convert", {"quantized_bc": "abnormal"}),
+    ("fp32与int8的cosine只有0.11", "convert", {"quantized_bc": "abnormal"}),
+    ("the fp32 and int8 outputs differ a lot", "convert", {"quantized_bc": "abnormal"}),
+    ("the int8 model output has cosine similarity of only 0.6 with the fp32 output", "convert",
+     {"quantized_bc": "abnormal"}),
+    # the float model's score is the reference wherever it is written
+    ("the quantized model has a mAP of 0.31 while the float model has 0.52", "convert", {"quantized_bc": "abnormal"}),
+    ("The int8 model's mAP is 0.21, compared with 0.56 for the fp32 model", "convert", {"quantized_bc": "abnormal"}),
+    # whole numbers as scores, the model named after its drop
+    ("量化之后掉点严重，浮点模型mAP 45，量化后只有 20", "convert", {"quantized_bc": "abnormal"}),
+    ("mAP drops from 45 to 20 after PTQ", "convert", {"quantized_bc": "abnormal"}),
+    ("PTQ后 top1 从 76.1% 降到 60.3%", "convert", {"quantized_bc": "abnormal"}),
+    # a precision variant named by "with"
+    ("The same model converted with fp16 works fine, with int8 the output is wrong", "convert",
+     {"quantized_bc": "abnormal"}),
+    # the calibration model by its English name
+    ("calibration模型精度正常，但是转成定点模型后精度掉了", "convert", {"quantized_bc": "abnormal"}),
+    # bad results in everyday words
+    ("The ONNX model works fine, but after converting to .bin and running on the RDK X5 the boxes are all "
+     "over the place", "baseline", {"board": "abnormal"}),
+    ("on the board nothing is detected", "baseline", {"board": "abnormal"}),
+    ("板端输出全是nan", "baseline", {"board": "abnormal"}),
+    ("quantized.onnx 在验证集上精度和 float 差不多，但是上板后精度只有一半", "compile", {"board": "abnormal"}),
+    # where it ran is no agreement ("on the same board"); a program that works is a control
+    ("The Python demo on the board gives correct boxes, but my C++ app on the same board gives wrong boxes",
+     "board", {}),
+    ("The outputs of quantized.bc and the hbm on the same batch of data do not match; quantized.bc's accuracy "
+     "is normal", "compile", {"quantized_bc": "normal"}),
+    # the training's colour against the board's, and the fix that made it right
+    ("板端输入用的是BGR，训练时用的是RGB，改成RGB之后结果正常了", "user_side", {}),
+    # one picture is no confirmation
+    ("On a single image the board output differs slightly from the PC output", "undetermined", {}),
+    # a QAT run stuck low is the training's
+    ("During QAT training the validation accuracy stays at 10%", "qat_training", {}),
+]
+
+
+def _results(run) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for fact in run.facts:
+        if fact.type == "confirmed":
+            out.setdefault(fact["artifact"], set()).add(fact["status"])
+    return out
+
+
+@pytest.mark.parametrize("symptom, stage, results", SENTENCES)
+def test_a_common_sentence_reads_as_an_expert_reads_it(diagnose, symptom, stage, results):
+    diagnosis = diagnose({"symptom": symptom})
+    assert diagnosis.verdict_json["stage"] == stage
+    confirmed = _results(diagnosis.run)
+    for artifact, status in results.items():
+        assert confirmed.get(artifact) == {status}, confirmed
+
+
+@pytest.mark.parametrize("symptom", [
+    "the int8 model's accuracy is 76.7%, which is fine",   # a good score stays good
+    "不只一张图，整个验证集都掉点",                          # more than one picture
+    "浮点模型精度为75，量化后只有20张图片能检测出来",          # a count is no score
+])
+def test_what_these_readings_leave_alone(diagnose, symptom):
+    facts = diagnose({"symptom": symptom}).run.facts
+    assert not any(f.type == "score_drop" for f in facts)
+    assert not any(f.type == "text_fact" and f["topic"] == "single_frame" for f in facts)
