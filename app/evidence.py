@@ -201,14 +201,18 @@ def _key_of(fact: Fact) -> str:
 
 
 def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
-    """The scores a free text of the case gives its models (probes/said_scores.py): the
-    reference is the first model the vocabulary marks `score_reference` (the float model, written
-    before or after the others), else the first model given a score; each other score written
-    the same way (a percentage or a fraction) is measured against it with the case's tolerance."""
+    """The scores a free text of the case gives its models (probes/said_scores.py), each other
+    score measured with the case's tolerance against its reference (_references), where both
+    are written the same way (a percentage or a fraction)."""
     from j6doctor.probes.said_scores import scores
 
     prose = facts.vocab.text.context.prose
-    mentions = facts.vocab.enums["mention"]
+    mentions, artifacts = facts.vocab.enums["mention"], facts.vocab.enums["artifact"]
+
+    def position(mention: str) -> int | None:
+        artifact = mentions.attr(mention, "denotes")
+        return None if artifact is None else artifacts.attr(artifact, "chain")
+
     for fact in list(facts.facts):
         for field_name in (f.split(".", 1)[1] for f in prose if f.split(".", 1)[0] == fact.type):
             text = fact.fields.get(field_name)
@@ -218,17 +222,39 @@ def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
             if len(found) < 2:
                 continue
             key = _key_of(fact)
-            first = next((score for score in found if mentions.attr(score.mention, "score_reference")), found[0])
-            facts.add("score_reference", {"mention": first.mention, "value": first.value, "quote": first.quote,
+            root, pairs = _references(found, position)
+            facts.add("score_reference", {"mention": root.mention, "value": root.value, "quote": root.quote,
                                           "field": key}, fact.source)
-            for later in found:
-                if later is first or later.percent != first.percent:
+            for score, reference in pairs:
+                if score.percent != reference.percent:
                     continue
-                drop, threshold = tolerance.drop(first.value, later.value)
+                drop, threshold = tolerance.drop(reference.value, score.value)
                 facts.add("score_drop", {
-                    "mention": later.mention, "reference": first.mention, "value": later.value,
-                    "reference_value": first.value, "drop": drop, "threshold": threshold, "within": drop <= threshold,
-                    "quote": later.quote, "field": key}, fact.source)
+                    "mention": score.mention, "reference": reference.mention, "value": score.value,
+                    "reference_value": reference.value, "drop": drop, "threshold": threshold,
+                    "within": drop <= threshold, "quote": score.quote, "field": key}, fact.source)
+
+
+def _references(found: list, position) -> tuple[Any, list[tuple[Any, Any]]]:
+    """The text's reference score and, for each other score, the one it is measured against.
+    The reference is the score of a model before the chain (the float model: chain -1)
+    wherever it is written; else the first score where its name has no place on the chain
+    ("onnx" depends on the flow), else the most upstream one. Each other model is measured against the
+    nearest model upstream of it on the chain given a score ("浮点 0.452，qat.bc 0.449，
+    quantized.bc 0.447，hbm 0.30": the hbm against quantized.bc), else against the reference (a
+    name whose artifact depends on the flow, "onnx", has no place on the chain)."""
+    placed = [score for score in found if position(score.mention) is not None]
+    root = next((score for score in placed if position(score.mention) < 0), None)
+    if root is None:
+        root = found[0] if position(found[0].mention) is None else min(placed, key=lambda score: position(score.mention))
+    pairs = []
+    for score in found:
+        if score is root:
+            continue
+        at = position(score.mention)
+        upstream = [other for other in placed if at is not None and position(other.mention) < at]
+        pairs.append((score, max(upstream, key=lambda other: position(other.mention)) if upstream else root))
+    return root, pairs
 
 
 def _metrics_settings(case: Case | None, options: EvidenceOptions) -> tuple[Path | None, Tolerance, str]:

@@ -72,6 +72,7 @@ class TextContext:
     part_phrases: tuple[str, ...] = ()
     windows: tuple[tuple[str, int], ...] = (("part", 40), ("clause", 80), ("adjacent", 3))
     glue: str = " "
+    glue_words: tuple[str, ...] = ()  # words that may also stand between side-by-side terms ("A and the B")
     categories: tuple[Category, ...] = ()
     readings: dict[str, ContextReading] = field(default_factory=dict)
     default: str = ""  # the reading a rule without `context:` takes (the first declared)
@@ -140,6 +141,7 @@ class TermIndex:
     # The patterns each match of which starts with one of a few words (regex_anchors.openings):
     # the automaton finds those words, the only places where such a pattern is tried.
     opened: frozenset[int] = frozenset()             # the indexes in `patterns` of those with opening words
+    glue_words: tuple[str, ...] = ()                 # the context's glue_words
 
 
 @dataclass(frozen=True)
@@ -253,7 +255,7 @@ def build_index(lexicon: TextLexicon, origin: str = "") -> TermIndex:
                      context.gap_breaks or context.part_marks,
                      tuple((p, anchors(p)) for p in context.clause_ends),
                      dict(context.windows), context.glue,
-                     frozenset(at for ats in opened.values() for at in ats))
+                     frozenset(at for ats in opened.values() for at in ats), context.glue_words)
 
 
 def _opening_words(patterns: tuple[tuple, ...]) -> dict[str, list[int]]:
@@ -370,8 +372,17 @@ def _context(raw: Any, terms: dict[str, TermClass], origin: str) -> TextContext:
     if not isinstance(prose, list) or not all(isinstance(p, str) and "." in p for p in prose):
         raise VocabularyError(f"{where}.prose: expected a list of <input type>.<text field>")
     return TextContext(ends, marks, breaks, _phrases(parts.get("phrases"), f"{where}.part_ends.phrases"),
-                       tuple(sorted(defaults.items())), str(raw.get("glue", " ")), categories, readings,
-                       next(iter(readings)), tuple(prose), _field_context(raw.get("field_context"), names, where))
+                       tuple(sorted(defaults.items())), str(raw.get("glue", " ")), _glue_words(raw, where),
+                       categories, readings, next(iter(readings)), tuple(prose),
+                       _field_context(raw.get("field_context"), names, where))
+
+
+def _glue_words(raw: dict, where: str) -> tuple[str, ...]:
+    """`glue_words: [the, a, ...]`: lower-case words of letters only."""
+    words = raw.get("glue_words") or []
+    if not isinstance(words, list) or not all(isinstance(w, str) and re.fullmatch(r"[a-z]+", w) for w in words):
+        raise VocabularyError(f"{where}.glue_words: expected a list of lower-case words (letters only)")
+    return tuple(words)
 
 
 def _field_context(raw: Any, names: set[str], where: str) -> dict[str, frozenset[str]]:

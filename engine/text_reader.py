@@ -53,11 +53,11 @@ class Reading:
     __slots__ = ("text", "compact", "tags", "by_class", "class_starts", "clauses",
                  "clause_starts", "tag_clause", "clause_classes", "class_clauses", "marks", "mark_starts", "mark_ends",
                  "breaks",
-                 "triggers", "trigger_starts", "windows", "glue", "aside", "aside_ends", "derived")
+                 "triggers", "trigger_starts", "windows", "glue", "glue_words", "aside", "aside_ends", "derived")
 
     def __init__(self, text: str, form: Compact, tags: list[tuple], clauses: list[Clause],
                  marks: list[tuple[int, int]], triggers: list[tuple], windows: dict[str, int], glue: str,
-                 breaks: str):
+                 breaks: str, glue_words: re.Pattern | None = None):
         self.text = text
         self.compact = form
         self.tags = tags
@@ -99,6 +99,7 @@ class Reading:
         self.trigger_starts = [t[0] for t in triggers]
         self.windows = windows
         self.glue = glue
+        self.glue_words = glue_words
 
     # ------------------------------------------------------------------ terms
     def tags_in(self, cls: str, lo: int, hi: int) -> list[int]:
@@ -199,15 +200,23 @@ class Reading:
     # ------------------------------------------------------------------ places
     def gap_ok(self, end: int, start: int, gap: Gap) -> bool:
         """Whether a term ending at `end` and the next starting at `start` are as near as `gap` says."""
-        distance = start - end
-        if distance > (gap.limit or self.windows[gap.kind]):
-            return False
+        limit = gap.limit or self.windows[gap.kind]
         if gap.kind == ADJACENT:
-            return all(c in self.glue for c in self.compact.text[end:start])
+            return self._glued(end, start, limit)
+        if start - end > limit:
+            return False
         if gap.kind == PART:
             at = bisect_left(self.breaks, end)
             return at == len(self.breaks) or self.breaks[at] >= start
         return True
+
+    def _glued(self, end: int, start: int, limit: int) -> bool:
+        """Side by side: at most `limit` glue characters between, not counting glue words
+        ("the board and the x86 simulator": "and", then the x86 simulator)."""
+        between = self.compact.text[end:start]
+        if len(between) > limit and self.glue_words is not None and len(between) <= 4 * limit + 8:
+            between = self.glue_words.sub("", between)
+        return len(between) <= limit and all(c in self.glue for c in between)
 
     def clause_of(self, position: int) -> Clause:
         return self.clauses[self.clause_index(position)]
@@ -298,7 +307,8 @@ def read(text: str, index: "TermIndex") -> Reading:
     names = _names(form.text)
     if names:
         tags, triggers, marks = _outside_names(tags, names), _outside_names(triggers, names), _outside_names(marks, names)
-    return Reading(text, form, tags, clauses, marks, triggers, index.windows, index.glue, index.gap_breaks)
+    return Reading(text, form, tags, clauses, marks, triggers, index.windows, index.glue, index.gap_breaks,
+                   _glue_words(index.glue_words))
 
 
 _RECENT: "OrderedDict[tuple[int, str], tuple[Any, Reading]]" = OrderedDict()
@@ -404,6 +414,12 @@ def _one_term(text: str, start: int, end: int, inside: list[tuple]) -> bool:
 
 
 @lru_cache(maxsize=None)
+@lru_cache(maxsize=8)
+def _glue_words(words: tuple[str, ...]) -> re.Pattern | None:
+    """One expression for the glue words, each a whole word."""
+    return re.compile(r"(?<![a-z])(?:" + "|".join(words) + r")(?![a-z])") if words else None
+
+
 def compiled(expression: str) -> re.Pattern:
     """An expression of the term index, compiled once per process (the index keeps sources).
     ASCII: \\w and \\b are Latin words ("结果rknn_demo异常" holds the name rknn_demo)."""

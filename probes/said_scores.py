@@ -66,8 +66,12 @@ def scores(text: str) -> list[Score]:
         owner = _named_after(reading, mentions, starts, end)
         if owner is None:
             owner = _owner(reading, mentions, starts, start, previous_score_end)
+        if owner is None:
+            owner = _named_right_after(reading, mentions, starts, end)
         if owner is not None and _named_otherwise(reading, reading.tags[owner][1], start):
             continue  # an error, a time, a size, a version
+        if owner is not None and _a_share(reading, owner, start):
+            continue  # a share of that model's score
         if _a_version(reading, index):
             continue  # "TensorFlow 2.9": no score, and it stands between no model and its score
         previous_score_end = end
@@ -83,11 +87,11 @@ def scores(text: str) -> list[Score]:
 
 def _keep(found: dict[str, Score], text: str, reading, mention_index: int, score_index: int) -> None:
     """A model's score, unless it has one already (its first score is its score)."""
-    m_start, _, _, mention = reading.tags[mention_index]
-    _, end, _, words = reading.tags[score_index]
+    m_start, m_end, _, mention = reading.tags[mention_index]
+    s_start, s_end, _, words = reading.tags[score_index]
     value, percent = _number(str(words))
     if str(mention) not in found and value is not None:
-        a, b = reading.span_in_text(m_start, end)
+        a, b = reading.span_in_text(min(m_start, s_start), max(m_end, s_end))  # (the name may follow: "0.56 for the fp32 model")
         found[str(mention)] = Score(str(mention), value, percent, a, b, " ".join(text[a:b].split())[:160])
 
 
@@ -334,6 +338,17 @@ def _named_otherwise(reading, owner_end: int, score_start: int) -> bool:
         not any(c.isdigit() for c in reading.compact.text[after:score_start])
 
 
+# what stands before a model whose score's share follows: "量化模型 75.9%，是浮点模型的 99.9%"
+_SHARE_LEAD = re.compile(r"(?:是|为|达到了?|相当于|只有|仅为?|占)\s?$")
+
+
+def _a_share(reading, owner: int, score_start: int) -> bool:
+    """Whether the number is a share of the model's score, not its score ("是浮点模型的 99.9%")."""
+    start, end = reading.tags[owner][:2]
+    text = reading.compact.text
+    return text[end:score_start].strip() == "的" and _SHARE_LEAD.search(text[max(0, start - 4):start]) is not None
+
+
 # between a software's name and its version: "TensorFlow 2.9", "torch==1.13", "v" ("trt v8.6")
 # (not a colon: "pytorch: 0.647" is a label and a score)
 _VERSION_LEAD = re.compile(r"[\s=v]{1,3}")
@@ -350,12 +365,13 @@ def _software_version(reading, score_start: int) -> bool:
     return _VERSION_LEAD.fullmatch(reading.compact.text[reading.tags[named[-1]][1]:score_start]) is not None
 
 
-# A score followed by the model it is for: "compared with 0.56 for the fp32 model"
-_FOR_MODEL = re.compile(r"\s?(?:for|of) (?P<article>(?:the |my |our |an? )?)")
+# A score followed by the model it is for: "compared with 0.56 for the fp32 model", "from 0.65 (fp32) to 0.30 (int8)"
+# (not "of": "75.9%, which is 99.9% of the float model" is a share of that model's score)
+_FOR_MODEL = re.compile(r"\s?(?:for |\()(?P<article>(?:the |my |our |an? )?)")
 
 
 def _named_after(reading, mentions: list[int], starts: list[int], score_end: int) -> int | None:
-    """The model named right after a score with "for" / "of" (its name may hold the article)."""
+    """The model named right after a score with "for" or in parentheses (its name may hold the article)."""
     found = _FOR_MODEL.match(reading.compact.text, score_end)
     if found is None:
         return None
@@ -364,6 +380,20 @@ def _named_after(reading, mentions: list[int], starts: list[int], score_end: int
         if at < len(starts) and starts[at] == place:
             return mentions[at]
     return None
+
+
+def _named_right_after(reading, mentions: list[int], starts: list[int], score_end: int) -> int | None:
+    """The model named right after a score (its measure may stand between) where no model
+    named before owns it: "I get 0.31 mAP on the board, compared with 0.52 for the float model"."""
+    text = reading.compact.text
+    place = score_end + (text[score_end:score_end + 1] == " ")
+    measures = reading.class_starts.get("measure", [])
+    at = bisect_left(measures, place)
+    if at < len(measures) and measures[at] == place:
+        place = reading.tags[reading.by_class["measure"][at]][1]
+        place += text[place:place + 1] == " "
+    at = bisect_left(starts, place)
+    return mentions[at] if at < len(starts) and starts[at] == place else None
 
 
 def _owner(reading, mentions: list[int], starts: list[int], score_start: int, after: int) -> int | None:

@@ -79,3 +79,23 @@ def test_what_these_readings_leave_alone(diagnose, symptom):
     facts = diagnose({"symptom": symptom}).run.facts
     assert not any(f.type == "score_drop" for f in facts)
     assert not any(f.type == "text_fact" and f["topic"] == "single_frame" for f in facts)
+
+
+@pytest.mark.parametrize("symptom, stage", [
+    # a slight difference is agreement: the quantized model is close to the float one
+    ("fp32 and int8 results differ only slightly, but the board output is totally different", "compile"),
+    # two builds of the device's model both wrong name no quantization loss
+    ("TensorRT engine: fp16 and int8 both give wrong boxes, the onnx runs fine in onnxruntime", "undetermined"),
+    # an input's data type is no quantized model
+    ("On the board, with int8 input the output is all zeros, while with float32 input it works", "baseline"),
+    # "after PTQ" said of the board's result is the board's
+    ("The board result is completely wrong after PTQ.", "baseline"),
+    # a cosine of 0.998 is no difference; half the time is no half score; a share is no score
+    ("cosine of only 0.998 between quantized.bc and the hbm, is that expected?", "undetermined"),
+    ("The board inference takes less than half the time of the simulator, results are identical", "undetermined"),
+    ("量化模型 top1 75.9%，是浮点模型的 99.9%", "undetermined"),
+    # no NaN denied is no bad result of the simulation
+    ("x86 仿真没有出现nan，板端输出是nan", "baseline"),
+])
+def test_words_near_these_readings_keep_their_own_meaning(diagnose, symptom, stage):
+    assert diagnose({"symptom": symptom}).verdict_json["stage"] == stage

@@ -1,6 +1,7 @@
 """Scores written next to the models they belong to (probes/said_scores.py) and what the rules
 make of them (rules/18_intake.yaml score.*): read from the one reading of the text, compared
-with the reference model's score (the float model's, else the first) under the case's tolerance."""
+with the nearest scored model upstream on the chain (the float model's score is the reference,
+else the first) under the case's tolerance."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def test_sizes_named_for_two_models_are_no_pair_of_scores():
     "[HBRT] set log level as 0. version = 3.15.54.0",   # a version is no score
     "the board runs at 30 FPS, the PC at 220 FPS",       # integers without a percent sign are no scores
     "the board | -1.00 |",                               # nor is a number below zero
-    "mAP 0.647 on the board",                            # a score before any model belongs to none
+    "mAP 0.647 and then on the board",                   # a score before any model belongs to none
     "the board runs hbrt 3.15.54.0.",                    # a version stays one before a full stop
     "the board bin is 2.3 MiB, 12.5 ms per frame",       # a size and a time are no scores
     "板端角点相对浮点的欧氏误差约为 1.728",                  # nor is a number named an error
@@ -116,6 +117,12 @@ def test_a_whole_number_is_a_score_where_it_is_said_to_be_one(text, expected):
      [("quantized_bc", 0.21, False), ("float", 0.56, False)]),
     ("We get 76.1% for the float model and 60.3% for the quantized model",
      [("float", 76.1, True), ("quantized_bc", 60.3, True)]),
+    ("mAP from 0.65 (fp32) to 0.30 (int8)", [("float", 0.65, False), ("quantized_bc", 0.3, False)]),
+    # a model named right after a score (its measure between) owns it where none before does
+    ("I get 0.31 mAP on the board, compared with 0.52 for the float model",
+     [("board", 0.31, False), ("float", 0.52, False)]),
+    ("float 0.65 on the board 0.41", [("float", 0.65, False), ("board", 0.41, False)]),
+    ("mAP 0.647 on the board", [("board", 0.647, False)]),
 ])
 def test_a_score_followed_by_for_the_model_is_that_models(text, expected):
     assert _read(text) == expected
@@ -130,6 +137,27 @@ def test_the_float_models_score_is_the_reference_wherever_it_is_written(diagnose
     assert [f["mention"] for f in run.facts if f.type == "score_reference"] == ["float"]
     assert [(f["mention"], f["within"]) for f in run.facts if f.type == "score_drop"] == [("quantized_bc", False)]
     assert diagnose({"flow": "ptq", "symptom": symptom}).verdict_json["stage"] == "convert"
+
+
+@pytest.mark.parametrize("text", [
+    "The quantized model top1 is 75.9%, which is 99.9% of the float model",
+    "量化模型 top1 75.9%，是浮点模型的 99.9%",
+])
+def test_a_share_of_a_models_score_is_no_score_of_it(text):
+    assert _read(text) == [("quantized_bc", 75.9, True)]
+
+
+@pytest.mark.parametrize("symptom, pairs", [
+    # each model against the nearest scored model upstream of it on the chain
+    ("hbm 上板精度 0.30，quantized.bc 0.447，qat.bc 0.449，浮点 0.452",
+     [("board", "quantized_bc", False), ("quantized_bc", "qat_bc", True), ("qat_bc", "float", True)]),
+    # a name with no place on the chain ("onnx") against the reference, the first score without a float one
+    ("Accuracy for the resnet50.onnx model is above 70% but after quantizing it, accuracy becomes 0.10%",
+     [("quantized_bc", "onnx_model", False)]),
+])
+def test_each_score_is_measured_against_the_nearest_one_upstream(diagnose, symptom, pairs):
+    run = diagnose({"flow": "ptq", "symptom": symptom}).run
+    assert sorted((f["mention"], f["reference"], f["within"]) for f in run.facts if f.type == "score_drop") == sorted(pairs)
 
 
 def test_a_model_keeps_its_first_score_and_a_score_needs_its_model_close_by():

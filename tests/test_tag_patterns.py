@@ -433,6 +433,18 @@ def test_adjacent_elements_with_words_between_do_not_match(index):
     assert pairs(index, "{setting_name} {setting_value}", text) == {("input_layout_rt", "nhwc")}
 
 
+@pytest.mark.parametrize("text, found", [
+    ("the board and the x86 simulator give different outputs", {("board", "hbm_x86")}),
+    ("quantized.bc and the hbm give different outputs", {("quantized_bc", "hbm")}),
+    # a glue word only where a word stands alone: "then" is no "the"
+    ("the board and then x86 simulation", set()),
+    # and only a few: a clause between is no glue
+    ("the board and the output of the x86 simulator", set()),
+])
+def test_glue_words_stand_between_side_by_side_terms(index, text, found):
+    assert {(m[0][1], m[2][1]) for m in hits(index, "{mention as a} ~12 {~compared_with} + {mention as b}", text)} == found
+
+
 def test_adjacent_bound(index):
     text = 'input_layout_rt = "NHWC"'
     assert distance(index, text, "setting_name", "setting_value") == 4

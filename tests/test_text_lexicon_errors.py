@@ -281,6 +281,8 @@ def test_a_minimal_context_loads():
      "text_context.part_ends.pattern_gaps_stop_at: ';' is no part-ending mark (marks)"),
     (context(windows={"sentence": 3}), "text_context.windows.sentence: expected part, clause, adjacent"),
     (context(windows={"part": -1}), "text_context.windows.part: expected part, clause, adjacent"),
+    (context(glue_words="the"), "text_context.glue_words: expected a list of lower-case words (letters only)"),
+    (context(glue_words=["the", "a b"]), "text_context.glue_words: expected a list of lower-case words (letters only)"),
     (context(categories={"negated": {"phrases": ["not"], "phrase": ["x"]}}),
      "text_context.categories.negated.phrase: unknown key; a category has"),
     (context(categories={"negated": {"meaning": "m"}}), "text_context.categories.negated: lists no phrases or statements"),
