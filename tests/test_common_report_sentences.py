@@ -44,6 +44,14 @@ SENTENCES = [
      "board", {}),
     ("The outputs of quantized.bc and the hbm on the same batch of data do not match; quantized.bc's accuracy "
      "is normal", "compile", {"quantized_bc": "normal"}),
+    ("The C++ app gives wrong boxes on the board, while the python script gives the right ones with the same hbm",
+     "board", {}),
+    ("python demo on the board works perfectly, but our C++ application running the same hbm outputs garbage boxes",
+     "board", {}),
+    ("On the board nothing is detected, the simulator detects all objects", "compile", {"board": "abnormal"}),
+    ("The QAT model is already 8 points below the float model", "qat_training", {"qat_pt": "abnormal"}),
+    # what the application converts to and then feeds is its practice
+    ("板端C++程序里把NV12转成了RGB再送进模型，但是模型的input_type_rt是nv12", "user_side", {}),
     # the training's colour against the board's, and the fix that made it right
     ("板端输入用的是BGR，训练时用的是RGB，改成RGB之后结果正常了", "user_side", {}),
     # one picture is no confirmation
