@@ -50,6 +50,14 @@ SENTENCES = [
      "board", {}),
     ("On the board nothing is detected, the simulator detects all objects", "compile", {"board": "abnormal"}),
     ("The QAT model is already 8 points below the float model", "qat_training", {"qat_pt": "abnormal"}),
+    ("同一个模型，python连板推理没问题，使用RKNPU c++板端部署，结果完全对不上，这是为啥阿？", "board", {}),
+    # the same deployed model on the PC is its host run, not the float model
+    ("同样的ncnn模型，在pc上结果正常，移动端掉点太多", "board", {"hbm_x86": "normal", "board": "abnormal"}),
+    # a model QAT-trained, its metrics zero; the training run itself is no result
+    ("基于上述训练模型作量化训练，使用相同数据集，训练过程正常但评估指标全为0", "qat_training", {"qat_pt": "abnormal"}),
+    ("fp16测试正常，但是量化成int8后没有预测框", "convert", {"quantized_bc": "abnormal"}),
+    # an issue template's example is no report
+    ("- 标题：简洁、精准描述您的问题，例如“ssd 模型转换报错”", "undetermined", {}),
     # what the application converts to and then feeds is its practice
     ("板端C++程序里把NV12转成了RGB再送进模型，但是模型的input_type_rt是nv12", "user_side", {}),
     # the training's colour against the board's, and the fix that made it right
