@@ -64,6 +64,8 @@ SENTENCES = [
     ("板端输入用的是BGR，训练时用的是RGB，改成RGB之后结果正常了", "user_side", {}),
     # one picture is no confirmation
     ("On a single image the board output differs slightly from the PC output", "undetermined", {}),
+    ("I ran the bin in the x86 simulator and it was fine. On the board, however, the boxes are shifted.", "board", {}),
+    ("During QAT the validation mAP never goes above 0.05", "qat_training", {}),
     # a QAT run stuck low is the training's
     ("During QAT training the validation accuracy stays at 10%", "qat_training", {}),
 ]
