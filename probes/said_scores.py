@@ -63,15 +63,10 @@ def scores(text: str) -> list[Score]:
         value = _number(str(words))[0]
         if value is None or value <= 0 or end in versions:
             continue  # no score: it stands between no model and its score
-        owner = _named_after(reading, mentions, starts, end)
-        if owner is None:
-            owner = _owner(reading, mentions, starts, start, previous_score_end)
-        if owner is None:
-            owner = _named_right_after(reading, mentions, starts, end)
-        if owner is not None and _named_otherwise(reading, reading.tags[owner][1], start):
-            continue  # an error, a time, a size, a version
-        if owner is not None and _a_share(reading, owner, start):
-            continue  # a share of that model's score
+        owner = _owner_of(reading, mentions, starts, (start, end), previous_score_end)
+        if owner is not None and (_named_otherwise(reading, reading.tags[owner][1], start)
+                                  or _a_share(reading, owner, start)):
+            continue  # an error, a time, a size, a version; a share of that model's score
         if _a_version(reading, index):
             continue  # "TensorFlow 2.9": no score, and it stands between no model and its score
         previous_score_end = end
@@ -363,6 +358,16 @@ def _software_version(reading, score_start: int) -> bool:
     if not named:
         return False
     return _VERSION_LEAD.fullmatch(reading.compact.text[reading.tags[named[-1]][1]:score_start]) is not None
+
+
+def _owner_of(reading, mentions: list[int], starts: list[int], span: tuple[int, int], after: int) -> int | None:
+    """The model a score belongs to: one named right after it with "for" / in parentheses,
+    else the last one named before it, else one named right after it."""
+    start, end = span
+    owner = _named_after(reading, mentions, starts, end)
+    if owner is None:
+        owner = _owner(reading, mentions, starts, start, after)
+    return owner if owner is not None else _named_right_after(reading, mentions, starts, end)
 
 
 # A score followed by the model it is for: "compared with 0.56 for the fp32 model", "from 0.65 (fp32) to 0.30 (int8)"
