@@ -117,3 +117,14 @@ def test_what_these_readings_leave_alone(diagnose, symptom):
 ])
 def test_words_near_these_readings_keep_their_own_meaning(diagnose, symptom, stage):
     assert diagnose({"symptom": symptom}).verdict_json["stage"] == stage
+
+
+@pytest.mark.parametrize("symptom", [
+    "板端结果应该和x86仿真一致，但实际差很多",
+    "The board output should be the same as the simulator, but it is totally different",
+    "Expected Behavior:\nThe quantized BPU model should keep accuracy comparable to the original ONNX model",
+])
+def test_what_should_happen_is_no_result(diagnose, symptom):
+    facts = diagnose({"symptom": symptom}).run.facts
+    assert not [f for f in facts if f.type == "said_comparison" and f["relation"] == "equal"]
+    assert not [f for f in facts if f.type == "said_result" and f["mention"] in ("float", "onnx_model")]
