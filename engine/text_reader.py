@@ -214,6 +214,7 @@ class Reading:
         """Side by side: at most `limit` glue characters between, not counting glue words
         ("the board and the x86 simulator": "and", then the x86 simulator)."""
         between = self.compact.text[end:start]
+        # (a few short words at most: a longer stretch is no glue, and is not searched)
         if len(between) > limit and self.glue_words is not None and len(between) <= 4 * limit + 8:
             between = self.glue_words.sub("", between)
         return len(between) <= limit and all(c in self.glue for c in between)
@@ -413,13 +414,13 @@ def _one_term(text: str, start: int, end: int, inside: list[tuple]) -> bool:
     return any(t[0] == lo and t[1] == hi for t in inside)
 
 
-@lru_cache(maxsize=None)
 @lru_cache(maxsize=8)
 def _glue_words(words: tuple[str, ...]) -> re.Pattern | None:
     """One expression for the glue words, each a whole word."""
     return re.compile(r"(?<![a-z])(?:" + "|".join(words) + r")(?![a-z])") if words else None
 
 
+@lru_cache(maxsize=None)
 def compiled(expression: str) -> re.Pattern:
     """An expression of the term index, compiled once per process (the index keeps sources).
     ASCII: \\w and \\b are Latin words ("结果rknn_demo异常" holds the name rknn_demo)."""
