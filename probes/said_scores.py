@@ -381,9 +381,9 @@ def _named_after(reading, mentions: list[int], starts: list[int], score_end: int
     if found is None:
         return None
     for place in (found.start("article"), found.end()):
-        at = bisect_left(starts, place)
-        if at < len(starts) and starts[at] == place:
-            return mentions[at]
+        owner = _starting_at(mentions, starts, place)
+        if owner is not None:
+            return owner
     return None
 
 
@@ -392,13 +392,17 @@ def _named_right_after(reading, mentions: list[int], starts: list[int], score_en
     named before owns it: "I get 0.31 mAP on the board, compared with 0.52 for the float model"."""
     text = reading.compact.text
     place = score_end + (text[score_end:score_end + 1] == " ")
-    measures = reading.class_starts.get("measure", [])
-    at = bisect_left(measures, place)
-    if at < len(measures) and measures[at] == place:
-        place = reading.tags[reading.by_class["measure"][at]][1]
+    measure = _starting_at(reading.by_class.get("measure", []), reading.class_starts.get("measure", []), place)
+    if measure is not None:
+        place = reading.tags[measure][1]
         place += text[place:place + 1] == " "
+    return _starting_at(mentions, starts, place)
+
+
+def _starting_at(tags: list[int], starts: list[int], place: int) -> int | None:
+    """The tag (of one class: its indexes and their starts, in order) that starts at `place`."""
     at = bisect_left(starts, place)
-    return mentions[at] if at < len(starts) and starts[at] == place else None
+    return tags[at] if at < len(starts) and starts[at] == place else None
 
 
 def _owner(reading, mentions: list[int], starts: list[int], score_start: int, after: int) -> int | None:
