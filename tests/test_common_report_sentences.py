@@ -56,6 +56,13 @@ SENTENCES = [
     # a model QAT-trained, its metrics zero; the training run itself is no result
     ("基于上述训练模型作量化训练，使用相同数据集，训练过程正常但评估指标全为0", "qat_training", {"qat_pt": "abnormal"}),
     ("fp16测试正常，但是量化成int8后没有预测框", "convert", {"quantized_bc": "abnormal"}),
+    # the simulation said to agree with an earlier model is the reference the board fails against
+    ("hbm在x86上仿真结果和quantized.bc一致，上板后结果不对", "board", {"hbm_x86": "normal", "board": "abnormal"}),
+    ("The hbm gives the same result as quantized.bc in x86 simulation, but on the board the results are wrong",
+     "board", {"hbm_x86": "normal", "board": "abnormal"}),
+    ("hb_verifier 显示 quantized.bc 和 x86 仿真一致，板端精度很差", "board", {"hbm_x86": "normal"}),
+    # ... but not when the pair is said to be wrong too
+    ("x86 仿真和 quantized.bc 一致，但是都不对，板端也不对", "undetermined", {"board": "abnormal"}),
     # an issue template's example is no report
     ("- 标题：简洁、精准描述您的问题，例如“ssd 模型转换报错”", "undetermined", {}),
     # what the application converts to and then feeds is its practice
