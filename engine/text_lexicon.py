@@ -65,6 +65,20 @@ class Category:
 
 
 @dataclass(frozen=True)
+class Carry:
+    """A term a sentence takes from the sentence right before (text context `carry`): one of
+    class `cls`, into a sentence whose first term of an `into` class comes after a term of a
+    `led_by` class and before any of `cls` or `not_after`, from a sentence holding one of `cls`
+    and none of `from_without`."""
+
+    cls: str
+    into: frozenset[str]
+    led_by: frozenset[str]
+    not_after: frozenset[str]
+    from_without: frozenset[str]
+
+
+@dataclass(frozen=True)
 class TextContext:
     clause_ends: tuple[str, ...] = (r"\n",)
     part_marks: str = ""
@@ -73,6 +87,9 @@ class TextContext:
     windows: tuple[tuple[str, int], ...] = (("part", 40), ("clause", 80), ("adjacent", 3))
     glue: str = " "
     glue_words: tuple[str, ...] = ()  # words that may also stand between side-by-side terms ("A and the B")
+    # the term a sentence that opens with a result takes from the sentence right before
+    # (`carry`); None: none is carried
+    carry: "Carry | None" = None
     categories: tuple[Category, ...] = ()
     readings: dict[str, ContextReading] = field(default_factory=dict)
     default: str = ""  # the reading a rule without `context:` takes (the first declared)
@@ -142,6 +159,7 @@ class TermIndex:
     # the automaton finds those words, the only places where such a pattern is tried.
     opened: frozenset[int] = frozenset()             # the indexes in `patterns` of those with opening words
     glue_words: tuple[str, ...] = ()                 # the context's glue_words
+    carry: "Carry | None" = None                     # the context's carry
 
 
 @dataclass(frozen=True)
@@ -255,7 +273,7 @@ def build_index(lexicon: TextLexicon, origin: str = "") -> TermIndex:
                      context.gap_breaks or context.part_marks,
                      tuple((p, anchors(p)) for p in context.clause_ends),
                      dict(context.windows), context.glue,
-                     frozenset(at for ats in opened.values() for at in ats), context.glue_words)
+                     frozenset(at for ats in opened.values() for at in ats), context.glue_words, context.carry)
 
 
 def _opening_words(patterns: tuple[tuple, ...]) -> dict[str, list[int]]:
@@ -373,7 +391,7 @@ def _context(raw: Any, terms: dict[str, TermClass], origin: str) -> TextContext:
         raise VocabularyError(f"{where}.prose: expected a list of <input type>.<text field>")
     return TextContext(ends, marks, breaks, _phrases(parts.get("phrases"), f"{where}.part_ends.phrases"),
                        tuple(sorted(defaults.items())), str(raw.get("glue", " ")), _glue_words(raw, where),
-                       categories, readings, next(iter(readings)), tuple(prose),
+                       _carry(raw.get("carry"), terms, where), categories, readings, next(iter(readings)), tuple(prose),
                        _field_context(raw.get("field_context"), names, where))
 
 
@@ -383,6 +401,26 @@ def _glue_words(raw: dict, where: str) -> tuple[str, ...]:
     if not isinstance(words, list) or not all(isinstance(w, str) and re.fullmatch(r"[a-z]+", w) for w in words):
         raise VocabularyError(f"{where}.glue_words: expected a list of lower-case words (letters only)")
     return tuple(words)
+
+
+_CARRY_KEYS = ("class", "into", "led_by", "not_after", "from_without")
+
+
+def _carry(raw: Any, terms: dict[str, TermClass], where: str) -> Carry | None:
+    """`carry: {class: C, into: [...], led_by: [...], not_after: [...], from_without: [...]}`,
+    each a term class or a list of them."""
+    if raw is None:
+        return None
+    spec = _mapping(raw, f"{where}.carry")
+    lists = [spec.get(k) for k in _CARRY_KEYS[1:]]
+    if (set(spec) != set(_CARRY_KEYS) or not isinstance(spec["class"], str)
+            or not all(isinstance(v, list) and all(isinstance(c, str) for c in v) for v in lists)):
+        raise VocabularyError(f"{where}.carry: expected " + ", ".join(
+            f"{k}: {'<term class>' if k == 'class' else '[term classes]'}" for k in _CARRY_KEYS))
+    unknown = [c for c in [spec["class"], *(c for v in lists for c in v)] if c not in terms]
+    if unknown:
+        raise VocabularyError(f"{where}.carry: no term class {unknown[0]!r} in the text terms")
+    return Carry(spec["class"], *(frozenset(v) for v in lists))
 
 
 def _field_context(raw: Any, names: set[str], where: str) -> dict[str, frozenset[str]]:

@@ -28,7 +28,7 @@ from j6doctor.engine.tag_patterns import ADJACENT, PART, Gap
 from j6doctor.engine.text_normalise import Compact, compact, normal
 
 if TYPE_CHECKING:
-    from j6doctor.engine.text_lexicon import TermIndex
+    from j6doctor.engine.text_lexicon import Carry, TermIndex
 
 # Text rules read the first MAX_TEXT_READ characters of a text: a real post is a few thousand;
 # the case reader notes the cut (probes/case_file.py).
@@ -53,7 +53,8 @@ class Reading:
     __slots__ = ("text", "compact", "tags", "by_class", "class_starts", "clauses",
                  "clause_starts", "tag_clause", "clause_classes", "class_clauses", "marks", "mark_starts", "mark_ends",
                  "breaks",
-                 "triggers", "trigger_starts", "windows", "glue", "glue_words", "aside", "aside_ends", "derived")
+                 "triggers", "trigger_starts", "windows", "glue", "glue_words", "aside", "aside_ends", "derived",
+                 "carried")
 
     def __init__(self, text: str, form: Compact, tags: list[tuple], clauses: list[Clause],
                  marks: list[tuple[int, int]], triggers: list[tuple], windows: dict[str, int], glue: str,
@@ -61,6 +62,8 @@ class Reading:
         self.text = text
         self.compact = form
         self.tags = tags
+        # the terms carried from the sentence before (text context `carry`): the only empty ones
+        self.carried = frozenset(i for i, tag in enumerate(tags) if tag[0] == tag[1])
         # the parenthesis each tag stands in (-1: none): a statement is read either outside
         # every aside ("板上 conf ~0.003（host FP32 为 0.978），0 检出") or within one
         self.aside, self.aside_ends = _asides(form.text, tags)
@@ -308,6 +311,8 @@ def read(text: str, index: "TermIndex") -> Reading:
     names = _names(form.text)
     if names:
         tags, triggers, marks = _outside_names(tags, names), _outside_names(triggers, names), _outside_names(marks, names)
+    if index.carry and len(clauses) > 1:
+        tags = _carried(tags, clauses, index.carry, form, normalised)
     return Reading(text, form, tags, clauses, marks, triggers, index.windows, index.glue, index.gap_breaks,
                    _glue_words(index.glue_words))
 
@@ -553,6 +558,51 @@ def _merged(tags: list[tuple], merge: tuple, text: str) -> list[tuple]:
         else:
             out.append(tag)
     return out
+
+
+def _carried(tags: list[tuple], clauses: list[Clause], carry: "Carry", form: Compact, normalised: str) -> list[tuple]:
+    """The tags (sorted) with an empty term of the carried class at the start of each sentence
+    that opens with a result (text context `carry`), valued as the last such term of the
+    sentence right before: in "我用 PTQ 量化了模型。它的精度从 76% 掉到了 40%。" the drop is the
+    quantized model's."""
+    count = len(clauses)
+    last: list[Any] = [None] * count   # the value of each sentence's last term of the class
+    opens = [False] * count            # its first `into` term after a `led_by` one, before any other name
+    led = [False] * count
+    closed = [False] * count           # a term of the class or of `not_after` (or an `into` one) seen
+    states = [False] * count           # a `from_without` term
+    at = 0
+    for start, _, cls, value in tags:
+        while at + 1 < count and start >= clauses[at].end:
+            at += 1
+        if cls in carry.into and not closed[at]:
+            opens[at] = led[at]
+        if cls == carry.cls:
+            last[at] = value
+        closed[at] = closed[at] or cls == carry.cls or cls in carry.not_after or cls in carry.into
+        led[at] = led[at] or cls in carry.led_by
+        states[at] = states[at] or cls in carry.from_without
+    added = [(clauses[b].start, clauses[b].start, carry.cls, last[b - 1]) for b in range(1, count)
+             if opens[b] and last[b - 1] is not None and not states[b - 1]
+             and _runs_on(normalised, form.end_in_text(clauses[b - 1].end), form.start_in_text(clauses[b].start))]
+    return sorted(tags + added) if added else tags
+
+
+def _runs_on(normalised: str, end: int, start: int) -> bool:
+    """Whether the sentence at `start` goes on from the one ending at `end`: only sentence marks
+    and spaces between, a line break only after such a mark or a colon (a wrapped paragraph,
+    "测试 INT8 的准确率：\n准确率为 76.7%"), and it is no list item or heading of its own (nor
+    after a code block, a table or a blank line)."""
+    gap = normalised[end:start]
+    if not set(gap) <= _BETWEEN or _ITEM.match(normalised, start):
+        return False
+    breaks = gap.count("\n")
+    return breaks == 0 or (breaks == 1 and (normalised[end - 1:end] + gap[:gap.index("\n")]).rstrip(" \t")[-1:] in _MARKS)
+
+
+_MARKS = ".。;!?:"
+_BETWEEN = frozenset(_MARKS + " \t\n")
+_ITEM = re.compile(r"[ \t]*(?:[-*•#>|]|\d+[.)、])")
 
 
 def _within_clauses(tags: list[tuple], clauses: list[Clause]) -> list[tuple]:

@@ -165,8 +165,17 @@ def find_matches(rule: CompiledTextRule, inputs: list[TextInput], readings: Read
         carried = field_context.get(f"{type_name}.{field_name}", frozenset())
         for hit, clause in _hits(rule, readings.lexicon, reading, limit, readings.seen.setdefault(text, set()),
                                  carried):
-            found.append(_match(rule, fact, key, reading, clause, _groups(rule, readings.lexicon, hit, reading)))
+            found.append(_match(rule, fact, key, reading, clause, _groups(rule, readings.lexicon, hit, reading),
+                                _quoted_from(reading, hit, clause)))
     return found
+
+
+def _quoted_from(reading: Reading, hit: Hit, clause: Clause) -> int:
+    """Where the quote of a match starts: its sentence, or the one before when the match took
+    a term carried from there (text context `carry`)."""
+    if reading.carried.isdisjoint(hit.tags):
+        return clause.start
+    return reading.clauses[reading.tag_clause[hit.tags[0]] - 1].start
 
 
 def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, limit: int,
@@ -301,10 +310,11 @@ def _groups(rule: CompiledTextRule, lexicon: TextLexicon, hit: Hit, reading: Rea
 
 
 def _match(rule: CompiledTextRule, fact: Fact, key: str, reading: Reading, clause: Clause,
-           groups: dict[str, str]) -> TextMatch:
+           groups: dict[str, str], quoted_from: int | None = None) -> TextMatch:
     start, end = reading.span_in_text(clause.start, clause.end)
+    first = start if quoted_from is None else reading.compact.start_in_text(quoted_from)
     # a wrapped line is one sentence; Markdown's fences and marks are not the user's words
-    quote = " ".join(_FENCE.sub(" ", reading.text[start:end])[:MAX_QUOTE].split()).strip(_MARKUP)
+    quote = " ".join(_FENCE.sub(" ", reading.text[first:end])[:MAX_QUOTE].split()).strip(_MARKUP)
     return TextMatch(rule.rule, fact, key, start, end, quote, groups)
 
 

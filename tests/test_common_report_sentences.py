@@ -63,6 +63,13 @@ SENTENCES = [
     ("hb_verifier 显示 quantized.bc 和 x86 仿真一致，板端精度很差", "board", {"hbm_x86": "normal"}),
     # ... but not when the pair is said to be wrong too
     ("x86 仿真和 quantized.bc 一致，但是都不对，板端也不对", "undetermined", {"board": "abnormal"}),
+    # a result in the next sentence is the model's named just before
+    ("I quantized my model with PTQ. Its accuracy dropped from 76% to 40%.", "convert", {"quantized_bc": "abnormal"}),
+    ("我用PTQ量化了模型。它的精度从76%掉到了40%。", "convert", {"quantized_bc": "abnormal"}),
+    ("I trained the model with QAT for 20 epochs. The validation mAP never goes above 0.05.", "qat_training", {}),
+    ("I deployed the model to the RDK X5. The detections are all wrong.", "baseline", {"board": "abnormal"}),
+    ("After quantization I evaluated the model on COCO val. The mAP is only 0.12, while the float model gets 0.45",
+     "convert", {"quantized_bc": "abnormal"}),
     # an issue template's example is no report
     ("- 标题：简洁、精准描述您的问题，例如“ssd 模型转换报错”", "undetermined", {}),
     # what the application converts to and then feeds is its practice
@@ -135,3 +142,9 @@ def test_what_should_happen_is_no_result(diagnose, symptom):
     facts = diagnose({"symptom": symptom}).run.facts
     assert not [f for f in facts if f.type == "said_comparison" and f["relation"] == "equal"]
     assert not [f for f in facts if f.type == "said_result" and f["mention"] in ("float", "onnx_model")]
+
+
+def test_a_result_carried_from_the_sentence_before_quotes_both(diagnose):
+    symptom = "Some context first. I quantized my model with PTQ. Its accuracy dropped from 76% to 40%."
+    facts = [f for f in diagnose({"symptom": symptom}).verdict.text_facts if f.rule == "text.result"]
+    assert [f.quote for f in facts] == ["I quantized my model with PTQ. Its accuracy dropped from 76% to 40%"]

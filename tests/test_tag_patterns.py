@@ -383,8 +383,12 @@ def test_a_same_part_gap_stops_only_at_the_marks_the_text_context_names(index):
 
 
 def test_a_sentence_gap_does_not_cross_a_sentence_end(index):
-    assert hits(index, "{mention} … {status}", "板端跑了。结果不对") == []
-    assert hits(index, "{mention} … {status}", "the board runs. the output is wrong") == []
+    # (a sentence opening with a measure and its result takes the model carried from the one
+    # before: the match is then the carried term's, in the second sentence, below)
+    assert hits(index, "{mention} … {status}", "板端跑了。不对") == []
+    assert hits(index, "{mention} … {status}", "the board runs. wrong, it is") == []
+    [(carried, status)] = hits(index, "{mention} … {status}", "板端跑了。结果不对")
+    assert carried == ("mention", "board", "") and status[2] == "不对"
 
 
 def test_same_part_bound(index):
@@ -443,6 +447,39 @@ def test_adjacent_elements_with_words_between_do_not_match(index):
 ])
 def test_glue_words_stand_between_side_by_side_terms(index, text, found):
     assert {(m[0][1], m[2][1]) for m in hits(index, "{mention as a} ~12 {~compared_with} + {mention as b}", text)} == found
+
+
+# ---------------------------------------------------------------------------- carried terms
+
+@pytest.mark.parametrize("text, found", [
+    # a sentence that opens with a measure and its result takes the model named just before
+    ("I quantized my model with PTQ. Its accuracy dropped from 76% to 40%.", {("quantized_bc", "abnormal")}),
+    ("After quantization I evaluated the model on COCO val. The mAP is only 0.12", {("quantized_bc", "abnormal")}),
+    ("我用PTQ量化了模型。它的精度从76%掉到了40%。", {("quantized_bc", "abnormal")}),
+    # ... across a line wrapped after the sentence's mark, or after a colon that introduces it
+    ("在PC上测试量化后的模型的准确率：\n准确率为 12%，太低了", {("quantized_bc", "abnormal")}),
+    # not when the sentence before stated a result of its own
+    ("The quantized model is wrong on the board. The mAP is only 0.12", {("quantized_bc", "abnormal")}),
+    # not when another name stands before the result ("the engine", "新格式的模型")
+    ("I quantized my model with PTQ. The accuracy of the engine is bad.", set()),
+    ("我用PTQ量化了模型。然而，新格式的模型在测试集上精度下降严重", set()),
+    # not without a measure opening it, nor when it names its model before the result
+    ("I quantized my model with PTQ. Something is wrong with the test method.", set()),
+    # not across a blank line, a list item, or a code block
+    ("I quantized my model with PTQ.\n\nThe accuracy is bad.", set()),
+    ("1、量化了模型\n2、精度很差", set()),
+    ("python quantize.py --model quantized_model.onnx\n```\nThe accuracy is bad.", set()),
+])
+def test_a_sentence_opening_with_a_result_takes_the_model_named_just_before(index, text, found):
+    assert pairs(index, "{mention} … {status}", text) == found
+
+
+def test_the_carried_term_is_empty_at_the_start_of_its_sentence(index):
+    r = reading(index, "I quantized my model with PTQ. Its accuracy dropped from 76% to 40%.")
+    (carried,) = r.carried
+    start, end, cls, value = r.tags[carried]
+    assert (start, end, cls, value) == (r.clauses[1].start, r.clauses[1].start, "mention", "quantized_bc")
+    assert r.tag_clause[carried] == 1
 
 
 def test_adjacent_bound(index):
