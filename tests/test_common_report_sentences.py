@@ -70,6 +70,13 @@ SENTENCES = [
     ("I deployed the model to the RDK X5. The detections are all wrong.", "baseline", {"board": "abnormal"}),
     ("After quantization I evaluated the model on COCO val. The mAP is only 0.12, while the float model gets 0.45",
      "convert", {"quantized_bc": "abnormal"}),
+    # a report that names only the quantization step: an unplaced drop is the quantized model's
+    ("I am using NNCF to quantize the model. When I tested the mAP, I found that the mAP has decreased by 10%",
+     "convert", {"quantized_bc": "abnormal"}),
+    ("用 PPQ 做了 int8 量化，测试集上精度下降了 20 个点", "convert", {"quantized_bc": "abnormal"}),
+    # ... not when it names a device too: the drop is the device's
+    ("I quantized the model and ran it on the NPU. When I tested the mAP, it has decreased by 10%", "baseline",
+     {"board": "abnormal"}),
     # an issue template's example is no report
     ("- 标题：简洁、精准描述您的问题，例如“ssd 模型转换报错”", "undetermined", {}),
     # what the application converts to and then feeds is its practice
