@@ -77,6 +77,11 @@ class Carry:
     not_after: frozenset[str]
     from_without: frozenset[str]
 
+    @property
+    def classes(self) -> frozenset[str]:
+        """Every class it looks at."""
+        return frozenset({self.cls}) | self.into | self.led_by | self.not_after | self.from_without
+
 
 @dataclass(frozen=True)
 class TextContext:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict, defaultdict
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
@@ -566,26 +566,34 @@ def _carried(tags: list[tuple], clauses: list[Clause], carry: "Carry", form: Com
     sentence right before: in "我用 PTQ 量化了模型。它的精度从 76% 掉到了 40%。" the drop is the
     quantized model's."""
     count = len(clauses)
-    last: list[Any] = [None] * count   # the value of each sentence's last term of the class
-    opens = [False] * count            # its first `into` term after a `led_by` one, before any other name
-    led = [False] * count
-    closed = [False] * count           # a term of the class or of `not_after` (or an `into` one) seen
-    states = [False] * count           # a `from_without` term
-    at = 0
-    for start, _, cls, value in tags:
-        while at + 1 < count and start >= clauses[at].end:
-            at += 1
-        if cls in carry.into and not closed[at]:
-            opens[at] = led[at]
+    ends = [c.end for c in clauses]
+    never = float("inf")
+    last: list[Any] = [None] * count       # the value of each sentence's last term of the class
+    first_into = [never] * count           # where its first `into`, `led_by`, naming term starts
+    first_led = [never] * count
+    first_name = [never] * count           # (a term of the class or of `not_after`)
+    states = [False] * count               # a `from_without` term
+    looked_at = carry.classes
+    # (the tags come in order of their start: the first of a kind in a sentence is the first seen)
+    for start, _, cls, value in [t for t in tags if t[2] in looked_at]:
+        at = bisect_right(ends, start, 0, count - 1)
         if cls == carry.cls:
             last[at] = value
-        closed[at] = closed[at] or cls == carry.cls or cls in carry.not_after or cls in carry.into
-        led[at] = led[at] or cls in carry.led_by
-        states[at] = states[at] or cls in carry.from_without
-    added = [(clauses[b].start, clauses[b].start, carry.cls, last[b - 1]) for b in range(1, count)
-             if opens[b] and last[b - 1] is not None and not states[b - 1]
-             and _runs_on(normalised, form.end_in_text(clauses[b - 1].end), form.start_in_text(clauses[b].start))]
-    return sorted(tags + added) if added else tags
+        if first_name[at] == never and (cls == carry.cls or cls in carry.not_after):
+            first_name[at] = start
+        if first_into[at] == never and cls in carry.into:
+            first_into[at] = start
+        if first_led[at] == never and cls in carry.led_by:
+            first_led[at] = start
+        if cls in carry.from_without:
+            states[at] = True
+    out = tags
+    for b in range(1, count):
+        if (first_led[b] <= first_into[b] < first_name[b] and last[b - 1] is not None and not states[b - 1]
+                and _runs_on(normalised, form.end_in_text(clauses[b - 1].end), form.start_in_text(clauses[b].start))):
+            out = list(tags) if out is tags else out
+            insort(out, (clauses[b].start, clauses[b].start, carry.cls, last[b - 1]))
+    return out
 
 
 def _runs_on(normalised: str, end: int, start: int) -> bool:
