@@ -77,6 +77,10 @@ SENTENCES = [
     # ... not when it names a device too: the drop is the device's
     ("I quantized the model and ran it on the NPU. When I tested the mAP, it has decreased by 10%", "baseline",
      {"board": "abnormal"}),
+    # "lower than normal" is a bad result, its "normal" none
+    ("The quantized model's accuracy on ImageNet is much lower than normal; the float model is fine",
+     "convert", {"quantized_bc": "abnormal"}),
+    ("量化模型在验证集上的精度比预期低很多，浮点模型正常", "convert", {"quantized_bc": "abnormal"}),
     # an issue template's example is no report
     ("- 标题：简洁、精准描述您的问题，例如“ssd 模型转换报错”", "undetermined", {}),
     # what the application converts to and then feeds is its practice
