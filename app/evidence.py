@@ -232,7 +232,8 @@ def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
                 facts.add("score_drop", {
                     "mention": score.mention, "reference": reference.mention, "value": score.value,
                     "reference_value": reference.value, "drop": drop, "threshold": threshold,
-                    "within": drop <= threshold, "quote": score.quote, "field": key}, fact.source)
+                    "within": drop <= threshold, "times": round(drop / threshold, 3) if threshold > 0 else None,
+                    "quote": score.quote, "field": key}, fact.source)
 
 
 def _references(found: list, position) -> tuple[Any, list[tuple[Any, Any]]]:

@@ -81,6 +81,11 @@ SENTENCES = [
     ("The quantized model's accuracy on ImageNet is much lower than normal; the float model is fine",
      "convert", {"quantized_bc": "abnormal"}),
     ("量化模型在验证集上的精度比预期低很多，浮点模型正常", "convert", {"quantized_bc": "abnormal"}),
+    # a drop just past the tolerance beside one ten times larger is the ordinary loss of quantization
+    ("I trained with QAT on J6M. The QAT model reaches 0.71 mAP. After export and convert, the quantized.bc gives "
+     "0.70. But the hbm on the board only gives 0.55.", "compile", {"quantized_bc": "normal", "board": "abnormal"}),
+    # the vendor's x86 verifier run on the PC is the compiled model's simulation, not the float model
+    ("模型在PC上用hb_model_verifier测试没问题，板子上用hrt_model_exec跑出来的输出和PC上不一致。", "board", {}),
     # an issue template's example is no report
     ("- 标题：简洁、精准描述您的问题，例如“ssd 模型转换报错”", "undetermined", {}),
     # what the application converts to and then feeds is its practice
