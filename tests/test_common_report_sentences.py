@@ -86,6 +86,9 @@ SENTENCES = [
      "0.70. But the hbm on the board only gives 0.55.", "compile", {"quantized_bc": "normal", "board": "abnormal"}),
     # the vendor's x86 verifier run on the PC is the compiled model's simulation, not the float model
     ("模型在PC上用hb_model_verifier测试没问题，板子上用hrt_model_exec跑出来的输出和PC上不一致。", "board", {}),
+    # an amount of falling in plain words: "decreases by almost 20 percent"
+    ("I quantize the model with static post training quantization. However, after quantization the accuracy "
+     "decreases by almost 20 percent.", "convert", {"quantized_bc": "abnormal"}),
     # an issue template's example is no report
     ("- 标题：简洁、精准描述您的问题，例如“ssd 模型转换报错”", "undetermined", {}),
     # what the application converts to and then feeds is its practice
