@@ -58,12 +58,11 @@ class Reading:
 
     def __init__(self, text: str, form: Compact, tags: list[tuple], clauses: list[Clause],
                  marks: list[tuple[int, int]], triggers: list[tuple], windows: dict[str, int], glue: str,
-                 breaks: str, glue_words: re.Pattern | None = None):
+                 breaks: str, glue_words: re.Pattern | None = None, carried: frozenset[int] = frozenset()):
         self.text = text
         self.compact = form
         self.tags = tags
-        # the terms carried from the sentence before (text context `carry`): the only empty ones
-        self.carried = frozenset(i for i, tag in enumerate(tags) if tag[0] == tag[1])
+        self.carried = carried  # the indexes of the terms carried from the sentence before (`carry`)
         # the parenthesis each tag stands in (-1: none): a statement is read either outside
         # every aside ("板上 conf ~0.003（host FP32 为 0.978），0 检出") or within one
         self.aside, self.aside_ends = _asides(form.text, tags)
@@ -311,10 +310,11 @@ def read(text: str, index: "TermIndex") -> Reading:
     names = _names(form.text)
     if names:
         tags, triggers, marks = _outside_names(tags, names), _outside_names(triggers, names), _outside_names(marks, names)
+    carried: frozenset[int] = frozenset()
     if index.carry and len(clauses) > 1:
-        tags = _carried(tags, clauses, index.carry, form, normalised)
+        tags, carried = _carried(tags, clauses, index.carry, form, normalised)
     return Reading(text, form, tags, clauses, marks, triggers, index.windows, index.glue, index.gap_breaks,
-                   _glue_words(index.glue_words))
+                   _glue_words(index.glue_words), carried)
 
 
 _RECENT: "OrderedDict[tuple[int, str], tuple[Any, Reading]]" = OrderedDict()
@@ -560,11 +560,12 @@ def _merged(tags: list[tuple], merge: tuple, text: str) -> list[tuple]:
     return out
 
 
-def _carried(tags: list[tuple], clauses: list[Clause], carry: "Carry", form: Compact, normalised: str) -> list[tuple]:
+def _carried(tags: list[tuple], clauses: list[Clause], carry: "Carry", form: Compact,
+             normalised: str) -> tuple[list[tuple], frozenset[int]]:
     """The tags (sorted) with an empty term of the carried class at the start of each sentence
     that opens with a result (text context `carry`), valued as the last such term of the
-    sentence right before: in "我用 PTQ 量化了模型。它的精度从 76% 掉到了 40%。" the drop is the
-    quantized model's."""
+    sentence right before, and the indexes of those terms: in "我用 PTQ 量化了模型。它的精度从
+    76% 掉到了 40%。" the drop is the quantized model's."""
     count = len(clauses)
     ends = [c.end for c in clauses]
     never = float("inf")
@@ -587,13 +588,15 @@ def _carried(tags: list[tuple], clauses: list[Clause], carry: "Carry", form: Com
             first_led[at] = start
         if cls in carry.from_without:
             states[at] = True
-    out = tags
-    for b in range(1, count):
-        if (first_led[b] <= first_into[b] < first_name[b] and last[b - 1] is not None and not states[b - 1]
-                and _runs_on(normalised, form.end_in_text(clauses[b - 1].end), form.start_in_text(clauses[b].start))):
-            out = list(tags) if out is tags else out
-            insort(out, (clauses[b].start, clauses[b].start, carry.cls, last[b - 1]))
-    return out
+    added = [(clauses[b].start, clauses[b].start, carry.cls, last[b - 1]) for b in range(1, count)
+             if first_led[b] <= first_into[b] < first_name[b] and last[b - 1] is not None and not states[b - 1]
+             and _runs_on(normalised, form.end_in_text(clauses[b - 1].end), form.start_in_text(clauses[b].start))]
+    if not added:
+        return tags, frozenset()
+    out = list(tags)
+    for term in added:
+        insort(out, term)
+    return out, frozenset(bisect_left(out, term) for term in added)
 
 
 def _runs_on(normalised: str, end: int, start: int) -> bool:
