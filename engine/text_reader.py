@@ -566,14 +566,29 @@ def _carried(tags: list[tuple], clauses: list[Clause], carry: "Carry", form: Com
     that opens with a result (text context `carry`), valued as the last such term of the
     sentence right before, and the indexes of those terms: in "我用 PTQ 量化了模型。它的精度从
     76% 掉到了 40%。" the drop is the quantized model's."""
+    last, opens, states = _sentence_openings(tags, clauses, carry)
+    added = [(clauses[b].start, clauses[b].start, carry.cls, last[b - 1]) for b in range(1, len(clauses))
+             if opens[b] and last[b - 1] is not None and not states[b - 1]
+             and _runs_on(normalised, form.end_in_text(clauses[b - 1].end), form.start_in_text(clauses[b].start))]
+    if not added:
+        return tags, frozenset()
+    out = list(tags)
+    for term in added:
+        insort(out, term)
+    return out, frozenset(bisect_left(out, term) for term in added)
+
+
+def _sentence_openings(tags: list[tuple], clauses: list[Clause],
+                       carry: "Carry") -> tuple[list[Any], list[bool], list[bool]]:
+    """For each sentence: the value of its last term of the carried class; whether it opens
+    with a result (its first `into` term after a `led_by` one, before any term of the class or
+    of `not_after`); whether it holds a `from_without` term."""
     count = len(clauses)
     ends = [c.end for c in clauses]
     never = float("inf")
-    last: list[Any] = [None] * count       # the value of each sentence's last term of the class
-    first_into = [never] * count           # where its first `into`, `led_by`, naming term starts
-    first_led = [never] * count
-    first_name = [never] * count           # (a term of the class or of `not_after`)
-    states = [False] * count               # a `from_without` term
+    last: list[Any] = [None] * count
+    first_into, first_led, first_name = [never] * count, [never] * count, [never] * count
+    states = [False] * count
     looked_at = carry.classes
     # (the tags come in order of their start: the first of a kind in a sentence is the first seen)
     for start, _, cls, value in [t for t in tags if t[2] in looked_at]:
@@ -588,15 +603,8 @@ def _carried(tags: list[tuple], clauses: list[Clause], carry: "Carry", form: Com
             first_led[at] = start
         if cls in carry.from_without:
             states[at] = True
-    added = [(clauses[b].start, clauses[b].start, carry.cls, last[b - 1]) for b in range(1, count)
-             if first_led[b] <= first_into[b] < first_name[b] and last[b - 1] is not None and not states[b - 1]
-             and _runs_on(normalised, form.end_in_text(clauses[b - 1].end), form.start_in_text(clauses[b].start))]
-    if not added:
-        return tags, frozenset()
-    out = list(tags)
-    for term in added:
-        insort(out, term)
-    return out, frozenset(bisect_left(out, term) for term in added)
+    opens = [first_led[at] <= first_into[at] < first_name[at] for at in range(count)]
+    return last, opens, states
 
 
 def _runs_on(normalised: str, end: int, start: int) -> bool:
