@@ -54,7 +54,7 @@ class Reading:
                  "clause_starts", "tag_clause", "clause_classes", "class_clauses", "marks", "mark_starts", "mark_ends",
                  "breaks",
                  "triggers", "trigger_starts", "windows", "glue", "glue_words", "aside", "aside_ends", "derived",
-                 "carried")
+                 "carried_terms")
 
     def __init__(self, text: str, form: Compact, tags: list[tuple], clauses: list[Clause],
                  marks: list[tuple[int, int]], triggers: list[tuple], windows: dict[str, int], glue: str,
@@ -62,7 +62,7 @@ class Reading:
         self.text = text
         self.compact = form
         self.tags = tags
-        self.carried = carried  # the indexes of the terms carried from the sentence before (`carry`)
+        self.carried_terms = carried  # the indexes of the terms carried from the sentence before (`carry`)
         # the parenthesis each tag stands in (-1: none): a statement is read either outside
         # every aside ("板上 conf ~0.003（host FP32 为 0.978），0 检出") or within one
         self.aside, self.aside_ends = _asides(form.text, tags)
@@ -312,7 +312,8 @@ def read(text: str, index: "TermIndex") -> Reading:
         tags, triggers, marks = _outside_names(tags, names), _outside_names(triggers, names), _outside_names(marks, names)
     carried: frozenset[int] = frozenset()
     if index.carry and len(clauses) > 1:
-        tags, carried = _carried(tags, clauses, index.carry, form, normalised)
+        tags, carried = _carried(tags, clauses, index.carry, form, normalised,
+                                 [m[0] for m in marks], sorted(t[0] for t in triggers))
     return Reading(text, form, tags, clauses, marks, triggers, index.windows, index.glue, index.gap_breaks,
                    _glue_words(index.glue_words), carried)
 
@@ -560,15 +561,19 @@ def _merged(tags: list[tuple], merge: tuple, text: str) -> list[tuple]:
     return out
 
 
-def _carried(tags: list[tuple], clauses: list[Clause], carry: "Carry", form: Compact,
-             normalised: str) -> tuple[list[tuple], frozenset[int]]:
+def _carried(tags: list[tuple], clauses: list[Clause], carry: "Carry", form: Compact, normalised: str,
+             marks: list[int], triggers: list[int]) -> tuple[list[tuple], frozenset[int]]:
     """The tags (sorted) with an empty term of the carried class at the start of each sentence
     that opens with a result (text context `carry`), valued as the last such term of the
     sentence right before, and the indexes of those terms: in "我用 PTQ 量化了模型。它的精度从
-    76% 掉到了 40%。" the drop is the quantized model's."""
-    last, opens, states = _sentence_openings(tags, clauses, carry)
+    76% 掉到了 40%。" the drop is the quantized model's. Not from a sentence that states a
+    result, negates, doubts, supposes or asks (a context trigger, a closing question mark), nor
+    into one that names a model in the part of its result ("The accuracy dropped to 40% on the
+    board": `marks` are the starts of the part-ending marks)."""
+    last, opens, states = _sentence_openings(tags, clauses, carry, marks)
     added = [(clauses[b].start, clauses[b].start, carry.cls, last[b - 1]) for b in range(1, len(clauses))
              if opens[b] and last[b - 1] is not None and not states[b - 1]
+             and not _plain(clauses[b - 1], triggers, form.text)
              and _runs_on(normalised, form.end_in_text(clauses[b - 1].end), form.start_in_text(clauses[b].start))]
     if not added:
         return tags, frozenset()
@@ -578,11 +583,19 @@ def _carried(tags: list[tuple], clauses: list[Clause], carry: "Carry", form: Com
     return out, frozenset(bisect_left(out, term) for term in added)
 
 
-def _sentence_openings(tags: list[tuple], clauses: list[Clause],
-                       carry: "Carry") -> tuple[list[Any], list[bool], list[bool]]:
+def _plain(clause: Clause, triggers: list[int], text: str) -> bool:
+    """Whether a sentence is not a plain statement: it holds a context trigger (a negation, a
+    doubt, a supposition) or ends in a question mark."""
+    return (bisect_left(triggers, clause.start) < bisect_left(triggers, clause.end)
+            or text[clause.end - 1:clause.end] in ("?", "？"))
+
+
+def _sentence_openings(tags: list[tuple], clauses: list[Clause], carry: "Carry",
+                       marks: list[int]) -> tuple[list[Any], list[bool], list[bool]]:
     """For each sentence: the value of its last term of the carried class; whether it opens
     with a result (its first `into` term after a `led_by` one, before any term of the class or
-    of `not_after`); whether it holds a `from_without` term."""
+    of `not_after`, and that one, if any, in a later part); whether it holds a `from_without`
+    term."""
     count = len(clauses)
     ends = [c.end for c in clauses]
     never = float("inf")
@@ -603,8 +616,14 @@ def _sentence_openings(tags: list[tuple], clauses: list[Clause],
             first_led[at] = start
         if cls in carry.from_without:
             states[at] = True
-    opens = [first_led[at] <= first_into[at] < first_name[at] for at in range(count)]
+    opens = [first_led[at] <= first_into[at] < first_name[at]
+             and (first_name[at] == never or _mark_between(marks, first_into[at], first_name[at]))
+             for at in range(count)]
     return last, opens, states
+
+
+def _mark_between(marks: list[int], start: float, end: float) -> bool:
+    return bisect_right(marks, start) < bisect_left(marks, end)
 
 
 def _runs_on(normalised: str, end: int, start: int) -> bool:
@@ -619,9 +638,10 @@ def _runs_on(normalised: str, end: int, start: int) -> bool:
     return breaks == 0 or (breaks == 1 and (normalised[end - 1:end] + gap[:gap.index("\n")]).rstrip(" \t")[-1:] in _MARKS)
 
 
-_MARKS = ".。;!?:"
+_MARKS = ".。!?:"
 _BETWEEN = frozenset(_MARKS + " \t\n")
-_ITEM = re.compile(r"[ \t]*(?:[-*•#>|]|\d+[.)、])")
+# a list item, heading, quote or table row of its own ("**bold**" and "0.31 mAP" are none)
+_ITEM = re.compile(r"[ \t]*(?:[-*•+][ \t]|[#>|]|\d+[.)、](?!\d))")
 
 
 def _within_clauses(tags: list[tuple], clauses: list[Clause]) -> list[tuple]:

@@ -170,10 +170,14 @@ def find_matches(rule: CompiledTextRule, inputs: list[TextInput], readings: Read
     return found
 
 
+def _quote(text: str, limit: int) -> str:
+    return " ".join(_FENCE.sub(" ", text)[:limit].split()).strip(_MARKUP)
+
+
 def _quoted_from(reading: Reading, hit: Hit, clause: Clause) -> int:
     """Where the quote of a match starts: its sentence, or the one before when the match took
     a term carried from there (text context `carry`)."""
-    if reading.carried.isdisjoint(hit.tags):
+    if reading.carried_terms.isdisjoint(hit.tags):
         return clause.start
     return reading.clauses[reading.tag_clause[hit.tags[0]] - 1].start
 
@@ -312,9 +316,18 @@ def _groups(rule: CompiledTextRule, lexicon: TextLexicon, hit: Hit, reading: Rea
 def _match(rule: CompiledTextRule, fact: Fact, key: str, reading: Reading, clause: Clause,
            groups: dict[str, str], quoted_from: int | None = None) -> TextMatch:
     start, end = reading.span_in_text(clause.start, clause.end)
-    first = start if quoted_from is None else reading.compact.start_in_text(quoted_from)
     # a wrapped line is one sentence; Markdown's fences and marks are not the user's words
-    quote = " ".join(_FENCE.sub(" ", reading.text[first:end])[:MAX_QUOTE].split()).strip(_MARKUP)
+    quote = _quote(reading.text[start:end], MAX_QUOTE)
+    if quoted_from is not None and quoted_from < clause.start:
+        # the sentence a term was carried from as well, cut where both do not fit so that the
+        # statement itself stays whole
+        first = reading.compact.start_in_text(quoted_from)
+        both = _quote(reading.text[first:end], MAX_QUOTE + 1)
+        if len(both) <= MAX_QUOTE:
+            quote = both
+        else:
+            room = max(MAX_QUOTE - len(quote) - 2, 20)
+            quote = _quote(reading.text[first:start], room).rstrip() + "… " + quote
     return TextMatch(rule.rule, fact, key, start, end, quote, groups)
 
 

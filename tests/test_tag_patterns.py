@@ -476,7 +476,7 @@ def test_a_sentence_opening_with_a_result_takes_the_model_named_just_before(inde
 
 def test_the_carried_term_is_empty_at_the_start_of_its_sentence(index):
     r = reading(index, "I quantized my model with PTQ. Its accuracy dropped from 76% to 40%.")
-    (carried,) = r.carried
+    (carried,) = r.carried_terms
     start, end, cls, value = r.tags[carried]
     assert (start, end, cls, value) == (r.clauses[1].start, r.clauses[1].start, "mention", "quantized_bc")
     assert r.tag_clause[carried] == 1
