@@ -590,7 +590,8 @@ def test_json_gains_candidates_text_facts_chain_stage_and_flow(rulebase):
     assert [c["stage"] for c in data["candidates"]][0] == "user_side"
     assert set(data["candidates"][0]) == {"stage", "label", "check", "why", "rule", "fact"}
     (stated,) = [t for t in data["text_facts"] if t["item"] != "none"]  # the mismatch; the rest are results read
-    assert {t["topic"] for t in data["text_facts"]} == {"post_processing", "said_result", "said_problem"}
+    assert {t["topic"] for t in data["text_facts"]} == {"post_processing", "said_result", "said_problem",
+                                                         "deployment_named"}  # (the board is named)
     assert stated["topic"] == "post_processing" and stated["kind"] == "stated" and stated["key"] == "deployment.notes"
     assert data["flow"]["flow"] == "qat"
     assert {c["id"]: c["status"] for c in data["checklist"]}["io_nodes"] == "mismatch"
