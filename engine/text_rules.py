@@ -197,6 +197,14 @@ def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, limit:
     candidates: dict[tuple[int, ...], Hit] = {}
     context = lexicon.context
     wanted = context.readings.get(spec.context or context.default)
+    if limit == 1 and not spec.unless and not spec.groups and (wanted is None or not (wanted.blocked_by or wanted.needs)):
+        # (a rule that only asks whether its words stand anywhere, whatever their context: the
+        # first match in the text is the one it concludes from, and it captures no term)
+        first = [hit for hit in (next(find(pattern, reading, every=False), None) for pattern in patterns) if hit]
+        if not first:
+            return []
+        hit = min(first, key=lambda h: (h.span(reading), h.tags))
+        return [(hit, reading.clauses[reading.tag_clause[hit.tags[0]]])]
     # a reading that needs a trigger (a suspicion, a question) looks only where one can be
     where = (_with_triggers(lexicon, reading, wanted.needs)
              if wanted is not None and wanted.needs and not carried & set(wanted.needs) else None)

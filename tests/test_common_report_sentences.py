@@ -200,3 +200,10 @@ def test_a_long_sentence_carried_from_is_cut_before_the_statement(diagnose):
 ])
 def test_what_the_carried_subject_and_the_quantization_only_reading_leave_alone(diagnose, symptom, stage):
     assert diagnose({"symptom": symptom}).verdict_json["stage"] == stage
+
+
+def test_a_rule_that_asks_only_whether_its_words_stand_anywhere_concludes_from_the_first(diagnose):
+    # text.deployment_named: several patterns, context any, no unless, nothing captured
+    symptom = "精度从 76% 掉到了 40%。后来我们用自己的 C++ 程序测试。再后来部署到板端，也一样。"
+    facts = [f for f in diagnose({"symptom": symptom}).verdict.text_facts if f.rule == "text.deployment_named"]
+    assert [f.quote for f in facts] == ["后来我们用自己的 C++ 程序测试"]
