@@ -313,7 +313,7 @@ def read(text: str, index: "TermIndex") -> Reading:
     carried: frozenset[int] = frozenset()
     if index.carry and len(clauses) > 1:
         tags, carried = _carried(tags, clauses, index.carry, form, normalised,
-                                 [m[0] for m in marks], sorted(t[0] for t in triggers))
+                                 [m[0] for m in marks], [t[0] for t in triggers])  # (sorted, as the Reading keeps them)
     return Reading(text, form, tags, clauses, marks, triggers, index.windows, index.glue, index.gap_breaks,
                    _glue_words(index.glue_words), carried)
 
