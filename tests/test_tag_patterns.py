@@ -494,3 +494,18 @@ def test_a_web_address_between_terms_costs_one_character(index):
     text = "the board https://github.com/org/repo/issues/12345/comments wrong"
     assert distance(index, text, "mention", "status") == 1
     assert pairs(index, "{mention} ~1 {status}", text) == {("board", "abnormal")}
+
+
+@pytest.mark.parametrize("text, words", [
+    ("with the official demo code I don't get high accuracy either", "don't get high accuracy"),
+    ("I couldn’t get correct results", "couldn’t get correct results"),
+    ("we haven't got good accuracy", "haven't got good accuracy"),
+    ("it cannot achieve the expected accuracy", "cannot achieve the expected accuracy"),
+    ("we do not see correct outputs", "not see correct outputs"),
+])
+def test_a_denied_good_outcome_is_read_whole_from_its_denial(index, text, words):
+    # the denial's words are spelled out in the vocabulary, so the pattern is tried only where
+    # one stands; every spelling of it still reads as one bad outcome
+    r = reading(index, text)
+    found = [(r.tags[t][3], r.words(r.tags[t][0], r.tags[t][1])) for t in r.by_class.get("control_outcome", [])]
+    assert found == [("abnormal", words)]
