@@ -11,6 +11,11 @@ from __future__ import annotations
 import pytest
 
 SENTENCES = [
+    # a quantized model said wrong where the report goes no further than quantizing: the float
+    # model it was quantized from is the reference (a lone score called low is judged against hopes)
+    ("使用量化工具进行离线量化，量化后的模型输出结果全部异常", "convert", {"quantized_bc": "abnormal"}),
+    ("I quantized my detector with the quantization tool; the quantized model detects nothing", "convert",
+     {"quantized_bc": "abnormal"}),
     # a score called too low after a comma is no good score
     ("量化后的模型准确率为76.7%，太低了", "undetermined", {"quantized_bc": "abnormal"}),
     ("the int8 model's accuracy is 76.7%, which is too low", "undetermined", {"quantized_bc": "abnormal"}),
@@ -195,6 +200,10 @@ def test_a_long_sentence_carried_from_is_cut_before_the_statement(diagnose):
     # a slight loss after quantized.bc is a loss: the compiled model follows it closely
     ("quantized.bc 76.0%，x86 仿真 74.6%，板端 60%。", "compile"),
     ("QAT 0.710, quantized.bc 0.702, board 0.650.", "compile"),
+    # the float model's own result is the report's to give; a model's size is no result
+    ("PTQ 量化后的模型输出全错，浮点模型也不对", "undetermined"),
+    ("模型量化后文件大小从 100MB 降到 25MB", "undetermined"),
+    ("量化之后 model size 变小了很多，精度也不对", "undetermined"),
     # the carried quantized model's drop is measured against the model before quantization
     ("I quantized the model with PTQ. After that, its accuracy dropped from 76% to 40%.", "convert"),
 ])
