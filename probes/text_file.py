@@ -86,15 +86,25 @@ def read_bytes_without_long_lines(path: Path, display: str, what: str, max_bytes
             raise InputError(display, f"too large ({size} bytes; limit {max_bytes}); expected {what}")
         kept = bytearray()
         long_lines: list[tuple[int, int]] = []
-        line, length = 1, 0   # the current line and its length so far
+        length = 0   # of the current line so far
+        # the line number is needed only where a line is too long: the line breaks kept are
+        # counted into `line` up to `counted` then, not in every block
+        line, counted = 1, 0
         # (a block no longer than the limit holds no whole line over it: only the line it
         # continues can be, which spares splitting the usual block into its lines)
         block_size = max(1, min(_BLOCK, max_line_bytes))
         with path.open("rb") as file:
             while block := file.read(block_size):
+                first = block.find(b"\n")
+                if length + (first if first >= 0 else len(block)) <= max_line_bytes:
+                    kept += block   # the usual case: no long line, the block is kept as it is
+                    length = length + len(block) if first < 0 else len(block) - block.rfind(b"\n") - 1
+                    continue
+                line += kept.count(b"\n", counted)
                 line, length = _keep_short_lines(block, kept, long_lines, line, length, max_line_bytes)
+                counted = len(kept)
         if length > max_line_bytes:
-            long_lines.append((line, length))
+            long_lines.append((line + kept.count(b"\n", counted), length))
     raw = bytes(kept)
     if not long_lines:
         for observe in _READ_OBSERVERS:
@@ -104,14 +114,9 @@ def read_bytes_without_long_lines(path: Path, display: str, what: str, max_bytes
 
 def _keep_short_lines(block: bytes, kept: bytearray, long_lines: list[tuple[int, int]], line: int,
                       length: int, limit: int) -> tuple[int, int]:
-    """Appends the block to `kept` without the parts of over-long lines; returns the line the
-    block ends in and its length so far (`line`, `length`: the same when the block starts)."""
-    first, last = block.find(b"\n"), block.rfind(b"\n")
-    if len(block) <= limit and length + (first if first >= 0 else len(block)) <= limit:
-        kept += block   # the usual case: no long line, the block is kept as it is
-        if first < 0:
-            return line, length + len(block)
-        return line + block.count(b"\n"), len(block) - last - 1
+    """Appends a block that holds or continues an over-long line to `kept` without the parts
+    of such lines; returns the line the block ends in and its length so far (`line`, `length`:
+    the same when the block starts)."""
     pieces = block.split(b"\n")
     for k, piece in enumerate(pieces):
         if k:   # a line break ends the line before this piece
