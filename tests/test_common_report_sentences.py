@@ -16,6 +16,11 @@ SENTENCES = [
     ("使用量化工具进行离线量化，量化后的模型输出结果全部异常", "convert", {"quantized_bc": "abnormal"}),
     ("I quantized my detector with the quantization tool; the quantized model detects nothing", "convert",
      {"quantized_bc": "abnormal"}),
+    # the model left unquantized is wrong on the device too, the float model good: the device build
+    ("even the fp16 model gives wrong results on the NPU, while the onnx model works on the PC", "compile", {}),
+    ("int8 的 rknn 模型在板端输出全错，不量化的 rknn 模型在板端也一样不对，onnx 模型是对的", "compile", {}),
+    # ... with the float model never checked, the reference comes first
+    ("板端结果不对。fp16 模式下也不对", "baseline", {}),
     # a score called too low after a comma is no good score
     ("量化后的模型准确率为76.7%，太低了", "undetermined", {"quantized_bc": "abnormal"}),
     ("the int8 model's accuracy is 76.7%, which is too low", "undetermined", {"quantized_bc": "abnormal"}),
