@@ -21,6 +21,8 @@ SENTENCES = [
     ("int8 的 rknn 模型在板端输出全错，不量化的 rknn 模型在板端也一样不对，onnx 模型是对的", "compile", {}),
     # ... with the float model never checked, the reference comes first
     ("板端结果不对。fp16 模式下也不对", "baseline", {}),
+    # the QAT model early in its training
+    ("量化训练刚开始前面几轮精度很低，不到10%", "qat_training", {"qat_pt": "abnormal"}),
     # a score called too low after a comma is no good score
     ("量化后的模型准确率为76.7%，太低了", "undetermined", {"quantized_bc": "abnormal"}),
     ("the int8 model's accuracy is 76.7%, which is too low", "undetermined", {"quantized_bc": "abnormal"}),
