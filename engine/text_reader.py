@@ -442,7 +442,7 @@ def _literal_hits(text: str, index: Any, hits: defaultdict[str, list[tuple]],
                   marks: list[tuple[int, int]]) -> dict[int, list[int]]:
     """Every term of the automaton found in `text`, where its word ends sit right; and where
     each pattern with opening words may match: the starts of those words, in order."""
-    places: dict[int, list[int]] = {}
+    places: defaultdict[int, list[int]] = defaultdict(list)
     if not index.found:  # a lexicon of patterns alone, none with opening words: no automaton was made
         return places
     last = len(text)
@@ -452,7 +452,7 @@ def _literal_hits(text: str, index: Any, hits: defaultdict[str, list[tuple]],
         length, word_start, entries, opens = found_at[at]
         start = end - length + 1
         for pattern in opens:  # (wherever the word stands: a pattern says where its words end)
-            places.setdefault(pattern, []).append(start)
+            places[pattern].append(start)
         if word_start and start > 0 and text[start - 1] in word:
             continue
         after = end + 1
