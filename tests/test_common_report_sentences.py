@@ -21,6 +21,9 @@ SENTENCES = [
     ("int8 的 rknn 模型在板端输出全错，不量化的 rknn 模型在板端也一样不对，onnx 模型是对的", "compile", {}),
     # ... with the float model never checked, the reference comes first
     ("板端结果不对。fp16 模式下也不对", "baseline", {}),
+    # a QAT report that goes no further than training: an unplaced bad result is the QAT model's
+    ("I use a QAT quantizer on my mobilenet v2. The accuracy of the model is low, a 30% reduction compared to "
+     "the original model", "qat_training", {"qat_pt": "abnormal"}),
     # the QAT model early in its training
     ("量化训练刚开始前面几轮精度很低，不到10%", "qat_training", {"qat_pt": "abnormal"}),
     # a score called too low after a comma is no good score
@@ -207,6 +210,10 @@ def test_a_long_sentence_carried_from_is_cut_before_the_statement(diagnose):
     # a slight loss after quantized.bc is a loss: the compiled model follows it closely
     ("quantized.bc 76.0%，x86 仿真 74.6%，板端 60%。", "compile"),
     ("QAT 0.710, quantized.bc 0.702, board 0.650.", "compile"),
+    # ... not where the trained model went on to a format or runtime, nor where QAT was left out
+    ("I ran an int8 QAT tflite model with ArmNN and the results were incorrect", "undetermined"),
+    ("QAT 训练完导出 onnx 后精度很差", "undetermined"),
+    ("用8bit量化yolox模型后大目标检测框偏小。尝试了量化建议的方法（不包含使用QAT），还是一样", "undetermined"),
     # two references, each after its "relative to", compare nothing with each other
     ("表格括号中的值表示相对于ncnn-fp16模型在pc上的掉点情况，以及相对于pt模型的掉点情况", "undetermined"),
     # the float model's own result is the report's to give; a model's size is no result

@@ -21,7 +21,8 @@ import pytest
 from conftest import FULL_INFO, ok
 
 IGNORED_TOPICS = {"model_march", "ptq_flow", "qat_flow", "blame_deployment",
-                  "quantization_named", "deployment_named", "drop_said"}  # (what the report names, for the flow)
+                  "quantization_named", "deployment_named", "drop_said", "conversion_named",
+                  "score_judged"}  # (what the report names, for the flow)
 NO_ITEM_TOPICS = {"single_frame"}  # stated, but no check item: the verdict is not user_side
 
 # (field, text, expected "kind:topic" facts; "" = none)
