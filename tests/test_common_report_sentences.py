@@ -21,6 +21,12 @@ SENTENCES = [
     ("int8 的 rknn 模型在板端输出全错，不量化的 rknn 模型在板端也一样不对，onnx 模型是对的", "compile", {}),
     # ... with the float model never checked, the reference comes first
     ("板端结果不对。fp16 模式下也不对", "baseline", {}),
+    # "skewed" results are bad ones; TFLite's representative dataset is calibration data (PTQ)
+    ("The fp32 model is fine, the int8 model results are skewed", "convert", {"quantized_bc": "abnormal"}),
+    ("I quantized it with a representative dataset. The int8 model results are skewed.", "convert",
+     {"quantized_bc": "abnormal"}),
+    # a loss denied with an adjective between is still denied
+    ("After int8 quantization there was no significant accuracy loss", "undetermined", {"quantized_bc": "normal"}),
     # one output whatever the input is a broken model
     ("使用MNN的离线量化工具进行PTQ之后，模型任何输入的输出都是固定值", "convert", {"quantized_bc": "abnormal"}),
     # a QAT report that goes no further than training: an unplaced bad result is the QAT model's
