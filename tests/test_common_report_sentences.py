@@ -30,6 +30,8 @@ SENTENCES = [
     # a score below a hundredth is a broken model; the quantized model's run on the host CPU is its result
     ("I quantized Resnet50 with quantize_static. Resnet50 performances bad with S8S8 and per-channel with CPU on "
      "x64, it got 0.0003 top-1 acc", "convert", {}),
+    # the device named by the ABI the runtime was built for
+    ("量化后结果正常，但是int8模型在armeabi-v7a上结果错误", "compile", {"board": "abnormal"}),
     # one output whatever the input is a broken model
     ("使用MNN的离线量化工具进行PTQ之后，模型任何输入的输出都是固定值", "convert", {"quantized_bc": "abnormal"}),
     # a QAT report that goes no further than training: an unplaced bad result is the QAT model's
