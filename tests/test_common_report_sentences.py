@@ -32,8 +32,20 @@ SENTENCES = [
      "x64, it got 0.0003 top-1 acc", "convert", {}),
     # the device named by the ABI the runtime was built for
     ("量化后结果正常，但是int8模型在armeabi-v7a上结果错误", "compile", {"board": "abnormal"}),
+    # bad results in everyday words
+    ("int8量化后识别率特别差，几乎什么都认不出来", "convert", {"quantized_bc": "abnormal"}),
+    ("量化之后模型输出跟没训练过一样，全是随机的", "convert", {"quantized_bc": "abnormal"}),
+    ("量化后的模型输出不包含任何检测框", "convert", {"quantized_bc": "abnormal"}),
+    # a device not yet used puts none in the picture; an export not yet done leaves the QAT model alone
+    ("还没部署，量化后的模型在PC上推理结果就不对了", "convert", {"quantized_bc": "abnormal"}),
+    ("I trained with QAT (haven't exported it yet), the results are bad", "qat_training", {"qat_pt": "abnormal"}),
+    ("我用QAT训练，数据预处理里做了颜色空间转换，结果很差", "qat_training", {"qat_pt": "abnormal"}),
+    ("训练感知量化后模型精度下降了很多", "qat_training", {"qat_pt": "abnormal"}),
     # one output whatever the input is a broken model
     ("使用MNN的离线量化工具进行PTQ之后，模型任何输入的输出都是固定值", "convert", {"quantized_bc": "abnormal"}),
+    # ... an unplaced one too, where no model's result is said at all; not where the device is an XPU
+    ("Now the model can be quantized with ipex, but the generation results become very poor", "convert",
+     {"quantized_bc": "abnormal"}),
     # a QAT report that goes no further than training: an unplaced bad result is the QAT model's
     ("I use a QAT quantizer on my mobilenet v2. The accuracy of the model is low, a 30% reduction compared to "
      "the original model", "qat_training", {"qat_pt": "abnormal"}),
@@ -226,13 +238,22 @@ def test_a_long_sentence_carried_from_is_cut_before_the_statement(diagnose):
     # ... not where the trained model went on to a format or runtime, nor where QAT was left out
     ("I ran an int8 QAT tflite model with ArmNN and the results were incorrect", "undetermined"),
     ("QAT 训练完导出 onnx 后精度很差", "undetermined"),
-    ("用8bit量化yolox模型后大目标检测框偏小。尝试了量化建议的方法（不包含使用QAT），还是一样", "undetermined"),
+    ("用8bit量化yolox模型后大目标检测框偏小。尝试了量化建议的方法（不包含使用QAT），还是一样", "convert"),
+    # the float model not yet measured, nothing wrong said, a device named as the car, a skewed distribution
+    ("量化后的模型精度不对，还没有跟浮点模型对比过，浮点的精度也没测", "undetermined"),
+    ("I haven't evaluated the float model yet, but the quantized model's outputs are all wrong.", "undetermined"),
+    ("量化后的模型输出没有任何异常，就是推理速度比预期慢很多", "undetermined"),
+    ("量化后的模型上车测试，误检特别多", "undetermined"),
+    ("The weight distribution is skewed, so I switched to per-channel quantization; now the quantized model "
+     "matches the float one.", "undetermined"),
+    ("用pytorch-quantization做了QAT，build成engine之后精度只有20%", "baseline"),
+    ("PT2E INT8 quantization of shufflenet on XPU collapses to near-random accuracy", "undetermined"),
     # two references, each after its "relative to", compare nothing with each other
     ("表格括号中的值表示相对于ncnn-fp16模型在pc上的掉点情况，以及相对于pt模型的掉点情况", "undetermined"),
     # the float model's own result is the report's to give; a model's size is no result
     ("PTQ 量化后的模型输出全错，浮点模型也不对", "undetermined"),
     ("模型量化后文件大小从 100MB 降到 25MB", "undetermined"),
-    ("量化之后 model size 变小了很多，精度也不对", "undetermined"),
+    ("量化之后 model size 变小了很多，精度也不对", "convert"),
     # the carried quantized model's drop is measured against the model before quantization
     ("I quantized the model with PTQ. After that, its accuracy dropped from 76% to 40%.", "convert"),
 ])
