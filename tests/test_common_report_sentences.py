@@ -19,6 +19,8 @@ SENTENCES = [
     # the model left unquantized is wrong on the device too, the float model good: the device build
     ("even the fp16 model gives wrong results on the NPU, while the onnx model works on the PC", "compile", {}),
     ("int8 的 rknn 模型在板端输出全错，不量化的 rknn 模型在板端也一样不对，onnx 模型是对的", "compile", {}),
+    ("int8模型在板端不对，fp16模型在板端也不对，float模型是对的", "compile", {"board": "abnormal"}),
+    ("把do_quantization设为False重新转rknn，板端输出还是不对；onnx在PC上推理正常", "compile", {"board": "abnormal"}),
     # ... with the float model never checked, the reference comes first
     ("板端结果不对。fp16 模式下也不对", "baseline", {}),
     # "skewed" results are bad ones; TFLite's representative dataset is calibration data (PTQ)
