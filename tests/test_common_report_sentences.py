@@ -38,6 +38,8 @@ SENTENCES = [
     # a good result denied for another place is that place's bad result
     ("the int8 model works on the PC but not on the board", "compile", {"board": "abnormal"}),
     ("it works on x86 but not on the device", "board", {"hbm_x86": "normal", "board": "abnormal"}),
+    # boxes out of place are a bad result
+    ("模型在x86仿真正常，上板后检测框错位", "board", {"hbm_x86": "normal", "board": "abnormal"}),
     ("int8量化后识别率特别差，几乎什么都认不出来", "convert", {"quantized_bc": "abnormal"}),
     ("量化之后模型输出跟没训练过一样，全是随机的", "convert", {"quantized_bc": "abnormal"}),
     ("量化后的模型输出不包含任何检测框", "convert", {"quantized_bc": "abnormal"}),
