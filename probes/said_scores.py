@@ -361,8 +361,8 @@ def _software_version(reading, score_start: int) -> bool:
 
 
 def _owner_of(reading, mentions: list[int], starts: list[int], span: tuple[int, int], after: int) -> int | None:
-    """The model a score belongs to: one named right after it with "for" / in parentheses,
-    else the last one named before it, else one named right after it."""
+    """The model a score belongs to: one named right after it with "for" / "with" / "using" /
+    in parentheses, else the last one named before it, else one named right after it."""
     start, end = span
     owner = _named_after(reading, mentions, starts, end)
     if owner is None:
@@ -370,13 +370,15 @@ def _owner_of(reading, mentions: list[int], starts: list[int], span: tuple[int, 
     return owner if owner is not None else _named_right_after(reading, mentions, starts, end)
 
 
-# A score followed by the model it is for: "compared with 0.56 for the fp32 model", "from 0.65 (fp32) to 0.30 (int8)"
+# A score followed by the model it is for: "compared with 0.56 for the fp32 model", "from 0.65 (fp32) to 0.30 (int8)",
+# "mAP 0.52 with the fp32 model and 0.12 with the int8 model"
 # (not "of": "75.9%, which is 99.9% of the float model" is a share of that model's score)
-_FOR_MODEL = re.compile(r"\s?(?:for |\()(?P<article>(?:the |my |our |an? )?)")
+_FOR_MODEL = re.compile(r"\s?(?:for |with |using |\()(?P<article>(?:the |my |our |an? )?)")
 
 
 def _named_after(reading, mentions: list[int], starts: list[int], score_end: int) -> int | None:
-    """The model named right after a score with "for" or in parentheses (its name may hold the article)."""
+    """The model named right after a score with "for", "with", "using" or in parentheses (its name may
+    hold the article)."""
     found = _FOR_MODEL.match(reading.compact.text, score_end)
     if found is None:
         return None

@@ -118,6 +118,11 @@ def test_a_whole_number_is_a_score_where_it_is_said_to_be_one(text, expected):
     ("We get 76.1% for the float model and 60.3% for the quantized model",
      [("float", 76.1, True), ("quantized_bc", 60.3, True)]),
     ("mAP from 0.65 (fp32) to 0.30 (int8)", [("float", 0.65, False), ("quantized_bc", 0.3, False)]),
+    # ... or with "with" / "using"
+    ("I get mAP 0.52 with the fp32 model and 0.12 with the int8 model",
+     [("float", 0.52, False), ("quantized_bc", 0.12, False)]),
+    ("top-1 is 71.3% using the float model, 52.0% using the int8 model",
+     [("float", 71.3, True), ("quantized_bc", 52.0, True)]),
     # a model named right after a score (its measure between) owns it where none before does
     ("I get 0.31 mAP on the board, compared with 0.52 for the float model",
      [("board", 0.31, False), ("float", 0.52, False)]),
