@@ -35,6 +35,9 @@ SENTENCES = [
     # the device named by the ABI the runtime was built for
     ("量化后结果正常，但是int8模型在armeabi-v7a上结果错误", "compile", {"board": "abnormal"}),
     # bad results in everyday words
+    # a drop told first, its model after it
+    ("accuracy dropped from 90% to 60% after quantization", "convert", {"quantized_bc": "abnormal"}),
+    ("the mAP fell from 0.45 to 0.12 on the board", "baseline", {"board": "abnormal"}),
     # a good result denied for another place is that place's bad result
     ("the int8 model works on the PC but not on the board", "compile", {"board": "abnormal"}),
     ("it works on x86 but not on the device", "board", {"hbm_x86": "normal", "board": "abnormal"}),
