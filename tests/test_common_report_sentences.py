@@ -35,6 +35,10 @@ SENTENCES = [
     # the device named by the ABI the runtime was built for
     ("量化后结果正常，但是int8模型在armeabi-v7a上结果错误", "compile", {"board": "abnormal"}),
     # bad results in everyday words
+    # the tool of one part is not the tool of the next ("x86 上用 hb_model_verifier 跑 … ，板端 …")
+    ("x86 上用 hb_model_verifier 跑 bin 结果正确，板端结果错误", "board", {"hbm_x86": "normal", "board": "abnormal"}),
+    # "是好的" is a good result (a bare "好的" is an OK)
+    ("转成 int8 之后检测效果变差很多，fp32 是好的", "convert", {"quantized_bc": "abnormal"}),
     # a drop told first, its model after it
     ("accuracy dropped from 90% to 60% after quantization", "convert", {"quantized_bc": "abnormal"}),
     ("the mAP fell from 0.45 to 0.12 on the board", "baseline", {"board": "abnormal"}),
