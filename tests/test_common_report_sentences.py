@@ -39,6 +39,9 @@ SENTENCES = [
     ("x86 上用 hb_model_verifier 跑 bin 结果正确，板端结果错误", "board", {"hbm_x86": "normal", "board": "abnormal"}),
     # "是好的" is a good result (a bare "好的" is an OK)
     ("转成 int8 之后检测效果变差很多，fp32 是好的", "convert", {"quantized_bc": "abnormal"}),
+    # NaN said after the model's own name; a zero accuracy "with" which the model is made
+    ("The INT8 TensorRT engine outputs are all NaN, the FP16 engine works", "convert", {}),
+    ("quantize_static produces a model with 0% accuracy", "convert", {}),
     # a drop told first, its model after it
     ("accuracy dropped from 90% to 60% after quantization", "convert", {"quantized_bc": "abnormal"}),
     ("the mAP fell from 0.45 to 0.12 on the board", "baseline", {"board": "abnormal"}),
