@@ -42,6 +42,8 @@ SENTENCES = [
     # NaN said after the model's own name; a zero accuracy "with" which the model is made
     ("The INT8 TensorRT engine outputs are all NaN, the FP16 engine works", "convert", {}),
     ("quantize_static produces a model with 0% accuracy", "convert", {}),
+    # the PC named after a model's result is where it ran, not the float model
+    ("the quantized model detects nothing on the PC", "convert", {"quantized_bc": "abnormal"}),
     # a drop told first, its model after it
     ("accuracy dropped from 90% to 60% after quantization", "convert", {"quantized_bc": "abnormal"}),
     ("the mAP fell from 0.45 to 0.12 on the board", "baseline", {"board": "abnormal"}),
