@@ -208,6 +208,13 @@ def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, limit:
     # a reading that needs a trigger (a suspicion, a question) looks only where one can be
     where = (_with_triggers(lexicon, reading, wanted.needs)
              if wanted is not None and wanted.needs and not carried & set(wanted.needs) else None)
+    if limit == 1 and not spec.groups:
+        # (a rule that concludes once and captures no term: each pattern's matches come in text
+        # order, so the first admitted one of each pattern, the earliest of them, is the one the
+        # rule concludes from; the rest need not be found)
+        firsts = [first for first in (_first_admitted(rule, lexicon, reading, pattern, where, carried)
+                                      for pattern in patterns) if first]
+        return [min(firsts, key=lambda found: (found[0].span(reading), found[0].tags))] if firsts else []
     for pattern in patterns:
         for hit in find(pattern, reading, every=True, clauses=where):
             candidates.setdefault(hit.tags, hit)
@@ -221,6 +228,16 @@ def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, limit:
             if len(out) >= limit:
                 break
     return out
+
+
+def _first_admitted(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, pattern, where: set[int] | None,
+                    carried: frozenset[str]) -> tuple[Hit, Clause] | None:
+    """The first match of `pattern` in text order that the rule's `unless` and context admit."""
+    for hit in find(pattern, reading, every=True, clauses=where):
+        clause = reading.clauses[reading.tag_clause[hit.tags[0]]]
+        if _admitted(rule, lexicon, reading, hit, clause, *hit.span(reading), carried=carried):
+            return hit, clause
+    return None
 
 
 def _admitted(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, hit: Hit, clause: Clause,

@@ -281,7 +281,15 @@ def test_what_the_carried_subject_and_the_quantization_only_reading_leave_alone(
 
 
 def test_a_rule_that_asks_only_whether_its_words_stand_anywhere_concludes_from_the_first(diagnose):
-    # text.deployment_named: several patterns, context any, no unless, nothing captured
+    # text.deployment_named: several patterns, context any, nothing captured
     symptom = "精度从 76% 掉到了 40%。后来我们用自己的 C++ 程序测试。再后来部署到板端，也一样。"
     facts = [f for f in diagnose({"symptom": symptom}).verdict.text_facts if f.rule == "text.deployment_named"]
     assert [f.quote for f in facts] == ["后来我们用自己的 C++ 程序测试"]
+
+
+def test_a_rule_that_concludes_once_takes_the_first_match_its_unless_admits(diagnose):
+    # text.deployment_named: the device not yet reached is passed over ("还没部署"); the first
+    # admitted match, in text order over all its patterns, is the one it concludes from
+    symptom = "量化后精度掉了很多。还没部署到板端。后来用 hb_compile 编译了，部署到板端后也一样。"
+    facts = [f for f in diagnose({"symptom": symptom}).verdict.text_facts if f.rule == "text.deployment_named"]
+    assert [f.quote for f in facts] == ["后来用 hb_compile 编译了，部署到板端后也一样"]
