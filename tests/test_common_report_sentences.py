@@ -257,6 +257,8 @@ def test_a_long_sentence_carried_from_is_cut_before_the_statement(diagnose):
     # ... not where the trained model went on to a format or runtime, nor where QAT was left out
     ("I ran an int8 QAT tflite model with ArmNN and the results were incorrect", "undetermined"),
     ("QAT 训练完导出 onnx 后精度很差", "undetermined"),
+    # ... nor where the export is named inside a script's name
+    ("qat_export 之后的 mAP 比 QAT 训练时 eval 的低", "undetermined"),
     ("用8bit量化yolox模型后大目标检测框偏小。尝试了量化建议的方法（不包含使用QAT），还是一样", "convert"),
     # the float model not yet measured, nothing wrong said, a device named as the car, a skewed distribution
     ("量化后的模型精度不对，还没有跟浮点模型对比过，浮点的精度也没测", "undetermined"),
