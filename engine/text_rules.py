@@ -197,21 +197,14 @@ def _hits(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, limit:
     candidates: dict[tuple[int, ...], Hit] = {}
     context = lexicon.context
     wanted = context.readings.get(spec.context or context.default)
-    if limit == 1 and not spec.unless and not spec.groups and (wanted is None or not (wanted.blocked_by or wanted.needs)):
-        # (a rule that only asks whether its words stand anywhere, whatever their context: the
-        # first match in the text is the one it concludes from, and it captures no term)
-        first = [hit for hit in (next(find(pattern, reading, every=False), None) for pattern in patterns) if hit]
-        if not first:
-            return []
-        hit = min(first, key=lambda h: (h.span(reading), h.tags))
-        return [(hit, reading.clauses[reading.tag_clause[hit.tags[0]]])]
     # a reading that needs a trigger (a suspicion, a question) looks only where one can be
     where = (_with_triggers(lexicon, reading, wanted.needs)
              if wanted is not None and wanted.needs and not carried & set(wanted.needs) else None)
     if limit == 1 and not spec.groups:
         # (a rule that concludes once and captures no term: each pattern's matches come in text
         # order, so the first admitted one of each pattern, the earliest of them, is the one the
-        # rule concludes from; the rest need not be found)
+        # rule concludes from; the rest need not be found. Without `unless` and context, that is
+        # each pattern's first match)
         firsts = [first for first in (_first_admitted(rule, lexicon, reading, pattern, where, carried)
                                       for pattern in patterns) if first]
         return [min(firsts, key=lambda found: (found[0].span(reading), found[0].tags))] if firsts else []
