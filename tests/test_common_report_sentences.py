@@ -160,6 +160,26 @@ SENTENCES = [
     ("During QAT the validation mAP never goes above 0.05", "qat_training", {}),
     # a QAT run stuck low is the training's
     ("During QAT training the validation accuracy stays at 10%", "qat_training", {}),
+    # boxes over the whole picture are a bad result
+    ("The fp32 model works fine, but after int8 quantization the boxes fill the screen.", "convert",
+     {"quantized_bc": "abnormal"}),
+    ("fp32模型结果正常，int8量化后满屏幕都是框。", "convert", {"quantized_bc": "abnormal"}),
+    # the models named by a bit width, by "one" and by the step that made them
+    ("FP32 results are correct, but the INT8 results are completely wrong.", "convert", {"quantized_bc": "abnormal"}),
+    ("The float model gets 76.1% top-1, the quantized one gets 0.1%.", "convert", {"quantized_bc": "abnormal"}),
+    ("The PTQ model loses 8 points compared to the FP32 baseline.", "convert", {"quantized_bc": "abnormal"}),
+    ("INT8 PTQ gives 0.1 mAP while FP32 gives 0.5 mAP.", "convert", {"quantized_bc": "abnormal"}),
+    # a float and an int8 run set against each other name the quantization
+    ("The program can run successfully in FP32 and FP16, but wrong in int8.", "convert", {"quantized_bc": "abnormal"}),
+    # the step said to reduce the accuracy
+    ("Post-training quantization reduces the accuracy from 78% to 40%.", "convert", {"quantized_bc": "abnormal"}),
+    # the build for the device named as the model
+    ("The int8 onnx works fine in onnxruntime, but the model compiled for the NPU gives garbage.", "compile",
+     {"board": "abnormal"}),
+    # a step forgotten in the application is the user's side
+    ("The board results were wrong because I forgot to normalize the input in my C++ code; after fixing it "
+     "everything matches.", "user_side", {}),
+    ("板端结果不对，后来发现是 C++ 程序里忘了做归一化，加上以后结果就对了", "user_side", {}),
 ]
 
 
@@ -277,6 +297,12 @@ def test_a_long_sentence_carried_from_is_cut_before_the_statement(diagnose):
     ("量化之后 model size 变小了很多，精度也不对", "convert"),
     # the carried quantized model's drop is measured against the model before quantization
     ("I quantized the model with PTQ. After that, its accuracy dropped from 76% to 40%.", "convert"),
+    # an int8 model alone may be a device build; the quantization run's own results are no result
+    ("The int8 model outputs are all wrong", "undetermined"),
+    ("I got the quantized results and I can run roughly correct inference results, but the mAP dropped from "
+     "0.41 to 0.378.", "convert"),
+    # a conversion done is no step forgotten
+    ("板端把 BGR 转成了 RGB 再送进模型，结果还是不对", "baseline"),
 ])
 def test_what_the_carried_subject_and_the_quantization_only_reading_leave_alone(diagnose, symptom, stage):
     assert diagnose({"symptom": symptom}).verdict_json["stage"] == stage
