@@ -50,7 +50,8 @@ def scores(text: str) -> list[Score]:
     found: dict[str, Score] = {}
     in_tables, table_scores = _scores_in_pipe_tables(text, reading, mentions)
     versions = version_ends(text)  # a package's version is no score: "horizon_nn 1.1"
-    paired = {m: t for m, t in _respective_pairs(reading, mentions, starts, versions).items() if t not in in_tables}
+    pairs = {**_respective_pairs(reading, mentions, starts, versions), **_drop_from_pairs(reading, mentions, versions)}
+    paired = {m: t for m, t in pairs.items() if t not in in_tables}
     for mention_index, score_index in paired.items():
         _keep(found, text, reading, mention_index, score_index)
     paired_scores = set(paired.values()) | in_tables
@@ -122,6 +123,37 @@ def _respective_pairs(reading, mentions: list[int], starts: list[int], versions:
         if any(v is None or v < 0 for v in values) or m1 in out or m2 in out:
             continue
         out[m1], out[m2] = first, second
+    return out
+
+
+FROM_TO_GAP = 12  # characters between a drop's two scores ("降到了", " to ", " -> ")
+
+
+def _drop_from_pairs(reading, mentions: list[int], versions: set[int]) -> dict[int, int]:
+    """mention tag → score tag for a drop that starts from another model's score: "用 quantized_model.onnx
+    评测，top1 从浮点的 76.2% 降到了 61.5%", "its accuracy drops from the float model's 76% to 40%": the
+    first score is the model after "from", the second the model named before it."""
+    tags = reading.tags
+    score_tags = reading.by_class.get("score", [])
+    score_starts = [tags[t][0] for t in score_tags]
+    mention_starts = [tags[m][0] for m in mentions]
+    out: dict[int, int] = {}
+    for word in reading.by_class.get("from_word", []):
+        _, word_end, _, _ = tags[word]
+        at = bisect_left(mention_starts, word_end)
+        if at == 0 or at >= len(mentions) or tags[mentions[at]][0] - word_end > 1:
+            continue  # no model right after "from", or none named before it
+        after, before = mentions[at], mentions[at - 1]
+        first = bisect_left(score_starts, tags[after][1])
+        if first + 1 >= len(score_tags):
+            continue
+        s1, s2 = score_tags[first], score_tags[first + 1]
+        if (tags[s1][0] - tags[after][1] > 4 or tags[s2][0] - tags[s1][1] > FROM_TO_GAP
+                or tags[before][3] == tags[after][3] or tags[word][0] - tags[before][1] > WINDOW
+                or len({reading.clause_index(tags[t][0]) for t in (before, s1, s2)}) != 1
+                or tags[s1][1] in versions or tags[s2][1] in versions or before in out or after in out):
+            continue
+        out[after], out[before] = s1, s2
     return out
 
 

@@ -180,6 +180,26 @@ SENTENCES = [
     ("The board results were wrong because I forgot to normalize the input in my C++ code; after fixing it "
      "everything matches.", "user_side", {}),
     ("板端结果不对，后来发现是 C++ 程序里忘了做归一化，加上以后结果就对了", "user_side", {}),
+    # outputs with nothing in them, or all in one corner
+    ("The quantized TFLite model always outputs the same class regardless of input, while the float TFLite model "
+     "is correct.", "convert", {"quantized_bc": "abnormal"}),
+    ("量化后的分割模型输出全是背景，浮点模型正常", "convert", {"quantized_bc": "abnormal"}),
+    ("After int8 quantization the segmentation output is all black; the fp32 model segments correctly.", "convert",
+     {"quantized_bc": "abnormal"}),
+    ("量化后关键点全部偏到左上角，浮点模型关键点正常", "convert", {"quantized_bc": "abnormal"}),
+    # the drop from the float model's score belongs to the model named before it
+    ("用quantized_model.onnx在PC上评测，top1从浮点的76.2%降到了61.5%", "convert", {"quantized_bc": "abnormal"}),
+    # a training loss going down is no result of the QAT model
+    ("QAT训练的时候loss正常下降，但是验证集mAP一直是0。浮点模型mAP是0.35。", "qat_training", {"qat_pt": "abnormal"}),
+    ("QAT训练的模型精度比浮点模型低20个点", "qat_training", {}),
+    ("The QAT model accuracy on the validation set is much lower than the float model: 45% vs 70%.", "qat_training", {}),
+    # nuScenes' score
+    ("quantized.bc的NDS是0.43，编译成hbm之后在板子上跑，NDS只有0.21", "compile", {"board": "abnormal"}),
+    # the same picture run again and again, the results differing
+    ("板端的结果偶尔会出现错误。同一张图片反复推理，结果不一样。", "board", {}),
+    # the outcome told before the tool that ran it
+    ("The hbm gives the right results with hrt_model_exec on the board, but our own application gets wrong boxes.",
+     "board", {}),
 ]
 
 

@@ -33,6 +33,11 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # a full stop after a score ends the sentence; it makes no version of it
     ("The iou of ckpt is 87.98.\nThe iou of float tflite is 87.89.",
      [("torch_model", 87.98, False), ("float", 87.89, False)]),
+    # a drop from another model's score: the first score is that model's, the second the one named before
+    ("用quantized_model.onnx在PC上评测，top1从浮点的76.2%降到了61.5%",
+     [("quantized_bc", 61.5, True), ("float", 76.2, True)]),
+    ("the quantized model's accuracy drops from the float model's 76% to 40%",
+     [("quantized_bc", 40.0, True), ("float", 76.0, True)]),
     # a range is read as its middle
     ("float 模型 80%，量化后的模型 35%~40%", [("float", 80.0, True), ("quantized_bc", 37.5, True)]),
     ("the fp32 model reaches 80%, the quantized model only 35-40%", [("float", 80.0, True), ("quantized_bc", 37.5, True)]),
