@@ -193,6 +193,9 @@ SENTENCES = [
     ("QAT训练的时候loss正常下降，但是验证集mAP一直是0。浮点模型mAP是0.35。", "qat_training", {"qat_pt": "abnormal"}),
     ("QAT训练的模型精度比浮点模型低20个点", "qat_training", {}),
     ("The QAT model accuracy on the validation set is much lower than the float model: 45% vs 70%.", "qat_training", {}),
+    # the runtime the quantized model was evaluated in is not the float model
+    ("Normally the accuracy of the quantized model is a little lower than the float model, but evaluated with "
+     "onnxruntime the accuracy is much lower.", "convert", {"quantized_bc": "abnormal"}),
     # nuScenes' score
     ("quantized.bc的NDS是0.43，编译成hbm之后在板子上跑，NDS只有0.21", "compile", {"board": "abnormal"}),
     # the same picture run again and again, the results differing
