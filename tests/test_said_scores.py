@@ -38,6 +38,12 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
      [("quantized_bc", 61.5, True), ("float", 76.2, True)]),
     ("the quantized model's accuracy drops from the float model's 76% to 40%",
      [("quantized_bc", 40.0, True), ("float", 76.0, True)]),
+    # the quantized model labelled by its precision, in a list or a table's header
+    ("Results on COCO val2017:\n- FP32: 37.4 mAP\n- INT8 (PTQ): 21.3 mAP", [("float", 37.4, False), ("quantized_bc", 21.3, False)]),
+    ("| | float | int8 |\n|---|---|---|\n| top1 | 76.1 | 12.3 |\n| top5 | 92.9 | 30.2 |",
+     [("float", 76.1, False), ("quantized_bc", 12.3, False)]),
+    # ... not a precision said after another model's name (Axera's compiled model)
+    ("| Metric | ONNX float32 | axmodel INT8 |\n|---|---|---|\n| mAP | 0.6027 | 0.4825 |", []),
     # a range is read as its middle
     ("float 模型 80%，量化后的模型 35%~40%", [("float", 80.0, True), ("quantized_bc", 37.5, True)]),
     ("the fp32 model reaches 80%, the quantized model only 35-40%", [("float", 80.0, True), ("quantized_bc", 37.5, True)]),
