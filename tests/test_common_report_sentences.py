@@ -196,6 +196,14 @@ SENTENCES = [
     # the runtime the quantized model was evaluated in is not the float model
     ("Normally the accuracy of the quantized model is a little lower than the float model, but evaluated with "
      "onnxruntime the accuracy is much lower.", "convert", {"quantized_bc": "abnormal"}),
+    # "almost nothing" detected; the model a drop starts from, named after its score
+    ("After quantizing with quantize_static the quantized model detects almost nothing. The original FP32 ONNX "
+     "model works as expected.", "convert", {"quantized_bc": "abnormal"}),
+    ("My model's accuracy on the RK3588 drops from 0.62 (onnx) to 0.31 (rknn int8). The quantized model in the "
+     "simulator also gives 0.33.", "convert", {"quantized_bc": "abnormal"}),
+    # a slight loss of the model another is said to fall far below is no loss there
+    ("The model compiled with vai_c_xir runs on the KV260 but the accuracy is 10% lower than the quantized model. "
+     "The float model and the quantized model give 78% and 77%.", "compile", {"quantized_bc": "normal"}),
     # nuScenes' score
     ("quantized.bc的NDS是0.43，编译成hbm之后在板子上跑，NDS只有0.21", "compile", {"board": "abnormal"}),
     # the same picture run again and again, the results differing

@@ -36,8 +36,6 @@ NEVER_ALONE = {
         "every mention has a meaning (see score.reference)",
     ("score.within", "means{mention=s.mention}"):
         "every mention has a meaning (see score.reference)",
-    ("score.drop_slight", "means{mention=s.mention}"):
-        "every mention has a meaning (see score.reference)",
     ("score.drop_slight_deployed", "means{mention=s.mention}"):
         "every mention has a meaning (see score.reference)",
     ("score.slight_beside_large", "means{mention=s.mention}"):
