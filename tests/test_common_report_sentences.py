@@ -204,6 +204,17 @@ SENTENCES = [
     # a slight loss of the model another is said to fall far below is no loss there
     ("The model compiled with vai_c_xir runs on the KV260 but the accuracy is 10% lower than the quantized model. "
      "The float model and the quantized model give 78% and 77%.", "compile", {"quantized_bc": "normal"}),
+    # ported to the device, whatever its name; the value it should have is no result
+    ("把网络移植到s3上后，识别不正确", "baseline", {"board": "abnormal"}),
+    ("量化模型在Intel CPU上预测，正确acc应该0.5以上，不符预期", "undetermined", {}),
+    # a difference said to be small; nothing gone wrong; one output whatever the input
+    ("我在PC上测试过，int8模型跟fp32模型的准确率相差不大", "undetermined", {"quantized_bc": "normal"}),
+    ("fp32的模型没有出现问题，int8模型在PC上输出全错", "convert", {"quantized_bc": "abnormal"}),
+    ("I exported the quantized model to tflite. No matter what is inputs, the output of tflite is the same.", "convert",
+     {"quantized_bc": "abnormal"}),
+    # two models named together and said to differ is a comparison, not a result of the second
+    ("The QAT model was exported to ONNX with pytorch-quantization; onnx and pytorch inference results are not "
+     "the same", "export", {}),
     # nuScenes' score
     ("quantized.bc的NDS是0.43，编译成hbm之后在板子上跑，NDS只有0.21", "compile", {"board": "abnormal"}),
     # the same picture run again and again, the results differing
