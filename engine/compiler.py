@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from j6doctor.engine.errors import RuleBaseError, RuleBaseErrors
+from j6doctor.engine.fact_gates import Gates, gates_of
 from j6doctor.engine.rule_model import Condition, Ref, Rule, Test
 from j6doctor.engine.text_rules import CompiledTextRule, fields_read
 from j6doctor.engine.vocabulary import Vocabulary
@@ -83,6 +84,8 @@ class CompiledRuleBase:
     absent_words: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # fact type → the fields the text rules read of it (text_rules.fields_read)
     text_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # each stratum's gates, (positive, negated): the facts its rules could match at all (fact_gates.py)
+    gates: list[tuple[Gates, Gates]] = field(default_factory=list)
 
     def partitions(self) -> list[Partition]:
         return [p for stratum in self.strata for p in stratum]
@@ -365,6 +368,13 @@ def _partitions(compiled: list[CompiledRule], fingerprint: str, stratum_index: i
     return parts
 
 
+def _stratum_gates(partitions: list[Partition]) -> tuple[Gates, Gates]:
+    """The gates of a stratum's positive and of its negated conditions (fact_gates.py)."""
+    rules = [crule.rule for part in partitions for crule in part.rules]
+    return (gates_of(c for rule in rules for c in rule.positive),
+            gates_of(c for rule in rules for c in rule.negative))
+
+
 def compile_rules(rules: list[Rule], vocab: Vocabulary, engine: str | None = None) -> CompiledRuleBase:
     """Compile and check a whole rule base for an engine (backends.resolve: the default one
     when None). Raises RuleBaseErrors, never hangs.
@@ -402,7 +412,7 @@ def compile_rules(rules: list[Rule], vocab: Vocabulary, engine: str | None = Non
     compiled_text_rules = [CompiledTextRule(r) for r in text_rules]
     result = CompiledRuleBase(fingerprint, rules, strata, stratum_of, compiled_text_rules, engine, too_many,
                               {r.id: tuple(c.describe() for c in r.negative) for r in fact_rules},
-                              fields_read(compiled_text_rules))
+                              fields_read(compiled_text_rules), [_stratum_gates(parts) for parts in strata])
     backend = load_backend(engine)
     backend.prepare(result)
     errors = backend.check(result, vocab)

@@ -18,6 +18,7 @@ from typing import Any
 from j6doctor.engine.backends import load_backend
 from j6doctor.engine.compiler import CompiledRuleBase
 from j6doctor.engine.errors import EngineRunError, VocabularyError
+from j6doctor.engine.fact_gates import passes
 from j6doctor.engine.facts import Derivation, Fact
 from j6doctor.engine.placeholders import fill
 from j6doctor.engine.rule_model import Ref, Rule
@@ -232,21 +233,23 @@ def run(compiled: CompiledRuleBase, vocab: Vocabulary, facts: list[Fact], *,
         state.stratum = stratum_index
         consumes = set().union(*(p.consumes for p in partitions))
         negates = set().union(*(p.negates for p in partitions))
+        # (a fact no condition of the stratum admits by its literal tests is not asserted: fact_gates.py)
+        positive, negated = compiled.gates[stratum_index] if compiled.gates else ({}, {})
         with program.session(stratum_index) as session:
             snapshot = list(state.store)
             # Shadows of every negated type first: a negated pattern sees the whole stratum input.
             for fact in snapshot:
-                if fact.type in negates:
+                if fact.type in negates and passes(negated, fact.type, fact.fields):
                     state.fire_batch(session.assert_shadow(fact))
             state.fire_batch(session.ready())
             for fact in snapshot:
-                if fact.type in consumes:
+                if fact.type in consumes and passes(positive, fact.type, fact.fields):
                     state.fire_batch(session.assert_fact(fact))
                     if state.stopped():
                         break
             while state.queue and not state.stopped():
                 fact = state.queue.popleft()
-                if fact.type in consumes:
+                if fact.type in consumes and passes(positive, fact.type, fact.fields):
                     state.fire_batch(session.assert_fact(fact))
         state.queue.clear()
         if state.stopped():

@@ -18,7 +18,7 @@ EVERY = 8
 
 
 def _example_runs(rulebase):
-    for rule in rulebase.rules[::EVERY]:
+    for rule in rulebase.with_examples().rules[::EVERY]:  # (a diagnosis's rule base leaves the examples out)
         for index, example in enumerate(rule.examples):
             d = diagnose_data(example.case, rulebase, display=f"{rule.id}#{index + 1}", options=example_options(rule, index),
                               base=Path(rule.folder) if rule.folder else None)
