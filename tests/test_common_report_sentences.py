@@ -219,6 +219,7 @@ SENTENCES = [
     ("The yolov10n_float32.tflite and yolov10n_float16.tflite work, but not yolov10n_int8.tflite. yolo detect val "
      "model=yolov10n_int8.tflite gives mAP 0.", "convert", {"quantized_bc": "abnormal"}),
     ("resnet50_fp32.onnx 的 top1 是 76.1%，resnet50_int8.onnx 只有 12.3%", "convert", {"quantized_bc": "abnormal"}),
+    ("I found int8 quantization significantly reduces the detection accuracy; the fp16 model is fine.", "convert", {}),
     # nuScenes' score
     ("quantized.bc的NDS是0.43，编译成hbm之后在板子上跑，NDS只有0.21", "compile", {"board": "abnormal"}),
     # the same picture run again and again, the results differing
