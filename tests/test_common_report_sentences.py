@@ -220,6 +220,17 @@ SENTENCES = [
      "model=yolov10n_int8.tflite gives mAP 0.", "convert", {"quantized_bc": "abnormal"}),
     ("resnet50_fp32.onnx 的 top1 是 76.1%，resnet50_int8.onnx 只有 12.3%", "convert", {"quantized_bc": "abnormal"}),
     ("I found int8 quantization significantly reduces the detection accuracy; the fp16 model is fine.", "convert", {}),
+    # J6 reports: a later model that keeps an earlier model's loss is no good reference; a loss told
+    # "compared with" a model; the hbm on x86 agreeing with quantized.bc and the board differing
+    ("用horizon_plugin_pytorch做QAT，qat.bc mAP 41.0，quantized.bc mAP 35.2，hbm板端 35.1", "convert",
+     {"quantized_bc": "abnormal", "board": "abnormal"}),
+    ("After convert, the quantized.bc loses 8 points compared with qat.bc; qat.bc matches qat.pt.", "convert",
+     {"quantized_bc": "abnormal"}),
+    ("quantized.bc and hbm on x86 give the same outputs on our badcase, but the board output differs.", "board",
+     {"board": "abnormal"}),
+    # ... but a difference between runs is no result of a model ("the GPU driver differs between the runs")
+    ("Only the phone's GPU driver differs between the good and bad runs; the board runs fine on the other "
+     "phones.", "undetermined", {}),
     # nuScenes' score
     ("quantized.bc的NDS是0.43，编译成hbm之后在板子上跑，NDS只有0.21", "compile", {"board": "abnormal"}),
     # the same picture run again and again, the results differing

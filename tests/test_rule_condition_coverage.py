@@ -40,6 +40,8 @@ NEVER_ALONE = {
         "every mention has a meaning (see score.reference)",
     ("score.slight_beside_large", "means{mention=s.mention}"):
         "every mention has a meaning (see score.reference)",
+    ("score.carried", "means{mention=s.mention}"):
+        "every mention has a meaning (see score.reference)",
     ("map.convert.ptq_from_float", "short_chain{}"):
         "chain.short_ptq concludes short_chain from flow=ptq, a condition of the same row",
     ("verdict.from_chain", "chain_stage{}"):
