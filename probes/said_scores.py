@@ -130,31 +130,49 @@ FROM_TO_GAP = 12  # characters between a drop's two scores ("降到了", " to ",
 
 
 def _drop_from_pairs(reading, mentions: list[int], versions: set[int]) -> dict[int, int]:
-    """mention tag → score tag for a drop that starts from another model's score: "用 quantized_model.onnx
+    """mention tag → score tag for a drop told from one score to another: "用 quantized_model.onnx
     评测，top1 从浮点的 76.2% 降到了 61.5%", "its accuracy drops from the float model's 76% to 40%": the
-    first score is the model after "from", the second the model named before it."""
+    first score is the model after "from", the second the model named before it; with no model after
+    "from" ("PTQ 转换后的模型 mAP 从 0.5 降到 0.2") the model named before it takes the second score
+    (where it fell to), the first one is no model's."""
     tags = reading.tags
-    score_tags = reading.by_class.get("score", [])
-    score_starts = [tags[t][0] for t in score_tags]
     mention_starts = [tags[m][0] for m in mentions]
     out: dict[int, int] = {}
     for word in reading.by_class.get("from_word", []):
-        _, word_end, _, _ = tags[word]
+        word_end = tags[word][1]
         at = bisect_left(mention_starts, word_end)
-        if at == 0 or at >= len(mentions) or tags[mentions[at]][0] - word_end > 1:
-            continue  # no model right after "from", or none named before it
-        after, before = mentions[at], mentions[at - 1]
-        first = bisect_left(score_starts, tags[after][1])
-        if first + 1 >= len(score_tags):
+        if at == 0:
+            continue  # no model named before "from"
+        before = mentions[at - 1]
+        after = mentions[at] if at < len(mentions) and mention_starts[at] - word_end <= 1 else None
+        pair = _two_scores(reading, tags[after][1] if after is not None else word_end, 4 if after is not None else 1)
+        if pair is None or before in out or after in out:
             continue
-        s1, s2 = score_tags[first], score_tags[first + 1]
-        if (tags[s1][0] - tags[after][1] > 4 or tags[s2][0] - tags[s1][1] > FROM_TO_GAP
-                or tags[before][3] == tags[after][3] or tags[word][0] - tags[before][1] > WINDOW
-                or len({reading.clause_index(tags[t][0]) for t in (before, s1, s2)}) != 1
-                or tags[s1][1] in versions or tags[s2][1] in versions or before in out or after in out):
+        s1, s2 = pair
+        if after is None and bisect_left(mention_starts, tags[s2][0]) > at:
+            continue  # a model named after the first score ("from 0.62 (onnx) to 0.31 (rknn int8)"): its own
+        if (after is not None and tags[before][3] == tags[after][3]) or tags[word][0] - tags[before][1] > WINDOW \
+                or len({reading.clause_index(tags[t][0]) for t in (before, s1, s2)}) != 1 \
+                or tags[s1][1] in versions or tags[s2][1] in versions:
             continue
-        out[after], out[before] = s1, s2
+        if after is not None:
+            out[after] = s1
+        out[before] = s2
     return out
+
+
+def _two_scores(reading, position: int, within: int) -> tuple[int, int] | None:
+    """The first score starting at most `within` characters after `position` and the score right
+    after it (at most FROM_TO_GAP characters on: "降到了", " to "), else None."""
+    tags = reading.tags
+    score_tags = reading.by_class.get("score", [])
+    first = bisect_left([tags[t][0] for t in score_tags], position)
+    if first + 1 >= len(score_tags):
+        return None
+    s1, s2 = score_tags[first], score_tags[first + 1]
+    if tags[s1][0] - position > within or tags[s2][0] - tags[s1][1] > FROM_TO_GAP:
+        return None
+    return s1, s2
 
 
 def _a_version(reading, score_tag: int) -> bool:

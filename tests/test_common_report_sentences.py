@@ -231,6 +231,10 @@ SENTENCES = [
     # ... but a difference between runs is no result of a model ("the GPU driver differs between the runs")
     ("Only the phone's GPU driver differs between the good and bad runs; the board runs fine on the other "
      "phones.", "undetermined", {}),
+    ("PTQ转换后的模型在PC上测试mAP从0.5降到0.2，浮点模型0.5", "convert", {"quantized_bc": "abnormal"}),
+    # the way of scaling said to differ; the wrong mean values
+    ("板端检测框偏移，我们发现是板端图像预处理时resize方式和训练时不一样导致的", "user_side", {}),
+    ("Problem solved: the board program used the wrong mean values.", "user_side", {}),
     # nuScenes' score
     ("quantized.bc的NDS是0.43，编译成hbm之后在板子上跑，NDS只有0.21", "compile", {"board": "abnormal"}),
     # the same picture run again and again, the results differing

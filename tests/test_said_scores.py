@@ -38,6 +38,9 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
      [("quantized_bc", 61.5, True), ("float", 76.2, True)]),
     ("the quantized model's accuracy drops from the float model's 76% to 40%",
      [("quantized_bc", 40.0, True), ("float", 76.0, True)]),
+    # ... with no model after "from", the model named before it fell to the second score
+    ("PTQ转换后的模型在PC上测试mAP从0.5降到0.2，浮点模型0.5", [("quantized_bc", 0.2, False), ("float", 0.5, False)]),
+    ("the quantized model accuracy dropped from 90% to 60%", [("quantized_bc", 60.0, True)]),
     # the quantized model labelled by its precision, in a list or a table's header
     ("Results on COCO val2017:\n- FP32: 37.4 mAP\n- INT8 (PTQ): 21.3 mAP", [("float", 37.4, False), ("quantized_bc", 21.3, False)]),
     ("| | float | int8 |\n|---|---|---|\n| top1 | 76.1 | 12.3 |\n| top5 | 92.9 | 30.2 |",
@@ -76,8 +79,8 @@ def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     # a zero is a score there: the pair says whose it is
     ("the mAP of the float model vs the quantized model: 36.0% vs 0.0%",
      [("float", 36.0, True), ("quantized_bc", 0.0, True)]),
-    # one model, then two numbers: no pair ("从 41.2 掉到 36.0" is one model's fall)
-    ("quantized.bc 在验证集上 mAP 从 41.2 掉到 36.0", [("quantized_bc", 41.2, False)]),
+    # one model, then two numbers: no pair ("从 41.2 掉到 36.0" is one model's fall, to 36.0)
+    ("quantized.bc 在验证集上 mAP 从 41.2 掉到 36.0", [("quantized_bc", 36.0, False)]),
     # three models in a row: two scores do not tell whose is whose
     ("qat.bc, quantized.bc and hbm get 76.1%, 70.2% and 60.2%", [("hbm", 76.1, True)]),
 ])
