@@ -50,7 +50,7 @@ def scores(text: str) -> list[Score]:
     found: dict[str, Score] = {}
     in_tables, table_scores = _scores_in_pipe_tables(text, reading, mentions)
     versions = version_ends(text)  # a package's version is no score: "horizon_nn 1.1"
-    pairs = {**_respective_pairs(reading, mentions, starts, versions), **_drop_from_pairs(reading, mentions, versions)}
+    pairs = {**_respective_pairs(reading, mentions, starts, versions), **_drop_from_pairs(reading, mentions, starts, versions)}
     paired = {m: t for m, t in pairs.items() if t not in in_tables}
     for mention_index, score_index in paired.items():
         _keep(found, text, reading, mention_index, score_index)
@@ -129,14 +129,13 @@ def _respective_pairs(reading, mentions: list[int], starts: list[int], versions:
 FROM_TO_GAP = 12  # characters between a drop's two scores ("降到了", " to ", " -> ")
 
 
-def _drop_from_pairs(reading, mentions: list[int], versions: set[int]) -> dict[int, int]:
+def _drop_from_pairs(reading, mentions: list[int], mention_starts: list[int], versions: set[int]) -> dict[int, int]:
     """mention tag → score tag for a drop told from one score to another: "用 quantized_model.onnx
     评测，top1 从浮点的 76.2% 降到了 61.5%", "its accuracy drops from the float model's 76% to 40%": the
     first score is the model after "from", the second the model named before it; with no model after
     "from" ("PTQ 转换后的模型 mAP 从 0.5 降到 0.2") the model named before it takes the second score
     (where it fell to), the first one is no model's."""
     tags = reading.tags
-    mention_starts = [tags[m][0] for m in mentions]
     out: dict[int, int] = {}
     for word in reading.by_class.get("from_word", []):
         word_end = tags[word][1]
@@ -166,7 +165,7 @@ def _two_scores(reading, position: int, within: int) -> tuple[int, int] | None:
     after it (at most FROM_TO_GAP characters on: "降到了", " to "), else None."""
     tags = reading.tags
     score_tags = reading.by_class.get("score", [])
-    first = bisect_left([tags[t][0] for t in score_tags], position)
+    first = bisect_left(reading.class_starts.get("score", []), position)
     if first + 1 >= len(score_tags):
         return None
     s1, s2 = score_tags[first], score_tags[first + 1]
