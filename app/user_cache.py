@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from j6doctor.atomic_write import write_bytes_atomic
 
@@ -49,12 +50,20 @@ def write_private(folder: Path, name: str, data: bytes) -> bool:
         return False
 
 
-def read_private(folder: Path, name: str) -> bytes | None:
-    """folder/name when both are private (is_private), else None."""
+def open_private(folder: Path, name: str) -> BinaryIO | None:
+    """folder/name opened for reading when both are private (is_private), else None. The
+    file is opened without following a link and checked again as opened: what is read is
+    what was checked. (A reader unpickles from the file itself: a large entry is then in
+    memory once, not once as the file's bytes and again as the objects' own.)"""
     entry = folder / name
     if not (is_private(folder, stat.S_IFDIR) and is_private(entry, stat.S_IFREG)):
         return None
     try:
-        return entry.read_bytes()
+        fd = os.open(entry, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
+    info = os.fstat(fd)
+    if info.st_uid == os.getuid() and stat.S_ISREG(info.st_mode) and not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        return os.fdopen(fd, "rb")
+    os.close(fd)
+    return None

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from j6doctor import __version__
-from j6doctor.user_cache import cache_dir, read_private, write_private
+from j6doctor.user_cache import cache_dir, open_private, write_private
 
 FORMAT = 1
 KEEP = 16  # entries kept; older ones are removed when a new one is written
@@ -76,11 +76,11 @@ def load_or_build(key: str, build: Callable[[], Any], folder: Path | None = None
     if folder is None:
         return build()
     name = f"{kind}-{key}.pickle"
-    data = read_private(folder, name)
-    if data is not None:
+    entry = open_private(folder, name)
+    if entry is not None:
         try:
-            with _collector_paused():
-                return pickle.loads(data)
+            with entry, _collector_paused():
+                return pickle.load(entry)
         except Exception:  # a truncated or stale entry: rebuilt below
             pass
     value = build()

@@ -170,3 +170,17 @@ def test_an_entry_read_back_is_frozen_and_the_collector_left_as_it_was(cache, en
     finally:
         gc.unfreeze()
         (gc.enable if was else gc.disable)()
+
+
+def test_an_entry_that_is_a_link_is_never_read(cache, tmp_path):
+    import pickle
+
+    from j6doctor.engine.rulebase_cache import load_or_build
+
+    load_or_build("k2", lambda: "built", folder=cache)  # the folder, private
+    elsewhere = tmp_path / "elsewhere.pickle"
+    elsewhere.write_bytes(pickle.dumps("read through the link"))
+    os.chmod(elsewhere, 0o600)
+    entry = cache / "rulebase-k3.pickle"
+    entry.symlink_to(elsewhere)
+    assert load_or_build("k3", lambda: "built again", folder=cache) == "built again"
