@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from j6doctor.probes import InputError
 
@@ -28,8 +27,7 @@ CHOICES = {"engine": ("durable", "clips"), "format": ("md", "json", "html")}  # 
 MAX_LEVELS = 32  # folders walked upward looking for a project file
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """The settings of j6doctor.toml / [tool.j6doctor] / the user's config.toml."""
 
     environment: bool = True

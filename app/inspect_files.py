@@ -14,19 +14,22 @@ from j6doctor.facts import label
 from j6doctor.probes import InputError
 from j6doctor.probes.artifacts import find_artifacts, looked_for
 from j6doctor.probes.registry import reader, summarizer
+from j6doctor.verdict_model import is_record
 
 MAX_ITEMS = 200  # list items shown per list; the rest is counted
 MAX_DEPTH = 12
 
 
 def plain(value: Any, depth: int = 0) -> Any:
-    """A probe's result as JSON data: dataclasses and mappings as objects, sequences as
-    lists (long ones cut with a count), paths as text, nan / inf as text."""
+    """A probe's result as JSON data: records (dataclasses, named tuples) and mappings as
+    objects, sequences as lists (long ones cut with a count), paths as text, nan / inf as text."""
     if depth > MAX_DEPTH:
         return "…"
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: plain(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)
                 if not f.name.startswith("_")}
+    if is_record(type(value)):  # a named tuple is a record too, not a list
+        return {name: plain(item, depth + 1) for name, item in zip(value._fields, value)}
     if isinstance(value, dict):
         return {str(k): plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -192,7 +192,7 @@ class Verdict(NamedTuple):
 
 
 def is_record(kind: type) -> bool:
-    """Whether a type is one of the verdict's records (a named tuple)."""
+    """Whether a type is a record made as a named tuple (the verdict's records, and others)."""
     return isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields")
 
 

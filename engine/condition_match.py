@@ -56,7 +56,7 @@ def answerable(conditions: Sequence[Condition]) -> tuple[Condition, ...]:
             out.append(cond)
         elif not cond.negated:
             kept = tuple(t for t in cond.tests if not (t.is_join and t.value.alias not in bound))
-            out.append(dataclasses.replace(cond, tests=kept))
+            out.append(cond._replace(tests=kept))
     return tuple(out)
 
 

@@ -10,7 +10,7 @@ matches no fact itself, so an explanation cannot contradict the run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from j6doctor.engine.condition_match import FactMatcher, bound_aliases, refers_outside
@@ -313,7 +313,7 @@ class Explainer:
 
 
 def _with(cond: Condition, extra: tuple[Test, ...]) -> Condition:
-    return replace(cond, tests=cond.tests + extra) if extra else cond
+    return cond._replace(tests=cond.tests + extra) if extra else cond
 
 
 def _plan(conds: list[Condition], met: list[int], pending: list[int]
@@ -330,7 +330,7 @@ def _plan(conds: list[Condition], met: list[int], pending: list[int]
             plan.append((index, (), None))
             continue
         question = tuple(before) + (cond,)
-        blocker = tuple(before) + (replace(cond, negated=False, alias=None),) if cond.negated else None
+        blocker = tuple(before) + (cond._replace(negated=False, alias=None),) if cond.negated else None
         plan.append((index, question, blocker))
     return plan
 

@@ -7,11 +7,10 @@ the user), a derived fact says which rule made it from which fact ids.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """Where an input fact came from."""
 
     kind: str  # "case" (a key of the case file), "file" (an artifact file), "environment", "user"
@@ -40,8 +39,7 @@ class Source:
         ) if v is not None}
 
 
-@dataclass(frozen=True)
-class Derivation:
+class Derivation(NamedTuple):
     """How a derived fact was concluded: the rule and the facts it matched."""
 
     rule: str

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains")
 
@@ -67,8 +67,7 @@ class Ref:
         return f"{self.alias}.{self.field}"
 
 
-@dataclass(frozen=True)
-class Test:
+class Test(NamedTuple):
     """One comparison of a condition: `field op value`."""
 
     field: str
@@ -97,8 +96,7 @@ class Test:
         return {"lt": value < operand, "le": value <= operand, "gt": value > operand, "ge": value >= operand}[self.op]
 
 
-@dataclass(frozen=True)
-class Condition:
+class Condition(NamedTuple):
     """One `when:` line: a fact of `type` passing every test (or none, when negated)."""
 
     type: str
@@ -116,8 +114,7 @@ class Condition:
         return ("not " if self.negated else "") + self.describe()
 
 
-@dataclass(frozen=True)
-class Conclusion:
+class Conclusion(NamedTuple):
     """One `then:` entry: the fact a firing derives."""
 
     type: str

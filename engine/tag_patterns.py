@@ -27,9 +27,9 @@ paired with 正常; in "编译用的 hbdk 旧", 旧 is paired with hbdk.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import product
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import Iterable, Iterator, NamedTuple, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from j6doctor.engine.text_reader import Reading
@@ -46,8 +46,7 @@ class PatternError(ValueError):
     """A text pattern that is not term classes joined by gaps."""
 
 
-@dataclass(frozen=True)
-class Element:
+class Element(NamedTuple):
     cls: str
     values: tuple[str, ...] | None  # only these values of the class (None: any)
     group: str | None               # the name it is captured under (None: not captured)
@@ -56,8 +55,7 @@ class Element:
     excluded: tuple[str, ...] | None = None  # every value but these (resolved into `values` by the lexicon)
 
 
-@dataclass(frozen=True)
-class Gap:
+class Gap(NamedTuple):
     kind: str        # PART, CLAUSE or ADJACENT
     limit: int       # most characters between the two elements (0: the reading's default)
 
@@ -136,7 +134,7 @@ def with_values(pattern: TagPattern, values_of: dict[Element, tuple[str, ...]]) 
     def resolved(element: Element) -> Element:
         if element not in values_of:
             return element
-        return replace(element, values=values_of[element], excluded=None)
+        return element._replace(values=values_of[element], excluded=None)
 
     variants = tuple((tuple(resolved(e) for e in elements), gaps) for elements, gaps in pattern.variants)
     return TagPattern(pattern.source, variants, pattern.needs, _firsts(variants))
@@ -216,8 +214,7 @@ def _wider(*gaps: Gap | None) -> Gap:
 
 # ---------------------------------------------------------------------------- matching
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):
     """One match of a pattern: the terms matched (reading tag indexes), in order."""
 
     tags: tuple[int, ...]

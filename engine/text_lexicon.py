@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from j6doctor.engine.errors import VocabularyError
 from j6doctor.engine.tag_patterns import PatternError, TagPattern, parse, with_values
@@ -31,8 +31,7 @@ _SEPARATORS = ("", " ", "-", "_", ".")
 _SPLIT = re.compile(r"[\s_\-.]+")
 
 
-@dataclass(frozen=True)
-class ContextReading:
+class ContextReading(NamedTuple):
     """A reading a text rule may ask for: the trigger categories that block it, and the
     categories of which one must be present (empty: none needed)."""
 
@@ -47,8 +46,7 @@ class ContextReading:
         return not self.needs or any(c in present for c in self.needs)
 
 
-@dataclass(frozen=True)
-class Category:
+class Category(NamedTuple):
     """A trigger category: its phrases (those in `opens_part` count only at the start of a part;
     those in `closes_part` also modify the part before them when they are a part of their own:
     "output stride 读错 — 已排除"), its statements (patterns over term classes), and whether it
@@ -64,8 +62,7 @@ class Category:
     pseudo: bool = False
 
 
-@dataclass(frozen=True)
-class Carry:
+class Carry(NamedTuple):
     """A term a sentence takes from the sentence right before (text context `carry`): one of
     class `cls`, into a sentence whose first term of an `into` class comes after a term of a
     `led_by` class and before any of `cls` or `not_after`, from a sentence holding one of `cls`
@@ -108,8 +105,7 @@ class TextContext:
         return tuple((c.name, s) for c in self.categories if not c.pseudo for s in c.statements)
 
 
-@dataclass(frozen=True)
-class TermPattern:
+class TermPattern(NamedTuple):
     """A short regular expression for terms no list holds. The term is its group `value` if it
     has one ("stride:(?P<value>16)" is the 16), else the whole match; the tag's value is
     `value` if set, else the term's words. A term must start and end at word boundaries, as a
@@ -121,8 +117,7 @@ class TermPattern:
     extend: bool = False
 
 
-@dataclass(frozen=True)
-class TermClass:
+class TermClass(NamedTuple):
     """Phrases standing for values; patterns for the rest; how neighbouring terms merge."""
 
     name: str
@@ -141,8 +136,7 @@ class TermClass:
         return tuple(v for v, _ in self.values)
 
 
-@dataclass(frozen=True)
-class TermIndex:
+class TermIndex(NamedTuple):
     """What a reading is made with: built once from the lexicon (and kept with it in the
     vocabulary cache)."""
 
@@ -321,7 +315,7 @@ def lexicon_from_data(context: Any, terms: Any, enums: dict[str, Any], origin: s
             except PatternError as exc:
                 raise VocabularyError(f"{origin}: text_context.categories.{category.name}.statements: "
                                       f"{statement.source!r}: {exc}") from None
-        categories.append(replace(category, statements=tuple(statements)))
+        categories.append(category._replace(statements=tuple(statements)))
     lexicon = replace(lexicon, context=replace(lexicon.context, categories=tuple(categories)))
     return replace(lexicon, index=build_index(lexicon, origin))
 

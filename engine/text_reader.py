@@ -19,9 +19,8 @@ from __future__ import annotations
 import re
 from collections import OrderedDict, defaultdict
 from bisect import bisect_left, bisect_right, insort
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple, TYPE_CHECKING
 
 from j6doctor.engine.regex_anchors import may_match
 from j6doctor.engine.tag_patterns import ADJACENT, PART, Gap
@@ -41,8 +40,7 @@ TRIGGER = "_trigger"    # the lexicon's class of the context triggers; a tag's v
 ANYWHERE, OPENS, CLOSES = "", "opens", "closes"
 
 
-@dataclass(frozen=True)
-class Clause:
+class Clause(NamedTuple):
     start: int  # compact span
     end: int
 

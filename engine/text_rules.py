@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from j6doctor.engine.facts import Fact
@@ -41,8 +40,7 @@ _FENCE = re.compile(r"```[a-zA-Z]*")
 MAX_ALL_MATCHES_PER_TEXT = 64  # `matches: all` concludes once per statement, up to this many
 
 
-@dataclass(frozen=True)
-class TextMatch:
+class TextMatch(NamedTuple):
     """One statement that fired a text rule."""
 
     rule: Rule

@@ -12,7 +12,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from j6doctor.engine.errors import VocabularyError
 from j6doctor.engine.text_lexicon import TextLexicon, lexicon_from_data
@@ -99,8 +99,7 @@ class EnumSpec:
         return out
 
 
-@dataclass(frozen=True)
-class FieldSpec:
+class FieldSpec(NamedTuple):
     """One field of a fact type."""
 
     name: str

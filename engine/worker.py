@@ -24,8 +24,7 @@ import pickle
 import signal
 import sys
 import threading
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from j6doctor.engine.errors import EngineRunError
 
@@ -38,8 +37,7 @@ class EngineLimitError(EngineRunError):
     base (or the facts given to it) is beyond what the engine can run."""
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """The wall-clock timeout and memory cap of the engine's process."""
 
     timeout: float = DEFAULT_TIMEOUT

@@ -20,8 +20,7 @@ A text value is read stripped; a fact whose `.` text is empty is no fact (`tried
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator, NamedTuple, TYPE_CHECKING
 
 from j6doctor.engine.errors import VocabularyError
 
@@ -33,8 +32,7 @@ _SPEC_KEYS = frozenset({"key", "schema", "fields", "shorthand", "each"})
 Place = tuple[str, ...]  # a key path below the case key ("*": any list item)
 
 
-@dataclass(frozen=True)
-class CaseKey:
+class CaseKey(NamedTuple):
     key: str
     type: str                          # the fact type read from it
     schema: dict[str, Any]             # JSON Schema, enum_of expanded

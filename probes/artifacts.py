@@ -23,6 +23,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from pathlib import Path
 
 from j6doctor.facts import per_vocabulary, vocabulary
@@ -88,8 +89,7 @@ class ScanSummary:
 MAX_LISTED = 20  # unrecognised names kept per scanned path
 
 
-@dataclass(frozen=True)
-class _Kind:
+class _Kind(NamedTuple):
     """A file kind: its names, content signatures and magic bytes."""
 
     kind: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
 # A message quotes the input it refuses; a megabyte-long cell or line must not become a
@@ -46,8 +47,7 @@ def _one(file: str, line: int | None, message: str) -> str:
 MAX_SKIPS_KEPT = 100
 
 
-@dataclass(frozen=True)
-class Skipped:
+class Skipped(NamedTuple):
     """A part of a file that a reader went past: its 1-based line (None: no one line) and why.
     Real files are pasted, excerpted and hand-edited: a reader reads what it can and says
     what it skipped, rather than refusing the whole file for one odd line."""

@@ -12,7 +12,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple
 
 if TYPE_CHECKING:
     from j6doctor.engine.facts import Source
@@ -28,8 +28,7 @@ MAX_WARNING_CHARS = 2000
 MAX_SKIP_NOTES = 10
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(NamedTuple):
     """A probe's table and summary kept on the diagnosis; the report decides what to draw."""
 
     kind: str        # "compare" (per-layer metrics), "cosines" (per-node cosine), "sensitivity"

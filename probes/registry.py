@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from j6doctor.facts import per_vocabulary, vocabulary
 from j6doctor.probes.input_error import InputError
@@ -25,8 +24,7 @@ from j6doctor.probes.probe_output import folder_of
 _NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
 
 
-@dataclass(frozen=True)
-class Probe:
+class Probe(NamedTuple):
     """The probe a file kind declares (its attributes in the vocabulary)."""
 
     module: str

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from j6doctor.facts import vocabulary
 from j6doctor.probes.pasted_text import version_ends
@@ -28,8 +28,7 @@ WINDOW = 48  # characters (of the compact text) between a model's name and its s
 NAMED_WITHIN = 12  # characters before a number where a word says it is no score ("误差约为 1.728")
 
 
-@dataclass(frozen=True)
-class Score:
+class Score(NamedTuple):
     mention: str       # the mention value (facts/vocabulary.yaml enum mention)
     value: float
     percent: bool      # written with a percent sign

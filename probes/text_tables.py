@@ -23,6 +23,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from j6doctor.probes.input_error import InputError, Skipped, quoted
 
@@ -37,14 +38,12 @@ _PSQL_RULE = re.compile(r"^\|(?:-+\+)*-+\|$")
 _PAD = "\x00"
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):
     line: int
     cells: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(NamedTuple):
     headers: tuple[str, ...]
     rows: list[Row]
     end: int          # index into `lines` just after the table

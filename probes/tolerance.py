@@ -3,12 +3,10 @@ the tolerance of the metrics file, the case's `metrics` key or --tolerance."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 
-@dataclass(frozen=True)
-class Tolerance:
+class Tolerance(NamedTuple):
     """A drop is worse than the baseline by more than `value` (a fraction of the baseline when
     `relative`), in the direction `higher_is_better` says."""
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -97,7 +96,7 @@ def test_the_automaton_finds_every_opening_word():
 
 def test_a_reading_with_openings_is_the_reading_without():
     index = vocabulary().text.index
-    everywhere = replace(index, opened=frozenset())
+    everywhere = index._replace(opened=frozenset())
     for text in _report_texts():
         with_openings, without = read(text, index), read(text, everywhere)
         assert (with_openings.tags, with_openings.clauses, with_openings.marks, with_openings.triggers) == \
