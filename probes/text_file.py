@@ -76,40 +76,72 @@ def read_bytes_without_long_lines(path: Path, display: str, what: str, max_bytes
                                   max_line_bytes: int) -> tuple[bytes, list[tuple[int, int]]]:
     """The file's bytes with every line longer than `max_line_bytes` left empty (its line
     break kept, so that line numbers stay the file's), and (line, length in bytes) of each
-    such line. Read in blocks: an over-long line (a 200 MB dump, a garbled field) is never
-    held in memory, and later parsing never sees it. The errors of read_bytes otherwise; the
-    bytes go to the read observers only when nothing was left out (they are then the file's)."""
+    such line. An over-long line (a 200 MB dump, a garbled field) is never held in memory,
+    and later parsing never sees it. The errors of read_bytes otherwise; the bytes go to the
+    read observers only when nothing was left out (they are then the file's).
+
+    The file is first looked through in blocks, keeping nothing; the usual file, with no
+    such line, is then read whole, once (keeping its blocks and joining them would hold the
+    file twice and copy it twice: a tenth of reading a 300 MB table)."""
     with _os_errors(display, what):
         _require_regular(path, display, what)
         size = path.stat().st_size
         if size > max_bytes:
             raise InputError(display, f"too large ({size} bytes; limit {max_bytes}); expected {what}")
-        kept = bytearray()
-        long_lines: list[tuple[int, int]] = []
-        length = 0   # of the current line so far
-        # the line number is needed only where a line is too long: the line breaks kept are
-        # counted into `line` up to `counted` then, not in every block
-        line, counted = 1, 0
-        # (a block no longer than the limit holds no whole line over it: only the line it
-        # continues can be, which spares splitting the usual block into its lines)
-        block_size = max(1, min(_BLOCK, max_line_bytes))
-        with path.open("rb") as file:
-            while block := file.read(block_size):
-                first = block.find(b"\n")
-                if length + (first if first >= 0 else len(block)) <= max_line_bytes:
-                    kept += block   # the usual case: no long line, the block is kept as it is
-                    length = length + len(block) if first < 0 else len(block) - block.rfind(b"\n") - 1
-                    continue
-                line += kept.count(b"\n", counted)
-                line, length = _keep_short_lines(block, kept, long_lines, line, length, max_line_bytes)
-                counted = len(kept)
-        if length > max_line_bytes:
-            long_lines.append((line + kept.count(b"\n", counted), length))
-    raw = bytes(kept)
+        if _lines_within(path, max_line_bytes):
+            raw = path.read_bytes()
+            if len(raw) == size:  # (else the file changed meanwhile: read again, line by line)
+                for observe in _READ_OBSERVERS:
+                    observe(path, raw)
+                return raw, []
+        raw, long_lines = _without_long_lines(path, max_line_bytes)
     if not long_lines:
         for observe in _READ_OBSERVERS:
             observe(path, raw)
     return raw, long_lines
+
+
+def _block_size(limit: int) -> int:
+    # (a block no longer than the limit holds no whole line over it: only the line it
+    # continues can be, which spares splitting the usual block into its lines)
+    return max(1, min(_BLOCK, limit))
+
+
+def _lines_within(path: Path, limit: int) -> bool:
+    """Whether no line of the file is longer than `limit` bytes, read in blocks into one
+    buffer: nothing is kept."""
+    buffer = bytearray(_block_size(limit))
+    length = 0   # of the current line so far
+    with path.open("rb", buffering=0) as file:
+        while size := file.readinto(buffer):
+            first = buffer.find(b"\n", 0, size)
+            if length + (first if first >= 0 else size) > limit:
+                return False
+            length = length + size if first < 0 else size - buffer.rfind(b"\n", 0, size) - 1
+    return True
+
+
+def _without_long_lines(path: Path, limit: int) -> tuple[bytes, list[tuple[int, int]]]:
+    """The file's bytes with its lines over `limit` left empty, and (line, length) of each."""
+    kept = bytearray()
+    long_lines: list[tuple[int, int]] = []
+    length = 0   # of the current line so far
+    # the line number is needed only where a line is too long: the line breaks kept are
+    # counted into `line` up to `counted` then, not in every block
+    line, counted = 1, 0
+    with path.open("rb") as file:
+        while block := file.read(_block_size(limit)):
+            first = block.find(b"\n")
+            if length + (first if first >= 0 else len(block)) <= limit:
+                kept += block   # a block with no long line is kept as it is
+                length = length + len(block) if first < 0 else len(block) - block.rfind(b"\n") - 1
+                continue
+            line += kept.count(b"\n", counted)
+            line, length = _keep_short_lines(block, kept, long_lines, line, length, limit)
+            counted = len(kept)
+    if length > limit:
+        long_lines.append((line + kept.count(b"\n", counted), length))
+    return bytes(kept), long_lines
 
 
 def _keep_short_lines(block: bytes, kept: bytearray, long_lines: list[tuple[int, int]], line: int,
