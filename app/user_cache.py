@@ -62,8 +62,11 @@ def open_private(folder: Path, name: str) -> BinaryIO | None:
         fd = os.open(entry, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
-    info = os.fstat(fd)
-    if info.st_uid == os.getuid() and stat.S_ISREG(info.st_mode) and not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        return os.fdopen(fd, "rb")
+    try:
+        info = os.fstat(fd)
+        if info.st_uid == os.getuid() and stat.S_ISREG(info.st_mode) and not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            return os.fdopen(fd, "rb")
+    except OSError:
+        pass
     os.close(fd)
     return None
