@@ -32,6 +32,10 @@ def is_private(path: Path, kind: int) -> bool:
         info = os.lstat(path)
     except OSError:
         return False
+    return _ours_alone(info, kind)
+
+
+def _ours_alone(info: os.stat_result, kind: int) -> bool:
     return (info.st_uid == os.getuid() and stat.S_IFMT(info.st_mode) == kind
             and not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO))
 
@@ -56,6 +60,7 @@ def open_private(folder: Path, name: str) -> BinaryIO | None:
     what was checked. (A reader unpickles from the file itself: a large entry is then in
     memory once, not once as the file's bytes and again as the objects' own.)"""
     entry = folder / name
+    # (the entry is looked at before it is opened too: opening a pipe would wait for a writer)
     if not (is_private(folder, stat.S_IFDIR) and is_private(entry, stat.S_IFREG)):
         return None
     try:
@@ -63,8 +68,7 @@ def open_private(folder: Path, name: str) -> BinaryIO | None:
     except OSError:
         return None
     try:
-        info = os.fstat(fd)
-        if info.st_uid == os.getuid() and stat.S_ISREG(info.st_mode) and not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        if _ours_alone(os.fstat(fd), stat.S_IFREG):
             return os.fdopen(fd, "rb")
     except OSError:
         pass

@@ -114,11 +114,21 @@ def _lines_within(path: Path, limit: int) -> bool:
     length = 0   # of the current line so far
     with path.open("rb", buffering=0) as file:
         while size := file.readinto(buffer):
-            first = buffer.find(b"\n", 0, size)
-            if length + (first if first >= 0 else size) > limit:
+            after = _length_after(buffer, size, length, limit)
+            if after is None:
                 return False
-            length = length + size if first < 0 else size - buffer.rfind(b"\n", 0, size) - 1
+            length = after
     return True
+
+
+def _length_after(block: bytes | bytearray, size: int, length: int, limit: int) -> int | None:
+    """The length of the line the first `size` bytes of `block` end in, the line before them
+    being `length` long; None where the block's first line runs past `limit` (a block no longer
+    than the limit holds no other line over it)."""
+    first = block.find(b"\n", 0, size)
+    if length + (first if first >= 0 else size) > limit:
+        return None
+    return length + size if first < 0 else size - block.rfind(b"\n", 0, size) - 1
 
 
 def _without_long_lines(path: Path, limit: int) -> tuple[bytes, list[tuple[int, int]]]:
@@ -131,10 +141,10 @@ def _without_long_lines(path: Path, limit: int) -> tuple[bytes, list[tuple[int, 
     line, counted = 1, 0
     with path.open("rb") as file:
         while block := file.read(_block_size(limit)):
-            first = block.find(b"\n")
-            if length + (first if first >= 0 else len(block)) <= limit:
+            after = _length_after(block, len(block), length, limit)
+            if after is not None:
                 kept += block   # a block with no long line is kept as it is
-                length = length + len(block) if first < 0 else len(block) - block.rfind(b"\n") - 1
+                length = after
                 continue
             line += kept.count(b"\n", counted)
             line, length = _keep_short_lines(block, kept, long_lines, line, length, limit)
