@@ -131,6 +131,7 @@ class TermClass(NamedTuple):
     merge_between: str = ""
     merge_places: tuple[str, ...] = ()  # values that merge (a term merges only with one of these)
     ignore: tuple[str, ...] = ()  # phrases that hold a term of the class but are none ("好像" is no "好")
+    merge_after_wins: tuple[str, ...] = ()  # places that win over the term right before them, whatever its rank
 
     def value_names(self) -> tuple[str, ...]:
         return tuple(v for v, _ in self.values)
@@ -147,7 +148,7 @@ class TermIndex(NamedTuple):
     # Expressions are kept as their source and the words one of which each match holds
     # (regex_anchors.py): the reader compiles one only for a text that holds such a word.
     patterns: tuple[tuple[str, str, str | None, bool, frozenset[str] | None], ...]  # class, expression, value, extend, anchors
-    merges: dict[str, tuple[int, dict[str, int], frozenset[str], frozenset[str]]]
+    merges: dict[str, tuple[int, dict[str, int], frozenset[str], frozenset[str], frozenset[str]]]
     pseudo: frozenset[str]
     part_chars: str   # an expression: one of the characters that end a part
     gap_breaks: str  # the marks a same-part gap of a pattern does not cross
@@ -264,7 +265,7 @@ def build_index(lexicon: TextLexicon, origin: str = "") -> TermIndex:
     if len(automaton):
         automaton.make_automaton()
     merges = {t.name: (t.merge_gap, {v: i for i, v in enumerate(t.merge_rank)}, frozenset(t.merge_between),
-                       frozenset(t.merge_places or t.value_names()))
+                       frozenset(t.merge_places or t.value_names()), frozenset(t.merge_after_wins))
               for t in lexicon.terms.values() if t.merge_gap}
     return TermIndex(automaton, tuple(found_at), patterns, merges,
                      frozenset(c.name for c in context.categories if c.pseudo),
@@ -484,17 +485,19 @@ def _terms(raw: Any, enums: dict[str, Any], origin: str) -> dict[str, TermClass]
         if default and allowed is not None and default not in allowed:
             raise VocabularyError(f"{where}.default: not a value of enum {enum}")
         merge = _mapping(spec.get("merge"), f"{where}.merge")
-        unknown = sorted(set(merge) - {"gap", "between", "places", "rank"})
+        unknown = sorted(set(merge) - {"gap", "between", "places", "rank", "after_wins"})
         if unknown:
-            raise VocabularyError(f"{where}.merge.{unknown[0]}: unknown key; merge has gap, between, places, rank")
+            raise VocabularyError(f"{where}.merge.{unknown[0]}: unknown key; "
+                                  "merge has gap, between, places, rank, after_wins")
         rank = tuple(str(v) for v in merge.get("rank") or ())
         places = tuple(str(v) for v in merge.get("places") or ())
-        stray = [v for v in rank + places if v not in {v for v, _ in values}]
+        after_wins = tuple(str(v) for v in merge.get("after_wins") or ())
+        stray = [v for v in rank + places + after_wins if v not in {v for v, _ in values}]
         if stray:
             raise VocabularyError(f"{where}.merge: {stray[0]!r} is not a value of the class")
         out[str(name)] = TermClass(str(name), str(spec.get("meaning", "")), enum, values, str(default or ""),
                                    patterns, int(merge.get("gap", 0) or 0), rank, str(merge.get("between", "")),
-                                   places, _phrases(spec.get("ignore"), f"{where}.ignore"))
+                                   places, _phrases(spec.get("ignore"), f"{where}.ignore"), after_wins)
     return out
 
 

@@ -545,14 +545,15 @@ def _sentence_end_at(clauses: list[Clause], length: int) -> list[int]:
 def _merged(tags: list[tuple], merge: tuple, text: str) -> list[tuple]:
     """Neighbouring tags of one class, at most `gap` characters apart with only joining
     characters between, one of them a place: one tag over both, valued by the ranking (a
-    lower rank wins)."""
-    gap, rank, joiners, places = merge
+    lower rank wins), or by the second when it is a place that wins after a term."""
+    gap, rank, joiners, places, after_wins = merge
     out: list[tuple] = []
     for tag in tags:
         if (out and 0 <= tag[0] - out[-1][1] <= gap and (tag[3] in places or out[-1][3] in places)
                 and all(c in joiners for c in text[out[-1][1]:tag[0]])):
             prev = out[-1]
-            value = prev[3] if rank.get(prev[3], len(rank)) <= rank.get(tag[3], len(rank)) else tag[3]
+            first_wins = rank.get(prev[3], len(rank)) <= rank.get(tag[3], len(rank)) and tag[3] not in after_wins
+            value = prev[3] if first_wins else tag[3]
             out[-1] = (prev[0], tag[1], prev[2], value)
         else:
             out.append(tag)

@@ -83,6 +83,14 @@ def test_a_score_said_to_be_only_so_much_is_a_bad_result(diagnose):
     ("量化了一个识别模型，精度下降了几十个点", "quantized_bc", {"abnormal"}),
     ("I faced a problem with model quality after exporting model to onnx", "qat_bc", {"abnormal"}),
     ("quantized.bc 精度正常，上板后差了很多", "board", {"abnormal"}),
+    # a QAT model put on the board after it is named is the board's run; one named after the board is its own
+    ("QAT 模型上板后精度下降", "board", {"abnormal"}),
+    ("J6 上 QAT 模型部署后精度下降", "qat_pt", set()),
+    ("J6M 上 QAT 模型 qat.bc 精度正常", "qat_bc", {"normal"}),
+    # a drop said of both ("都") is each one's
+    ("hbm 在板端和 x86 上都掉了 10 个点", "hbm_x86", {"abnormal"}),
+    # a result after a fix is no result of the reported run
+    ("板端预处理用的 BGR，改过来就好了", "board", set()),
     ("After PTQ with hb_mapper, the calibrated onnx already shows a big drop", "qat_pt", {"abnormal"}),
     ("My QAT model is fine, but after export the hbir model's accuracy drops to zero", "qat_bc", {"abnormal"}),
     # "quantitative model" is how many write "量化模型" in English
@@ -107,6 +115,8 @@ def test_what_it_takes_to_get_a_result_is_no_result(diagnose):
     # a mismatch right before the other model: a comparison, no bad result of that model
     ("however when using quantization the model output does not match the float versions",
      ("quantized_bc", "float", "differs")),
+    # "against" names the other side
+    ("After convert, quantized.bc loses 4 mAP against qat.bc", ("quantized_bc", "qat_bc", "differs")),
 ])
 def test_two_models_compared_as_users_write_it(diagnose, symptom, comparison):
     run = diagnose({"symptom": symptom}).run
@@ -114,6 +124,23 @@ def test_two_models_compared_as_users_write_it(diagnose, symptom, comparison):
     assert said == {comparison}
     assert not [f for f in run.facts if f.type == "reported" and f["artifact"] == comparison[1]
                 and f["status"] == "abnormal"]
+
+
+@pytest.mark.parametrize("symptom, comparisons", [
+    # the later model "differs" with no other side: it differs from the pair just said to agree
+    ("hbm 在 x86 上和 quantized.bc 一致，板端跑同样的输入结果不一样",
+     {("hbm_x86", "quantized_bc", "equal"), ("board", "hbm_x86", "differs"), ("board", "quantized_bc", "differs")}),
+    ("The hbm on x86 matches quantized.bc, but the board output differs on every image",
+     {("hbm_x86", "quantized_bc", "equal"), ("board", "hbm_x86", "differs"), ("board", "quantized_bc", "differs")}),
+    # ... not when it names its own other side
+    ("x86 仿真和 quantized.bc 一致，板端和 qat.bc 不一致",
+     {("hbm_x86", "quantized_bc", "equal"), ("board", "qat_bc", "differs")}),
+    # a version that does not match is no comparison of outputs
+    ("RKNN Model version: 2.3.2 not match with rknn runtime version: 2.2.0", set()),
+])
+def test_a_difference_after_an_agreement(diagnose, symptom, comparisons):
+    run = diagnose({"symptom": symptom}).run
+    assert {(f["a"], f["b"], f["relation"]) for f in run.facts if f.type == "said_comparison"} == comparisons
 
 
 def test_the_model_named_by_its_quantization_step_takes_its_score(diagnose):

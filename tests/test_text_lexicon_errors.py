@@ -219,10 +219,11 @@ def test_an_unknown_key_of_a_pattern():
 
 def test_an_unknown_key_of_merge():
     text = refused({"c": {"values": {"a": ["x"]}, "merge": {"gap": 1, "foo": 2}}})
-    assert text == f"{ORIGIN}: text_terms.c.merge.foo: unknown key; merge has gap, between, places, rank"
+    assert text == f"{ORIGIN}: text_terms.c.merge.foo: unknown key; merge has gap, between, places, rank, after_wins"
 
 
-@pytest.mark.parametrize("merge", [{"gap": 1, "rank": ["zz"]}, {"gap": 1, "places": ["a", "zz"]}])
+@pytest.mark.parametrize("merge", [{"gap": 1, "rank": ["zz"]}, {"gap": 1, "places": ["a", "zz"]},
+                                   {"gap": 1, "after_wins": ["zz"]}])
 def test_a_merge_value_not_of_the_class(merge):
     text = refused({"c": {"values": {"a": ["x"]}, "merge": merge}})
     assert text == f"{ORIGIN}: text_terms.c.merge: 'zz' is not a value of the class"
