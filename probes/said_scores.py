@@ -466,7 +466,15 @@ def _owner(reading, mentions: list[int], starts: list[int], score_start: int, af
         return None
     if reading.clause_index(starts[at]) != reading.clause_index(score_start):
         return None
+    if at > 0 and _BUILT_FROM.search(reading.compact.text, max(0, starts[at] - 32), starts[at]) \
+            and reading.clause_index(starts[at - 1]) == reading.clause_index(score_start):
+        return mentions[at - 1]  # the model a model was built from is not what gave the score
     return mentions[at]
+
+
+# "The INT8 engine built from the QDQ ONNX gives mAP 0.21": the score is the engine's
+_BUILT_FROM = re.compile(r"(?:built|converted|exported|generated|compiled|created|made|derived|obtained|produced)"
+                         r" from (?:the |my |our |an? )?$")
 
 
 _RANGE = re.compile(r"\s?%?\s?[-~]\s?")
