@@ -292,11 +292,11 @@ def _match_from(reading: "Reading", start: int, elements, gaps, hi: int) -> Hit 
     if tags[start][2] != elements[0].cls or not _admits(tags[start], elements[0]):
         return None
     chosen = [start]
-    aside = reading.aside[start]
+    aside = opened = reading.aside[start]
     for position, (element, gap) in enumerate(zip(elements[1:], gaps), start=1):
         nxt = reading.first_of(element.cls, tags[chosen[-1]][1], hi, aside, element.values)
-        if nxt is None:
-            return None
+        if nxt is None or (opened >= 0 and reading.aside[nxt] != opened):
+            return None  # (a statement begun in an aside ends in it: "(as shown by the FP32 model), but ...")
         if reading.aside[nxt] != aside and _named_in_aside(reading, nxt, elements[position - 1]):
             return None  # the aside says it of a term of its own ("…（量化前的模型是正常的）")
         # the previous term is the last of its kind before this one ("编译用的 hbdk 旧": hbdk)

@@ -69,6 +69,8 @@ def scores(text: str) -> list[Score]:
             continue  # an error, a time, a size, a version; a share of that model's score
         if _a_version(reading, index):
             continue  # "TensorFlow 2.9": no score, and it stands between no model and its score
+        if _published(reading, start):
+            continue  # "the paper reported an mIoU of 0.7081 (fp32)": no score the user measured
         previous_score_end = end
         if owner is not None:
             _keep(found, text, reading, owner, index)
@@ -470,6 +472,14 @@ def _owner(reading, mentions: list[int], starts: list[int], score_start: int, af
             and reading.clause_index(starts[at - 1]) == reading.clause_index(score_start):
         return mentions[at - 1]  # the model a model was built from is not what gave the score
     return mentions[at]
+
+
+def _published(reading, score_start: int) -> bool:
+    """Whether the sentence says, before the number and with no other number between, that
+    someone else published it ("the original paper reported an mIoU of 0.7081", "论文里的精度是 76%")."""
+    start = reading.clause_of(score_start).start
+    said = [t for t in reading.tags_in("other_reference", start, score_start) if reading.tags[t][3] == "published"]
+    return bool(said) and not reading.tags_in("score", reading.tags[said[-1]][1], score_start)
 
 
 # "The INT8 engine built from the QDQ ONNX gives mAP 0.21": the score is the engine's

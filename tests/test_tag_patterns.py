@@ -297,6 +297,12 @@ def test_a_term_named_only_in_an_aside_still_goes_with_the_outer_term(index):
     assert pairs(index, "{mention} … {status}", text) == {("board", "abnormal")}
 
 
+def test_a_statement_begun_in_an_aside_ends_in_it(index):
+    # the FP32 model named in the parenthesis is not what degraded after it
+    text = "The conversion went well (as shown by the FP32 TFLite score), but the int8 version degraded a lot"
+    assert pairs(index, "{mention} … {status=abnormal}", text) == {("quantized_bc", "abnormal")}
+
+
 def test_a_value_restricted_first_element_starts_at_that_value_only(index):
     text = "PC 上正常，bin 上板后检测不到"
     assert hits(index, "{mention=board} … {status}", text) == [
