@@ -74,6 +74,9 @@ def scores(text: str) -> list[Score]:
         previous_score_end = end
         if owner is not None:
             _keep(found, text, reading, owner, index)
+            other = _sharing(reading, mentions, starts, owner, start)
+            if other is not None:
+                _keep(found, text, reading, other, index)
     for score in table_scores:  # (a model's first score is its score)
         if score.mention not in found or score.start < found[score.mention].start:
             found[score.mention] = score
@@ -472,6 +475,27 @@ def _owner(reading, mentions: list[int], starts: list[int], score_start: int, af
             and reading.clause_index(starts[at - 1]) == reading.clause_index(score_start):
         return mentions[at - 1]  # the model a model was built from is not what gave the score
     return mentions[at]
+
+
+# two models joined, then one score said of both: "qat.bc 的 mAP 和 qat.pt 一致都是 44.0"
+_JOINER = re.compile(r"和|与|跟|\band\b|&")
+_BOTH = re.compile(r"都是|都为|均为|均是|都在|都|both")
+
+
+def _sharing(reading, mentions: list[int], starts: list[int], owner: int, score_start: int) -> int | None:
+    """The model named and joined right before the owner when the score is said of both ("A 和 B
+    一致都是 44.0", "A and B both get 76.1%"), else None."""
+    at = mentions.index(owner)
+    if at == 0:
+        return None
+    other, text = mentions[at - 1], reading.compact.text
+    first_end, owner_start, owner_end = reading.tags[other][1], reading.tags[owner][0], reading.tags[owner][1]
+    if reading.tags[other][3] == reading.tags[owner][3] or owner_start - first_end > 12 \
+            or reading.clause_index(starts[at - 1]) != reading.clause_index(score_start):
+        return None
+    if not _JOINER.search(text, first_end, owner_start) or not _BOTH.search(text, owner_end, score_start):
+        return None
+    return other
 
 
 def _published(reading, score_start: int) -> bool:

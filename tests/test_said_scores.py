@@ -25,6 +25,11 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     ("I get an mIoU of 0.661 for the int8 model on the device. The original paper reported an mIoU of 0.7081 (fp32 torch).",
      [("board", 0.661, False)]),
     ("论文中的精度是 76%，我们的 float 模型是 75%，量化后 60%", [("float", 75.0, True), ("quantized_bc", 60.0, True)]),
+    # one score said of two models joined before it
+    ("qat.bc 的 mAP 和 qat.pt 一致都是 44.0，convert 成 quantized.bc 以后只有 39.6",
+     [("qat_bc", 44.0, False), ("qat_pt", 44.0, False), ("quantized_bc", 39.6, False)]),
+    ("The float model and the QAT model both get 76.1%, the board 60.2%",
+     [("float", 76.1, True), ("qat_pt", 76.1, True), ("board", 60.2, True)]),
     # the model another was built from did not give the score
     ("The INT8 TensorRT engine built from the QDQ ONNX gives mAP 0.21, while the QDQ ONNX in onnxruntime gives 0.45",
      [("hbm", 0.21, False), ("quantized_bc", 0.45, False)]),
