@@ -49,7 +49,8 @@ def scores(text: str) -> list[Score]:
     found: dict[str, Score] = {}
     in_tables, table_scores = _scores_in_pipe_tables(text, reading, mentions)
     versions = version_ends(text)  # a package's version is no score: "horizon_nn 1.1"
-    pairs = {**_respective_pairs(reading, mentions, starts, versions), **_drop_from_pairs(reading, mentions, starts, versions)}
+    pairs = {**_respective_pairs(reading, mentions, starts, versions), **_drop_from_pairs(reading, mentions, starts, versions),
+             **_scores_then_models(reading, mentions, starts, versions)}
     paired = {m: t for m, t in pairs.items() if t not in in_tables}
     for mention_index, score_index in paired.items():
         _keep(found, text, reading, mention_index, score_index)
@@ -127,6 +128,38 @@ def _respective_pairs(reading, mentions: list[int], starts: list[int], versions:
         if any(v is None or v < 0 for v in values) or m1 in out or m2 in out:
             continue
         out[m1], out[m2] = first, second
+    return out
+
+
+# A list of scores, then the models they belong to in order: "41.9、41.7、37.3、37.2，分别是 qat.pt、
+# qat.bc、quantized.bc、板端 hbm 的 mAP"
+_LIST_SEP = re.compile(r"\s?(?:、|,|，|/|和|与|and)?\s?")
+_RESPECTIVELY = re.compile(r"\s?[,，]?\s?(?:分别是|分别为|分别对应|分别对应的是|依次是|依次为|respectively for|for)\s?")
+
+
+def _scores_then_models(reading, mentions: list[int], starts: list[int], versions: set[int]) -> dict[int, int]:
+    """mention tag → score tag where two or more scores joined in a list are followed by "分别是"
+    and as many models joined the same way, in the same sentence."""
+    tags, compact = reading.tags, reading.compact.text
+    score_tags = [t for t in reading.by_class.get("score", []) if tags[t][1] not in versions]
+    out: dict[int, int] = {}
+    at = 0
+    while at < len(score_tags):
+        run = [score_tags[at]]
+        while at + len(run) < len(score_tags) and _LIST_SEP.fullmatch(compact[tags[run[-1]][1]:tags[score_tags[at + len(run)]][0]]):
+            run.append(score_tags[at + len(run)])
+        at += len(run)
+        lead = _RESPECTIVELY.match(compact, tags[run[-1]][1])
+        if len(run) < 2 or lead is None:
+            continue
+        first = bisect_left(starts, lead.end())
+        named = mentions[first:first + len(run)]
+        if len(named) < len(run) or tags[named[0]][0] != lead.end() or any(
+                not _LIST_SEP.fullmatch(compact[tags[a][1]:tags[b][0]]) for a, b in zip(named, named[1:])):
+            continue
+        if len({tags[m][3] for m in named}) < len(named) or any(m in out for m in named):
+            continue
+        out.update(zip(named, run))
     return out
 
 

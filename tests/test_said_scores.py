@@ -25,6 +25,10 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     ("I get an mIoU of 0.661 for the int8 model on the device. The original paper reported an mIoU of 0.7081 (fp32 torch).",
      [("board", 0.661, False)]),
     ("论文中的精度是 76%，我们的 float 模型是 75%，量化后 60%", [("float", 75.0, True), ("quantized_bc", 60.0, True)]),
+    # a list of scores, then the models they belong to, in order
+    ("41.9、41.7、37.3、37.2，分别是 qat.pt、qat.bc、quantized.bc、板端 hbm 的 mAP",
+     [("qat_pt", 41.9, False), ("qat_bc", 41.7, False), ("quantized_bc", 37.3, False), ("board", 37.2, False)]),
+    ("76.1% and 60.2% for the float model and the int8 model", [("float", 76.1, True), ("quantized_bc", 60.2, True)]),
     # one score said of two models joined before it
     ("qat.bc 的 mAP 和 qat.pt 一致都是 44.0，convert 成 quantized.bc 以后只有 39.6",
      [("qat_bc", 44.0, False), ("qat_pt", 44.0, False), ("quantized_bc", 39.6, False)]),
