@@ -87,6 +87,8 @@ def test_a_score_said_to_be_only_so_much_is_a_bad_result(diagnose):
     ("QAT 模型上板后精度下降", "board", {"abnormal"}),
     ("J6 上 QAT 模型部署后精度下降", "qat_pt", set()),
     ("J6M 上 QAT 模型 qat.bc 精度正常", "qat_bc", {"normal"}),
+    # the export step named for its product
+    ("qat.pt 正常，export 之后掉了 5 个点", "qat_bc", {"abnormal"}),
     # a drop said of both ("都") is each one's
     ("hbm 在板端和 x86 上都掉了 10 个点", "hbm_x86", {"abnormal"}),
     # a result after a fix is no result of the reported run
