@@ -392,7 +392,8 @@ def _names(text: str) -> list[tuple[int, int, int]]:
             end += 1
         token = text[start:end]
         segments = [part for part in token.split("/") if part]
-        if segments and (len(segments) >= 3 or token.startswith(_ROOTS)):
+        # (a division is no path: "又/255")
+        if segments and (len(segments) >= 3 or token.startswith(_ROOTS)) and any(c.isalpha() for c in token):
             out.append((start, end, start + token.rstrip("/").rfind("/") + 1))
         at = text.find("/", end)
     return out

@@ -37,6 +37,12 @@ def clauses(text: str) -> list[str]:
 
 # ---------------------------------------------------------------------------- paths
 
+def test_a_division_is_no_path():
+    # "/255" after a word is the application dividing, not a path from the root
+    assert ("normalizing", "found", "/255") in tags("板端 python 里我又/255 了一次")
+    assert ("normalizing", "found", "/255") not in tags("模型在 /app/255/model.bin")
+
+
 def test_the_words_alone_are_terms():
     # (the premise of the tests below: each of these words is a term on its own)
     for word in ("onnx", "board", "yolov5s.onnx", "x3"):
