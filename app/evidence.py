@@ -229,10 +229,14 @@ def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
                 if score.percent != reference.percent:
                     continue
                 drop, threshold = tolerance.drop(reference.value, score.value)
+                # (and against the text's reference: a loss further up is carried down the chain)
+                root_drop, root_threshold = tolerance.drop(root.value, score.value)
                 facts.add("score_drop", {
                     "mention": score.mention, "reference": reference.mention, "value": score.value,
                     "reference_value": reference.value, "drop": drop, "threshold": threshold,
                     "within": drop <= threshold, "times": round(drop / threshold, 3) if threshold > 0 else None,
+                    "root_times": round(root_drop / root_threshold, 3)
+                    if root_threshold > 0 and score.percent == root.percent else None,
                     "quote": score.quote, "field": key}, fact.source)
 
 

@@ -36,6 +36,8 @@ NEVER_ALONE = {
         "every mention has a meaning (see score.reference)",
     ("score.within", "means{mention=s.mention}"):
         "every mention has a meaning (see score.reference)",
+    ("score.carried_far", "means{mention=s.mention}"):
+        "every mention has a meaning (see score.reference)",
     ("score.drop_slight_deployed", "means{mention=s.mention}"):
         "every mention has a meaning (see score.reference)",
     ("score.slight_beside_large", "means{mention=s.mention}"):
