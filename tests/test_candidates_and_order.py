@@ -127,12 +127,14 @@ results:
 def test_a_compile_failure_lists_compile_with_its_check(tmp_path, rulebase, cli):
     d = diagnose_file(write_case(tmp_path, COMPILE_ERROR), rulebase)
     assert d.verdict_json["stage"] == "compile"
-    (candidate,) = d.verdict_json["candidates"]
+    # (the toolchain's support first, then the exported model and the conversion configuration)
+    candidate, user_side = d.verdict_json["candidates"]
     assert candidate["stage"] == "compile" and "编译日志" in candidate["check"] and candidate["why"]
+    assert user_side["stage"] == "user_side" and "转换配置" in user_side["check"]
     assert "尚无已确认的异常" not in render_markdown(d)
     proc = cli("diagnose", "case.yaml", "--format", "json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert [c["stage"] for c in json.loads(proc.stdout)["candidates"]] == ["compile"]
+    assert [c["stage"] for c in json.loads(proc.stdout)["candidates"]] == ["compile", "user_side"]
 
 
 VERIFIER_CLEARS = {
