@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -356,11 +357,20 @@ def _fingerprint(by_stratum: dict[int, list[CompiledRule]], text_rules: list[Rul
 
 
 def _partitions(compiled: list[CompiledRule], fingerprint: str, stratum_index: int) -> list[Partition]:
-    """A stratum's rules in engine rulesets of at most PARTITION_SIZE rules."""
+    """A stratum's rules in engine rulesets of at most PARTITION_SIZE rules, each folder's
+    (the bundle's, each pack's) in rulesets of its own: a pack's rules are checked against
+    the engine's limits together, wherever the bundle's count ends."""
+    chunks: list[list[CompiledRule]] = []
+    folder = None
+    for crule in compiled:
+        here = os.path.dirname(str(crule.rule.file))
+        if not chunks or here != folder or len(chunks[-1]) == PARTITION_SIZE:
+            chunks.append([])
+        chunks[-1].append(crule)
+        folder = here
     parts = []
-    for chunk_index in range(0, len(compiled), PARTITION_SIZE):
-        chunk = compiled[chunk_index:chunk_index + PARTITION_SIZE]
-        part = Partition(f"j6d{fingerprint}s{stratum_index}p{chunk_index // PARTITION_SIZE}", stratum_index, chunk)
+    for number, chunk in enumerate(chunks):
+        part = Partition(f"j6d{fingerprint}s{stratum_index}p{number}", stratum_index, chunk)
         for crule in chunk:
             part.consumes |= crule.rule.consumes()
             part.negates |= crule.rule.negates()
