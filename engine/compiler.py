@@ -360,14 +360,10 @@ def _partitions(compiled: list[CompiledRule], fingerprint: str, stratum_index: i
     """A stratum's rules in engine rulesets of at most PARTITION_SIZE rules, each folder's
     (the bundle's, each pack's) in rulesets of its own: a pack's rules are checked against
     the engine's limits together, wherever the bundle's count ends."""
-    chunks: list[list[CompiledRule]] = []
-    folder = None
-    for crule in compiled:
-        here = os.path.dirname(str(crule.rule.file))
-        if not chunks or here != folder or len(chunks[-1]) == PARTITION_SIZE:
-            chunks.append([])
-        chunks[-1].append(crule)
-        folder = here
+    by_folder: dict[str, list[CompiledRule]] = {}  # (in the order the folders first come; a pack's
+    for crule in compiled:                           # override of a bundled rule goes with its pack)
+        by_folder.setdefault(crule.rule.folder or os.path.dirname(str(crule.rule.file)), []).append(crule)
+    chunks = [rules[at:at + PARTITION_SIZE] for rules in by_folder.values() for at in range(0, len(rules), PARTITION_SIZE)]
     parts = []
     for number, chunk in enumerate(chunks):
         part = Partition(f"j6d{fingerprint}s{stratum_index}p{number}", stratum_index, chunk)

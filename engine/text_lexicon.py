@@ -495,6 +495,9 @@ def _terms(raw: Any, enums: dict[str, Any], origin: str) -> dict[str, TermClass]
         stray = [v for v in rank + places + after_wins if v not in {v for v, _ in values}]
         if stray:
             raise VocabularyError(f"{where}.merge: {stray[0]!r} is not a value of the class")
+        if places and not set(after_wins) <= set(places):
+            raise VocabularyError(f"{where}.merge.after_wins: {sorted(set(after_wins) - set(places))[0]!r} "
+                                  "is not one of the places")
         out[str(name)] = TermClass(str(name), str(spec.get("meaning", "")), enum, values, str(default or ""),
                                    patterns, int(merge.get("gap", 0) or 0), rank, str(merge.get("between", "")),
                                    places, _phrases(spec.get("ignore"), f"{where}.ignore"), after_wins)

@@ -51,7 +51,7 @@ def scores(text: str) -> list[Score]:
     versions = version_ends(text)  # a package's version is no score: "horizon_nn 1.1"
     pairs = {**_respective_pairs(reading, mentions, starts, versions), **_drop_from_pairs(reading, mentions, starts, versions),
              **_scores_then_models(reading, mentions, starts, versions)}
-    paired = {m: t for m, t in pairs.items() if t not in in_tables}
+    paired = {m: t for m, t in pairs.items() if t not in in_tables and not _published(reading, reading.tags[t][0])}
     for mention_index, score_index in paired.items():
         _keep(found, text, reading, mention_index, score_index)
     paired_scores = set(paired.values()) | in_tables
@@ -133,8 +133,9 @@ def _respective_pairs(reading, mentions: list[int], starts: list[int], versions:
 
 # A list of scores, then the models they belong to in order: "41.9、41.7、37.3、37.2，分别是 qat.pt、
 # qat.bc、quantized.bc、板端 hbm 的 mAP"
-_LIST_SEP = re.compile(r"\s?(?:、|,|，|/|和|与|and)?\s?")
-_RESPECTIVELY = re.compile(r"\s?[,，]?\s?(?:分别是|分别为|分别对应|分别对应的是|依次是|依次为|respectively for|for)\s?")
+_LIST_SEP = re.compile(r"\s?(?:、|,|，|/|和|与|and)\s?(?:the |my |our |an? )?|\s")
+_RESPECTIVELY = re.compile(r"\s?[,，]?\s?(?:分别对应的是|分别对应|分别是|分别为|依次是|依次为|respectively for|for)\s?"
+                           r"(?P<article>(?:the |my |our |an? )?)")
 
 
 def _scores_then_models(reading, mentions: list[int], starts: list[int], versions: set[int]) -> dict[int, int]:
@@ -152,11 +153,16 @@ def _scores_then_models(reading, mentions: list[int], starts: list[int], version
         lead = _RESPECTIVELY.match(compact, tags[run[-1]][1])
         if len(run) < 2 or lead is None:
             continue
-        first = bisect_left(starts, lead.end())
-        named = mentions[first:first + len(run)]
-        if len(named) < len(run) or tags[named[0]][0] != lead.end() or any(
-                not _LIST_SEP.fullmatch(compact[tags[a][1]:tags[b][0]]) for a, b in zip(named, named[1:])):
+        first = bisect_left(starts, lead.start("article"))
+        named = mentions[first:first + len(run) + 1]
+        if len(named) < len(run) or tags[named[0]][0] not in (lead.start("article"), lead.end()) or any(
+                not _LIST_SEP.fullmatch(compact[tags[a][1]:tags[b][0]]) for a, b in zip(named, named[1:len(run)])):
             continue
+        if len(named) > len(run) and _LIST_SEP.fullmatch(compact[tags[named[-2]][1]:tags[named[-1]][0]]):
+            continue  # more models than scores: which is whose is not told
+        named = named[:len(run)]
+        if reading.tags_in("not_score", max(0, tags[run[0]][0] - NAMED_WITHIN), tags[named[-1]][1] + NAMED_WITHIN):
+            continue  # times, sizes, similarities listed ("分别是 float 和 int8 模型的 cosine")
         if len({tags[m][3] for m in named}) < len(named) or any(m in out for m in named):
             continue
         out.update(zip(named, run))
@@ -504,7 +510,7 @@ def _owner(reading, mentions: list[int], starts: list[int], score_start: int, af
         return None
     if reading.clause_index(starts[at]) != reading.clause_index(score_start):
         return None
-    if at > 0 and _BUILT_FROM.search(reading.compact.text, max(0, starts[at] - 32), starts[at]) \
+    if at > 0 and starts[at - 1] >= after and _BUILT_FROM.search(reading.compact.text, max(0, starts[at] - 32), starts[at]) \
             and reading.clause_index(starts[at - 1]) == reading.clause_index(score_start):
         return mentions[at - 1]  # the model a model was built from is not what gave the score
     return mentions[at]
@@ -512,7 +518,8 @@ def _owner(reading, mentions: list[int], starts: list[int], score_start: int, af
 
 # two models joined, then one score said of both: "qat.bc 的 mAP 和 qat.pt 一致都是 44.0"
 _JOINER = re.compile(r"和|与|跟|\band\b|&")
-_BOTH = re.compile(r"都是|都为|均为|均是|都在|都|both")
+# (said right before the score: "一致都是 44.0", "both get 76.1%"; not "都测了，int8 精度 60.2")
+_BOTH = re.compile(r"(?:都是|都为|均为|均是|都在|都|both(?: get| got| have| reach| reached| at| are| score| scored)?)\s?$")
 
 
 def _sharing(reading, mentions: list[int], starts: list[int], owner: int, score_start: int) -> int | None:
@@ -526,22 +533,30 @@ def _sharing(reading, mentions: list[int], starts: list[int], owner: int, score_
     if reading.tags[other][3] == reading.tags[owner][3] or owner_start - first_end > 12 \
             or reading.clause_index(starts[at - 1]) != reading.clause_index(score_start):
         return None
-    if not _JOINER.search(text, first_end, owner_start) or not _BOTH.search(text, owner_end, score_start):
+    if not _JOINER.search(text, first_end, owner_start) or not _BOTH.search(text, max(owner_end, score_start - 12), score_start):
         return None
     return other
 
 
 def _published(reading, score_start: int) -> bool:
-    """Whether the sentence says, before the number and with no other number between, that
-    someone else published it ("the original paper reported an mIoU of 0.7081", "论文里的精度是 76%")."""
+    """Whether the sentence says, before the number, that someone else published it, with no
+    other number between but those of one list with it ("the original paper reported an mIoU
+    of 0.7081", "论文里的精度是 76%", "the paper reports 76.1% and 70.2% for ...")."""
     start = reading.clause_of(score_start).start
-    said = [t for t in reading.tags_in("other_reference", start, score_start) if reading.tags[t][3] == "published"]
-    return bool(said) and not reading.tags_in("score", reading.tags[said[-1]][1], score_start)
+    said = [t for t in reading.tags_in("other_reference", start, score_start) if reading.tags[t][3] in ("published", "mentioned")]
+    if not said:
+        return False
+    tag = reading.tags[said[-1]]
+    if tag[3] == "mentioned" and reading.tags_in("mention", tag[1], score_start):
+        return False  # the paper named, then the user's own model with its score ("按论文里的预处理，float 模型 0.75")
+    between = reading.tags_in("score", tag[1], score_start)
+    ends = [reading.tags[t][1] for t in between]
+    starts = [reading.tags[t][0] for t in between[1:]] + [score_start]
+    return all(_JOINED.fullmatch(reading.compact.text[end:begin]) for end, begin in zip(ends, starts))
 
 
 # "The INT8 engine built from the QDQ ONNX gives mAP 0.21": the score is the engine's
-_BUILT_FROM = re.compile(r"(?:built|converted|exported|generated|compiled|created|made|derived|obtained|produced)"
-                         r" from (?:the |my |our |that |this |an? )?$")
+_BUILT_FROM = re.compile(r"(?:built|converted|exported|compiled) from (?:the |my |our |that |this |an? )?$")
 
 
 _RANGE = re.compile(r"\s?%?\s?[-~]\s?")

@@ -25,6 +25,17 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     ("I get an mIoU of 0.661 for the int8 model on the device. The original paper reported an mIoU of 0.7081 (fp32 torch).",
      [("board", 0.661, False)]),
     ("论文中的精度是 76%，我们的 float 模型是 75%，量化后 60%", [("float", 75.0, True), ("quantized_bc", 60.0, True)]),
+    # ... a list of them too; and a report of the user's own run is no publication
+    ("The paper reports 76.1% and 70.2% for the float model and the int8 model", []),
+    ("The accuracy reported by the eval script for the int8 model on the board is 0.61, the float model 0.75",
+     [("board", 0.61, False), ("float", 0.75, False)]),
+    # a measurement is not a model built from another
+    ("The x86 simulation matches, but the mAP obtained from the board is 0.31", [("board", 0.31, False)]),
+    # "都" that is not said of the score shares nothing
+    ("float 模型和 int8 模型都测了，int8 精度 60.2", [("quantized_bc", 60.2, False)]),
+    # more models than scores: which is whose is not told
+    ("41.9、41.7，分别是 qat.pt、qat.bc、quantized.bc 的 mAP", []),
+    ("0.75 and 0.61 for my float model and my int8 model", [("float", 0.75, False), ("quantized_bc", 0.61, False)]),
     # a list of scores, then the models they belong to, in order
     ("41.9、41.7、37.3、37.2，分别是 qat.pt、qat.bc、quantized.bc、板端 hbm 的 mAP",
      [("qat_pt", 41.9, False), ("qat_bc", 41.7, False), ("quantized_bc", 37.3, False), ("board", 37.2, False)]),

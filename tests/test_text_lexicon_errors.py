@@ -229,6 +229,11 @@ def test_a_merge_value_not_of_the_class(merge):
     assert text == f"{ORIGIN}: text_terms.c.merge: 'zz' is not a value of the class"
 
 
+def test_a_value_that_wins_after_must_be_a_place():
+    text = refused({"c": {"values": {"a": ["x"], "b": ["y"]}, "merge": {"gap": 1, "places": ["a"], "after_wins": ["b"]}}})
+    assert text == f"{ORIGIN}: text_terms.c.merge.after_wins: 'b' is not one of the places"
+
+
 def test_merge_that_is_not_a_mapping():
     assert refused({"c": {"values": {"a": ["x"]}, "merge": [1]}}) == f"{ORIGIN}: text_terms.c.merge: expected a mapping"
 
