@@ -87,6 +87,8 @@ def test_a_score_said_to_be_only_so_much_is_a_bad_result(diagnose):
     ("QAT 模型上板后精度下降", "board", {"abnormal"}),
     ("J6 上 QAT 模型部署后精度下降", "qat_pt", set()),
     ("J6M 上 QAT 模型 qat.bc 精度正常", "qat_bc", {"normal"}),
+    # a question in the A-not-A form is no result
+    ("quantized.bc 正常，想确认 hbm 有没有问题", "hbm", set()),
     # the export step named for its product
     ("qat.pt 正常，export 之后掉了 5 个点", "qat_bc", {"abnormal"}),
     # a drop said of both ("都") is each one's
