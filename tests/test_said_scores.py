@@ -40,6 +40,8 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # "qat.pt" stand at one place in a QAT flow)
     ("float top1 91.3%，calibration 模型 90.6%，QAT 训了 10 epoch 后 qat.pt 是 85.1%",
      [("float", 91.3, True), ("qat_pt", 85.1, True)]),
+    # a difference is no score
+    ("训练阶段每个 epoch 评测 qat.pt，最后 mAP 0.452，和 float 差 0.6", [("qat_pt", 0.452, False)]),
     # a list of scores, then the models they belong to, in order
     ("41.9、41.7、37.3、37.2，分别是 qat.pt、qat.bc、quantized.bc、板端 hbm 的 mAP",
      [("qat_pt", 41.9, False), ("qat_bc", 41.7, False), ("quantized_bc", 37.3, False), ("board", 37.2, False)]),
