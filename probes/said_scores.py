@@ -141,8 +141,9 @@ def _respective_pairs(reading, mentions: list[int], starts: list[int], versions:
 
 # A list of scores, then the models they belong to in order: "41.9、41.7、37.3、37.2，分别是 qat.pt、
 # qat.bc、quantized.bc、板端 hbm 的 mAP"
-_LIST_SEP = re.compile(r"\s?(?:、|,|，|/|和|与|and)\s?(?:the |my |our |an? )?|\s")
-_RESPECTIVELY = re.compile(r"\s?[,，]?\s?(?:分别对应的是|分别对应|分别是|分别为|依次是|依次为|respectively for|for)\s?"
+# (the compact text holds "，" as ",": text_normalise.py)
+_LIST_SEP = re.compile(r"\s?(?:、|,|/|和|与|and)\s?(?:the |my |our |an? )?|\s")
+_RESPECTIVELY = re.compile(r"\s?,?\s?(?:分别对应的是|分别对应|分别是|分别为|依次是|依次为|respectively for|for)\s?"
                            r"(?P<article>(?:the |my |our |an? )?)")
 
 
@@ -533,7 +534,9 @@ _BOTH = re.compile(r"(?:都是|都为|均为|均是|都在|都|both(?: get| got|
 def _sharing(reading, mentions: list[int], starts: list[int], owner: int, score_start: int) -> int | None:
     """The model named and joined right before the owner when the score is said of both ("A 和 B
     一致都是 44.0", "A and B both get 76.1%"), else None."""
-    at = mentions.index(owner)
+    at = bisect_left(starts, reading.tags[owner][0])  # (the owner's place among the mentions: no scan of them all)
+    while mentions[at] != owner:  # (an empty carried term may start where it does)
+        at += 1
     if at == 0:
         return None
     other, text = mentions[at - 1], reading.compact.text
