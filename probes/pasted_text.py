@@ -41,12 +41,27 @@ def mentions(enum_name: str, text: str) -> list[tuple[str, str]]:
 
 def platforms_named(text: str) -> list[tuple[str, str]]:
     """(family, words) of every platform the text names; several J6 variants named together
-    ("J6E/M") count as the J6 family without a variant."""
+    ("J6E/M") count as the J6 family without a variant. A text that names a board or chip
+    names the platform by it: a march spelled beside it ("S100P 板子，march 用的 nash-e") is
+    what the model was compiled for, which may be another."""
     named = mentions("platform", text)
+    boards = [(family, words) for family, words in named if not _spells_march(family, words)]
+    if boards:
+        named = boards
     series = {attr("platform", family, "series") for family, _ in named}
     if len(named) > 1 and series == {"J6"}:
         return [("J6", " / ".join(words for _, words in named))]
     return named
+
+
+def _spells_march(family: str, words: str) -> bool:
+    """Whether `words` spell the platform's march ("nash-e", "march nash-e", "bayes"), not a
+    board or chip name."""
+    march = attr("platform", family, "march")
+    return bool(march) and _MARCH_SPACING.sub("-", march) in _MARCH_SPACING.sub("-", words.lower())
+
+
+_MARCH_SPACING = re.compile(r"[\s_.-]+")
 
 
 # What stands between a name and its version: "<name> 版本: 4.2.11", "<name> version = 3.15.54.0",

@@ -27,3 +27,11 @@ def test_a_count_after_a_list_is_no_board():
     assert platforms_named("fixed output order [cls, box] x3, decoded by the runtime") == []
     assert platforms_named("outputs (cls, box) x3") == []
     assert [family for family, _ in platforms_named("deployed on the RDK X3 board")] == ["X3"]
+
+
+def test_a_board_names_the_platform_and_a_march_beside_it_is_the_compiled_one():
+    assert platforms_named("S100P 板子，hb_compile 的 march 用的 nash-e，板端精度掉很多") == [("J6M", "S100P")]
+    assert platforms_named("RDK X3 上跑 --march bayes-e 编出来的模型") == [("X3", "RDK X3")]
+    # a march alone names the platform; two J6 variants together, the family
+    assert platforms_named("nash-e 上板精度掉了") == [("J6E", "nash-e")]
+    assert [family for family, _ in platforms_named("J6E 和 J6M 都试了")] == ["J6"]
