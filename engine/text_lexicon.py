@@ -99,6 +99,9 @@ class TextContext:
     # <type>.<field> → trigger categories every statement of that field carries (what a user
     # writes under "suspected" is a suspicion however it is worded)
     field_context: dict[str, frozenset[str]] = field(default_factory=dict)
+    # the term class that names what a statement is about: a trigger after a statement with
+    # another such term between them speaks of that one ("" : none)
+    subject: str = ""
 
     @property
     def statements(self) -> tuple[tuple[str, TagPattern], ...]:
@@ -110,11 +113,14 @@ class TermPattern(NamedTuple):
     has one ("stride:(?P<value>16)" is the 16), else the whole match; the tag's value is
     `value` if set, else the term's words. A term must start and end at word boundaries, as a
     phrase does; with `extend`, it is widened to the whole name it stands in instead ("\\.onnx"
-    finds yolov8n.onnx, "flush" finds hb_mem_flush_buf)."""
+    finds yolov8n.onnx, "flush" finds hb_mem_flush_buf). With `falls`, a match is a term only
+    where the number in its group `after` is lower than the one in its group `before` ("从
+    0.41 变成了 0.32": which way a change went is in its numbers, not its words)."""
 
     regex: str
     value: str | None = None
     extend: bool = False
+    falls: bool = False
 
 
 class TermClass(NamedTuple):
@@ -245,7 +251,7 @@ def build_index(lexicon: TextLexicon, origin: str = "") -> TermIndex:
                 add(phrase, term.name, value, f"text_terms.{term.name}.values.{value}")
         for phrase in term.ignore:
             add(phrase, term.name, None, f"text_terms.{term.name}.ignore")
-    patterns = tuple((t.name, p.regex, p.value, p.extend, anchors(p.regex))
+    patterns = tuple((t.name, p.regex, p.value, p.extend, anchors(p.regex), p.falls)
                      for t in lexicon.terms.values() for p in t.patterns)
     opened = _opening_words(patterns)
     # The automaton holds numbers (it loads from the cache several times faster than one of
@@ -392,7 +398,16 @@ def _context(raw: Any, terms: dict[str, TermClass], origin: str) -> TextContext:
     return TextContext(ends, marks, breaks, _phrases(parts.get("phrases"), f"{where}.part_ends.phrases"),
                        tuple(sorted(defaults.items())), str(raw.get("glue", " ")), _glue_words(raw, where),
                        _carry(raw.get("carry"), terms, where), categories, readings, next(iter(readings)), tuple(prose),
-                       _field_context(raw.get("field_context"), names, where))
+                       _field_context(raw.get("field_context"), names, where), _subject(raw.get("subject"), terms, where))
+
+
+def _subject(raw: Any, terms: dict[str, TermClass], where: str) -> str:
+    """`subject: <term class>` (or none)."""
+    if raw is None:
+        return ""
+    if not isinstance(raw, str) or raw not in terms:
+        raise VocabularyError(f"{where}.subject: expected a term class of the text terms, got {raw!r}")
+    return raw
 
 
 def _glue_words(raw: dict, where: str) -> tuple[str, ...]:
@@ -549,12 +564,16 @@ def _term_pattern(raw: Any, where: str) -> TermPattern:
     if isinstance(raw, str):
         return TermPattern(_expression(raw, where))
     spec = _mapping(raw, where)
-    unknown = sorted(set(spec) - {"regex", "value", "extend"})
+    unknown = sorted(set(spec) - {"regex", "value", "extend", "falls"})
     if unknown:
-        raise VocabularyError(f"{where}.{unknown[0]}: unknown key; a pattern has regex, value, extend")
+        raise VocabularyError(f"{where}.{unknown[0]}: unknown key; a pattern has regex, value, extend, falls")
     value = spec.get("value")
-    return TermPattern(_expression(spec.get("regex"), f"{where}.regex"), None if value is None else str(value),
-                       spec.get("extend") is True)
+    regex = _expression(spec.get("regex"), f"{where}.regex")
+    falls = spec.get("falls") is True
+    if falls and not {"before", "after"} <= set(re.compile(regex, re.ASCII).groupindex):
+        raise VocabularyError(f"{where}.falls: the regex names no groups `before` and `after` (the two numbers "
+                              f"compared): (?P<before>...) ... (?P<after>...)")
+    return TermPattern(regex, None if value is None else str(value), spec.get("extend") is True, falls)
 
 
 def _mapping(value: Any, where: str) -> dict:

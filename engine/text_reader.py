@@ -282,16 +282,18 @@ def read(text: str, index: "TermIndex") -> Reading:
     hits: dict[str, list[tuple]] = defaultdict(list)
     marks = _part_marks(form, compiled(index.part_chars))
     places = _literal_hits(form.text, index, hits, marks)
-    for rank, (cls, expression, value, extend, words) in enumerate(index.patterns, start=1):
+    for rank, (cls, expression, value, extend, words, falls) in enumerate(index.patterns, start=1):
         found = hits.setdefault(cls, [])
         if rank - 1 in index.opened:  # (tried only where one of its opening words stands)
             starts = places.get(rank - 1)
             if starts:
                 pattern = compiled(expression)
-                _pattern_hits(form.text, pattern, _matches_at(pattern, form.text, starts), value, extend, found, rank)
+                matches = _matches_at(pattern, form.text, starts)
+                _pattern_hits(form.text, pattern, _falling(matches) if falls else matches, value, extend, found, rank)
         elif may_match(form.text, words):
             pattern = compiled(expression)
-            _pattern_hits(form.text, pattern, pattern.finditer(form.text), value, extend, found, rank)
+            matches = pattern.finditer(form.text)
+            _pattern_hits(form.text, pattern, _falling(matches) if falls else matches, value, extend, found, rank)
     clauses = _clauses(normalised, form, index.clause_ends)
     ends = _sentence_end_at(clauses, len(form.text))
     triggers = [(s, e, category, where) for s, e, (category, where) in _leftmost_longest(hits.pop(TRIGGER, []), ends)
@@ -506,6 +508,16 @@ def _pattern_hits(text: str, pattern: re.Pattern, matches: Iterable[re.Match], v
                 (end < last and _word_char(text[end - 1]) and _word_char(text[end])):
             continue
         found.append((start, -end, rank, value if value is not None else text[start:end]))
+
+
+def _falling(matches: Iterable[re.Match]) -> Iterator[re.Match]:
+    """The matches whose group `after` holds a lower number than their group `before`."""
+    for m in matches:
+        try:
+            if float(m.group("after")) < float(m.group("before")):
+                yield m
+        except (TypeError, ValueError):  # a group that took part in no match, or holds no number
+            continue
 
 
 def _word_char(char: str) -> bool:

@@ -252,16 +252,23 @@ def _admitted(rule: CompiledTextRule, lexicon: TextLexicon, reading: Reading, hi
     terms = [reading.tags[t][:2] for t in hit.tags]
     present = set(carried)
     for t_start, t_end, category, counts in reading.triggers_in(lo, hi):
-        if _inside((t_start, t_end), terms):
+        if _inside((t_start, t_end), terms) or _of_another_subject(context.subject, reading, end, t_start):
             continue
         if counts == OPENS and not reading.opens(t_start, reading.parts_around(t_start, t_end, clause)[0]):
             continue
         present.add(category)
     present |= _closing(reading, hi, clause)
     for category, span in _statement_triggers(lexicon, reading, reading.tag_clause[hit.tags[0]]):
-        if category not in present and lo <= span[0] and span[1] <= hi and not _inside(span, terms):
+        if category not in present and lo <= span[0] and span[1] <= hi and not _inside(span, terms) \
+                and not _of_another_subject(context.subject, reading, end, span[0]):
             present.add(category)
     return wanted.admits(present)
+
+
+def _of_another_subject(subject: str, reading: Reading, end: int, trigger_start: int) -> bool:
+    """Whether a trigger after a match (`end`: where the match ends) has a term of the
+    `subject` class between them: it speaks of that term ("hbm 仿真掉了 8 个点 qat.pt 没问题")."""
+    return bool(subject) and trigger_start >= end and bool(reading.tags_in(subject, end, trigger_start))
 
 
 def _closing(reading: Reading, hi: int, clause: Clause) -> set[str]:

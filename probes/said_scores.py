@@ -458,7 +458,10 @@ def _software_version(reading, score_start: int) -> bool:
     named = reading.tags_in("software", max(0, score_start - SOFTWARE_NAME_WITHIN), score_start)
     if not named:
         return False
-    return _VERSION_LEAD.fullmatch(reading.compact.text[reading.tags[named[-1]][1]:score_start]) is not None
+    start, end = reading.tags[named[-1]][:2]
+    if reading.compact.text[start - 1:start] == ".":  # a file's extension ("quantized_model.onnx 61.9")
+        return False
+    return _VERSION_LEAD.fullmatch(reading.compact.text[end:score_start]) is not None
 
 
 def _owner_of(reading, mentions: list[int], starts: list[int], span: tuple[int, int], after: int) -> int | None:

@@ -97,6 +97,9 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # a label with a colon and a number below 1 are scores, not versions
     ("float: 0.647, onnx: 0.645", [("float", 0.647, False), ("onnx_model", 0.645, False)]),
     ("float onnx 0.645, the int8 engine 0.41", [("float", 0.645, False), ("hbm", 0.41, False)]),
+    # a file's extension is no software whose version follows
+    ("original_float_model.onnx top1 76.1，quantized_model.onnx 61.9",
+     [("float", 76.1, False), ("quantized_bc", 61.9, False)]),
     # a long name counts from its end
     ("For the original fp32 model we have measured an accuracy of 80%, for the int8 quantized model we observed 35%",
      [("float", 80.0, True), ("quantized_bc", 35.0, True)]),

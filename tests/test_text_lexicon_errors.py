@@ -212,7 +212,20 @@ def test_an_empty_expression(regex):
 
 def test_an_unknown_key_of_a_pattern():
     text = refused({"c": {"patterns": [{"regex": "a", "valu": "x"}]}})
-    assert text == f"{ORIGIN}: text_terms.c.patterns.valu: unknown key; a pattern has regex, value, extend"
+    assert text == f"{ORIGIN}: text_terms.c.patterns.valu: unknown key; a pattern has regex, value, extend, falls"
+
+
+def test_a_falling_pattern_names_its_two_numbers():
+    text = refused({"c": {"patterns": [{"regex": r"from \d+ to \d+", "value": "x", "falls": True}]}})
+    assert text.startswith(f"{ORIGIN}: text_terms.c.patterns.falls: the regex names no groups `before` and `after`")
+
+
+def test_a_falling_pattern_is_a_term_only_where_the_second_number_is_lower():
+    vocab = load({"c": {"patterns": [{"regex": r"from (?P<before>\d+(?:\.\d+)?) to (?P<after>\d+(?:\.\d+)?)",
+                                      "value": "fell", "falls": True}]}})
+    assert [t[3] for t in read("map went from 0.41 to 0.12", vocab.text.index).tags] == ["fell"]
+    assert read("map went from 0.12 to 0.41", vocab.text.index).tags == []
+    assert read("map went from 0.41 to 0.41", vocab.text.index).tags == []
 
 
 # ---------------------------------------------------------------------------- merge
@@ -315,6 +328,8 @@ def test_a_minimal_context_loads():
     (context(field_context={"suspect.text": ["doubt"]}),
      "text_context.field_context.suspect.text: no trigger category 'doubt'; categories: negated"),
     (context(field_context=["suspect.text"]), "text_context.field_context: expected a mapping"),
+    (context(subject="nope"), "text_context.subject: expected a term class of the text terms, got 'nope'"),
+    (context(subject=["c"]), "text_context.subject: expected a term class of the text terms, got ['c']"),
 ])
 def test_context_refusals_name_the_key(raw, message):
     text = refused(TERMS, raw)
