@@ -225,19 +225,26 @@ def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
             root, pairs = _references(found, position)
             facts.add("score_reference", {"mention": root.mention, "value": root.value, "quote": root.quote,
                                           "field": key}, fact.source)
-            for score, reference in pairs:
-                if score.percent != reference.percent:
-                    continue
-                drop, threshold = tolerance.drop(reference.value, score.value)
-                # (and against the text's reference: a loss further up is carried down the chain)
-                root_drop, root_threshold = tolerance.drop(root.value, score.value)
-                facts.add("score_drop", {
-                    "mention": score.mention, "reference": reference.mention, "value": score.value,
-                    "reference_value": reference.value, "drop": drop, "threshold": threshold,
-                    "within": drop <= threshold, "times": round(drop / threshold, 3) if threshold > 0 else None,
-                    "root_times": round(root_drop / root_threshold, 3)
-                    if root_threshold > 0 and score.percent == root.percent else None,
-                    "quote": score.quote, "field": key}, fact.source)
+            drops = [_score_drop(score, reference, root, tolerance, key) for score, reference in pairs
+                     if score.percent == reference.percent]
+            # (each drop beside the largest of the text: a small loss next to a far larger one is the
+            # ordinary loss of a step, the rules say how much smaller)
+            largest = max((d["times"] for d in drops if d["times"] is not None), default=None)
+            for fields in drops:
+                facts.add("score_drop", {**fields, "times_max": largest}, fact.source)
+
+
+def _score_drop(score, reference, root, tolerance: Tolerance, key: str) -> dict[str, Any]:
+    """The fields of one score_drop: the score against its reference, and against the text's
+    reference (a loss further up is carried down the chain)."""
+    drop, threshold = tolerance.drop(reference.value, score.value)
+    root_drop, root_threshold = tolerance.drop(root.value, score.value)
+    return {"mention": score.mention, "reference": reference.mention, "value": score.value,
+            "reference_value": reference.value, "drop": drop, "threshold": threshold,
+            "within": drop <= threshold, "times": round(drop / threshold, 3) if threshold > 0 else None,
+            "root_times": round(root_drop / root_threshold, 3)
+            if root_threshold > 0 and score.percent == root.percent else None,
+            "quote": score.quote, "field": key}
 
 
 def _references(found: list, position) -> tuple[Any, list[tuple[Any, Any]]]:
