@@ -475,15 +475,15 @@ def _owner_of(reading, mentions: list[int], starts: list[int], span: tuple[int, 
 
 
 # A score followed by the model it is for: "compared with 0.56 for the fp32 model", "from 0.65 (fp32) to 0.30 (int8)",
-# "mAP 0.52 with the fp32 model and 0.12 with the int8 model"
+# "mAP 0.52 with the fp32 model and 0.12 with the int8 model", "47.1 mAP in FP32 PyTorch"
 # (not "of": "75.9%, which is 99.9% of the float model" is a share of that model's score)
-_FOR_MODEL = re.compile(r"\s?(?:for |with |using |\()(?P<article>(?:the |my |our |an? )?)")
+_FOR_MODEL = re.compile(r"\s?(?:for |with |using |in |\()(?P<article>(?:the |my |our |an? )?)")
 
 
 def _named_after(reading, mentions: list[int], starts: list[int], score_end: int) -> int | None:
-    """The model named right after a score with "for", "with", "using" or in parentheses (its name may
-    hold the article)."""
-    found = _FOR_MODEL.match(reading.compact.text, score_end)
+    """The model named right after a score (its measure may stand between) with "for", "with",
+    "using", "in" or in parentheses (its name may hold the article)."""
+    found = _FOR_MODEL.match(reading.compact.text, _after_measure(reading, score_end))
     if found is None:
         return None
     for place in (found.start("article"), found.end()):
@@ -497,12 +497,16 @@ def _named_right_after(reading, mentions: list[int], starts: list[int], score_en
     """The model named right after a score (its measure may stand between) where no model
     named before owns it: "I get 0.31 mAP on the board, compared with 0.52 for the float model"."""
     text = reading.compact.text
+    place = _after_measure(reading, score_end)
+    return _starting_at(mentions, starts, place + (text[place:place + 1] == " "))
+
+
+def _after_measure(reading, score_end: int) -> int:
+    """Where what follows a score starts, past its measure if one follows it ("47.1 mAP in ...")."""
+    text = reading.compact.text
     place = score_end + (text[score_end:score_end + 1] == " ")
     measure = _starting_at(reading.by_class.get("measure", []), reading.class_starts.get("measure", []), place)
-    if measure is not None:
-        place = reading.tags[measure][1]
-        place += text[place:place + 1] == " "
-    return _starting_at(mentions, starts, place)
+    return reading.tags[measure][1] if measure is not None else score_end
 
 
 def _starting_at(tags: list[int], starts: list[int], place: int) -> int | None:
@@ -578,7 +582,7 @@ def _published(reading, score_start: int) -> bool:
 
 
 # "The INT8 engine built from the QDQ ONNX gives mAP 0.21": the score is the engine's
-_BUILT_FROM = re.compile(r"(?:built|converted|exported|compiled) from (?:the |my |our |that |this |an? )?$")
+_BUILT_FROM = re.compile(r"(?:built|converted|exported|compiled)(?: with [\w.-]+)? from (?:the |my |our |that |this |an? )?$")
 
 
 _RANGE = re.compile(r"\s?%?\s?[-~]\s?")

@@ -97,6 +97,9 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # a label with a colon and a number below 1 are scores, not versions
     ("float: 0.647, onnx: 0.645", [("float", 0.647, False), ("onnx_model", 0.645, False)]),
     ("float onnx 0.645, the int8 engine 0.41", [("float", 0.645, False), ("hbm", 0.41, False)]),
+    # a model named after the score and its measure with "in"; an engine built with a tool from a model
+    ("our model is 47.1 mAP in FP32 PyTorch, but the INT8 engine built with trtexec from the QDQ ONNX only gets 41.8",
+     [("torch_model", 47.1, False), ("hbm", 41.8, False)]),
     # a model named in an aside explains the one before it, it takes no score after the aside
     ("qat.pt mAP 37.8，可是 qat.export.pt（qat.pt 走完导出前那步改写得到的）评出来就只剩 34.9",
      [("qat_pt", 37.8, False), ("qat_export_pt", 34.9, False)]),
