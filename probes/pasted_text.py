@@ -23,18 +23,21 @@ def _reading(text: str):
     return read_cached(text, vocabulary().text.index)
 
 
-def mentions(enum_name: str, text: str) -> list[tuple[str, str]]:
+def mentions(enum_name: str, text: str, skip: re.Pattern | None = None) -> list[tuple[str, str]]:
     """The values of an enum that a free text names, with the words that name each, in the
     order they are first named. The words are the term class named after the enum
     (facts/text_terms.yaml, spelled by the enum's values and aliases): a longer spelling hides
     the shorter ones it contains; spaces, '-', '_' and '.' inside a spelling match any of them
-    or nothing; a Latin spelling matches whole words only."""
+    or nothing; a Latin spelling matches whole words only. A name the words right after it
+    match `skip` for is left out."""
     if not text.strip():
         return []
     reading = _reading(text)
     ordered: dict[str, str] = {}
     for index in reading.by_class.get(enum_name, ()):
         start, end, _, value = reading.tags[index]
+        if skip is not None and skip.match(reading.compact.text, end):
+            continue
         ordered.setdefault(str(value), reading.words(start, end))
     return list(ordered.items())
 
@@ -44,7 +47,7 @@ def platforms_named(text: str) -> list[tuple[str, str]]:
     ("J6E/M") count as the J6 family without a variant. A text that names a board or chip
     names the platform by it: a march spelled beside it ("S100P 板子，march 用的 nash-e") is
     what the model was compiled for, which may be another."""
-    named = mentions("platform", text)
+    named = [(family, words) for family, words in mentions("platform", text, skip=_ANOTHER_PROJECT)]
     boards = [(family, words) for family, words in named if not _spells_march(family, words)]
     if boards:
         named = boards
@@ -62,6 +65,9 @@ def _spells_march(family: str, words: str) -> bool:
 
 
 _MARCH_SPACING = re.compile(r"[\s_.-]+")
+# a board named as where some code came from is not where the model runs: "set_march 是从 J5 的老工程
+# 拷过来的", "之前 J5 项目留下来的", "ported from our J5 code base", "left over from our X5 project"
+_ANOTHER_PROJECT = re.compile(r"\s?(?:的)?(?:老|旧)?(?:项目|工程|代码|仓库)|\s?(?:project|code ?base|repo\b|codebase)")
 
 
 # What stands between a name and its version: "<name> 版本: 4.2.11", "<name> version = 3.15.54.0",

@@ -35,3 +35,9 @@ def test_a_board_names_the_platform_and_a_march_beside_it_is_the_compiled_one():
     # a march alone names the platform; two J6 variants together, the family
     assert platforms_named("nash-e 上板精度掉了") == [("J6E", "nash-e")]
     assert [family for family, _ in platforms_named("J6E 和 J6M 都试了")] == ["J6"]
+
+
+def test_a_board_named_as_where_code_came_from_is_not_the_platform():
+    assert platforms_named("S100 上做 QAT，set_march 还是之前 J5 项目留下来的 March.BAYES") == [("J6E", "S100")]
+    assert platforms_named("J6E detection model; the script was ported from our X5 code base") == [("J6E", "J6E")]
+    assert [family for family, _ in platforms_named("J6E 和 X5 上都跑过")] == ["J6E", "X5"]
