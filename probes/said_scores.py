@@ -227,10 +227,11 @@ def _two_scores(reading, position: int, within: int) -> tuple[int, int] | None:
 
 
 def _a_version(reading, score_tag: int) -> bool:
-    """Whether a number without a percent sign stands right after a software's name."""
+    """Whether a number without a percent sign stands right after a software's name (one below
+    1 only after a name that names no model: "ModelOpt 0.15" is a version, "onnx 0.645" a score)."""
     start, _, _, words = reading.tags[score_tag]
     value, percent = _number(str(words))
-    return not percent and value is not None and value >= 1 and _software_version(reading, start)
+    return not percent and value is not None and _software_version(reading, start, below_one=value < 1)
 
 
 # A heading line is a model's name and markup only: "float onnx:", "## quantized_model.onnx".
@@ -451,15 +452,18 @@ _VERSION_LEAD = re.compile(r"[\s=v]{1,3}")
 SOFTWARE_NAME_WITHIN = 24  # characters before a number where a software's name is looked for
 
 
-def _software_version(reading, score_start: int) -> bool:
+def _software_version(reading, score_start: int, below_one: bool = False) -> bool:
     """Whether a software's name stands right before the number ("TensorFlow 2.9", "torch==1.13"):
-    the number is its version. (Only numbers of 1 or more are asked about: "onnx 0.645" is a
-    score.)"""
+    the number is its version. `below_one`: the number is below 1, a version only after a name
+    that is no model's ("onnx 0.645" is a score)."""
     named = reading.tags_in("software", max(0, score_start - SOFTWARE_NAME_WITHIN), score_start)
     if not named:
         return False
     start, end = reading.tags[named[-1]][:2]
     if reading.compact.text[start - 1:start] == ".":  # a file's extension ("quantized_model.onnx 61.9")
+        return False
+    if below_one and any(reading.tags[m][0] < end and start < reading.tags[m][1]
+                         for m in reading.by_class.get("mention", ())):
         return False
     return _VERSION_LEAD.fullmatch(reading.compact.text[end:score_start]) is not None
 

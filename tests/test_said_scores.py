@@ -100,6 +100,9 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # a model named after the score and its measure with "in"; an engine built with a tool from a model
     ("our model is 47.1 mAP in FP32 PyTorch, but the INT8 engine built with trtexec from the QDQ ONNX only gets 41.8",
      [("torch_model", 47.1, False), ("hbm", 41.8, False)]),
+    # a tool's version below 1 is no score ("ModelOpt 0.15"); a model's name before a number is ("onnx: 0.645")
+    ("the QDQ ONNX (ModelOpt 0.15 INT8 PTQ) gives 0.452 mAP, the float ONNX 0.459",
+     [("quantized_bc", 0.452, False), ("float", 0.459, False)]),
     # a model named in an aside explains the one before it, it takes no score after the aside
     ("qat.pt mAP 37.8，可是 qat.export.pt（qat.pt 走完导出前那步改写得到的）评出来就只剩 34.9",
      [("qat_pt", 37.8, False), ("qat_export_pt", 34.9, False)]),
