@@ -398,7 +398,8 @@ def _context(raw: Any, terms: dict[str, TermClass], origin: str) -> TextContext:
     return TextContext(ends, marks, breaks, _phrases(parts.get("phrases"), f"{where}.part_ends.phrases"),
                        tuple(sorted(defaults.items())), str(raw.get("glue", " ")), _glue_words(raw, where),
                        _carry(raw.get("carry"), terms, where), categories, readings, next(iter(readings)), tuple(prose),
-                       _field_context(raw.get("field_context"), names, where), _subject(raw.get("subject"), terms, where))
+                       _field_context(raw.get("field_context"), names, where),
+                       _subject(raw.get("subject"), terms, where))
 
 
 def _subject(raw: Any, terms: dict[str, TermClass], where: str) -> str:

@@ -46,8 +46,9 @@ def platforms_named(text: str) -> list[tuple[str, str]]:
     """(family, words) of every platform the text names; several J6 variants named together
     ("J6E/M") count as the J6 family without a variant. A text that names a board or chip
     names the platform by it: a march spelled beside it ("S100P 板子，march 用的 nash-e") is
-    what the model was compiled for, which may be another."""
-    named = [(family, words) for family, words in mentions("platform", text, skip=_ANOTHER_PROJECT)]
+    what the model was compiled for, which may be another; a board named as where some code
+    came from ("J5 项目留下来的") is not where the model runs."""
+    named = mentions("platform", text, skip=_ANOTHER_PROJECT)
     boards = [(family, words) for family, words in named if not _spells_march(family, words)]
     if boards:
         named = boards
@@ -67,7 +68,8 @@ def _spells_march(family: str, words: str) -> bool:
 _MARCH_SPACING = re.compile(r"[\s_.-]+")
 # a board named as where some code came from is not where the model runs: "set_march 是从 J5 的老工程
 # 拷过来的", "之前 J5 项目留下来的", "ported from our J5 code base", "left over from our X5 project"
-_ANOTHER_PROJECT = re.compile(r"\s?(?:的)?(?:老|旧)?(?:项目|工程|代码|仓库)|\s?(?:project|code ?base|repo\b|codebase)")
+_ANOTHER_PROJECT = re.compile(r"\s?(?:的)?(?:老|旧)?(?:项目|工程|代码|仓库)"
+                              r"|\s?(?:project|code ?base|repo\b|codebase)")
 
 
 # What stands between a name and its version: "<name> 版本: 4.2.11", "<name> version = 3.15.54.0",

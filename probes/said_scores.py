@@ -586,7 +586,8 @@ def _published(reading, score_start: int) -> bool:
 
 
 # "The INT8 engine built from the QDQ ONNX gives mAP 0.21": the score is the engine's
-_BUILT_FROM = re.compile(r"(?:built|converted|exported|compiled)(?: with [\w.-]+)? from (?:the |my |our |that |this |an? )?$")
+_BUILT_FROM = re.compile(r"(?:built|converted|exported|compiled)(?: with [\w.-]+)? from "
+                         r"(?:the |my |our |that |this |an? )?$")
 
 
 _RANGE = re.compile(r"\s?%?\s?[-~]\s?")
