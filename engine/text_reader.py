@@ -286,14 +286,16 @@ def read(text: str, index: "TermIndex") -> Reading:
         found = hits.setdefault(cls, [])
         if rank - 1 in index.opened:  # (tried only where one of its opening words stands)
             starts = places.get(rank - 1)
-            if starts:
-                pattern = compiled(expression)
-                matches = _matches_at(pattern, form.text, starts)
-                _pattern_hits(form.text, pattern, _falling(matches) if falls else matches, value, extend, found, rank)
+            if not starts:
+                continue
+            pattern = compiled(expression)
+            matches = _matches_at(pattern, form.text, starts)
         elif may_match(form.text, words):
             pattern = compiled(expression)
             matches = pattern.finditer(form.text)
-            _pattern_hits(form.text, pattern, _falling(matches) if falls else matches, value, extend, found, rank)
+        else:
+            continue
+        _pattern_hits(form.text, pattern, _falling(matches) if falls else matches, value, extend, found, rank)
     clauses = _clauses(normalised, form, index.clause_ends)
     ends = _sentence_end_at(clauses, len(form.text))
     triggers = [(s, e, category, where) for s, e, (category, where) in _leftmost_longest(hits.pop(TRIGGER, []), ends)

@@ -462,10 +462,16 @@ def _software_version(reading, score_start: int, below_one: bool = False) -> boo
     start, end = reading.tags[named[-1]][:2]
     if reading.compact.text[start - 1:start] == ".":  # a file's extension ("quantized_model.onnx 61.9")
         return False
-    if below_one and any(reading.tags[m][0] < end and start < reading.tags[m][1]
-                         for m in reading.by_class.get("mention", ())):
+    if below_one and _in_a_mention(reading, start, end):
         return False
     return _VERSION_LEAD.fullmatch(reading.compact.text[end:score_start]) is not None
+
+
+def _in_a_mention(reading, start: int, end: int) -> bool:
+    """Whether [start, end) overlaps a model's name. (A class's terms do not overlap each other:
+    only the last one starting before `end` can.)"""
+    at = bisect_left(reading.class_starts.get("mention", []), end) - 1
+    return at >= 0 and reading.tags[reading.by_class["mention"][at]][1] > start
 
 
 def _owner_of(reading, mentions: list[int], starts: list[int], span: tuple[int, int], after: int) -> int | None:
