@@ -253,6 +253,9 @@ CLAUSE_CUTS = [
     ("现象如下：\n- 板端没有检测框\n- x86 仿真正常", ["现象如下：", "- 板端没有检测框", "- x86 仿真正常"]),
     ("配置：\ninput_type_rt: nv12\n板端送的是 RGB", ["配置：", "input_type_rt: nv12", "板端送的是 RGB"]),
     ("板端结果不对。\n已确认 march 一致", ["板端结果不对", "已确认 march 一致"]),
+    # after a Latin word, a line that opens with a sentence's first word is one of its own
+    ("上板报 Incompatible Platform\n看了下是 march 写错了", ["上板报 Incompatible Platform", "看了下是 march 写错了"]),
+    ("模型转成了 hbm\n然后板端跑出来全是框", ["模型转成了 hbm", "然后板端跑出来全是框"]),
 ]
 
 
