@@ -139,12 +139,16 @@ def _find_named_versions(reading):
 
 # a word of a name: Chinese around it is not part of it ("用hb_mapper 1.24转换")
 _WORD = re.compile(r"[^\s:=/\[\](),;\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff]+")
+_CLOSED = re.compile(r"[)\]]")
 
 
 def _package_named(reading, lo: int, hi: int, version: str, resolve) -> tuple[str | None, str]:
     """The package named by the last one to three words of the compact span [lo, hi), with
     the words as the user wrote them."""
-    words = list(_WORD.finditer(reading.compact.text[lo:hi]))
+    span = reading.compact.text[lo:hi]
+    words = list(_WORD.finditer(span))
+    if words and _CLOSED.search(span, words[-1].end()):
+        return None, ""  # the name stands in an aside closed before the number: "qat.bc（hbdk4 推理）0.809"
     for width in (3, 2, 1):
         if len(words) >= width:
             first, last = words[-width], words[-1]

@@ -106,6 +106,9 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # a model named in an aside explains the one before it, it takes no score after the aside
     ("qat.pt mAP 37.8，可是 qat.export.pt（qat.pt 走完导出前那步改写得到的）评出来就只剩 34.9",
      [("qat_pt", 37.8, False), ("qat_export_pt", 34.9, False)]),
+    # a tool named in an aside that closed before the number has no version there
+    ("qat.pt AP 0.812；qat.bc（hbdk4 推理）0.809；quantized.bc 0.741",
+     [("qat_pt", 0.812, False), ("qat_bc", 0.809, False), ("quantized_bc", 0.741, False)]),
     # a file's extension is no software whose version follows
     ("original_float_model.onnx top1 76.1，quantized_model.onnx 61.9",
      [("float", 76.1, False), ("quantized_bc", 61.9, False)]),
