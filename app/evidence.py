@@ -204,7 +204,7 @@ def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
     """The scores a free text of the case gives its models (probes/said_scores.py), each other
     score measured with the case's tolerance against its reference (_references), where both
     are written the same way (a percentage or a fraction)."""
-    from j6doctor.probes.said_scores import scores
+    from j6doctor.probes.said_scores import lower_is_better, scores
 
     prose = facts.vocab.text.context.prose
     mentions, artifacts = facts.vocab.enums["mention"], facts.vocab.enums["artifact"]
@@ -222,10 +222,12 @@ def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
             if len(found) < 2:
                 continue
             key = _key_of(fact)
+            # (scores told in an error rise as they get worse: "EPE：qat.pt 1.82，qat.bc 2.61")
+            told_in = tolerance._replace(higher_is_better=False) if lower_is_better(text) else tolerance
             root, pairs = _references(found, position)
             facts.add("score_reference", {"mention": root.mention, "value": root.value, "quote": root.quote,
                                           "field": key}, fact.source)
-            drops = [_score_drop(score, reference, root, tolerance, key) for score, reference in pairs
+            drops = [_score_drop(score, reference, root, told_in, key) for score, reference in pairs
                      if score.percent == reference.percent]
             # (each drop beside the largest of the text: a small loss next to a far larger one is the
             # ordinary loss of a step, the rules say how much smaller)

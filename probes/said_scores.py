@@ -13,7 +13,9 @@ sign are no scores (30 FPS, 1000 images), nor are numbers of zero or less ("-1.0
 number named an error, a loss, a time, a size or a version just before it ("欧氏误差约为
 1.728", "hbrt 3.15"), nor one right after a software's name ("TensorFlow 2.9"). A model
 named alone on a line (a heading) followed by a table of scores gets the table's mean, where
-two or more such tables have the same shape (the per-class APs of each model)."""
+two or more such tables have the same shape (the per-class APs of each model). Scores told
+in an error that falls as the model gets better (EPE, AbsRel: the `measure` lower_better) get
+worse as they rise (lower_is_better)."""
 
 from __future__ import annotations
 
@@ -85,6 +87,21 @@ def scores(text: str) -> list[Score]:
     for score in _scores_under_headings(text, reading, mentions):
         found.setdefault(score.mention, score)
     return sorted(found.values(), key=lambda score: score.start)
+
+
+def lower_is_better(text: str) -> bool:
+    """Whether the text tells its scores in an error that falls as the model gets better ("EPE：
+    qat.pt 1.82，qat.bc 2.61", "AbsRel 0.098"): such a measure (`measure` lower_better) is named in
+    a sentence that holds a score, and no score's sentence names one that rises ("mAP")."""
+    from j6doctor.engine.text_reader import read_cached
+
+    if not text.strip():
+        return False
+    reading = read_cached(text, vocabulary().text.index)
+    sentences = {reading.clause_index(reading.tags[i][0]) for i in reading.by_class.get("score", [])}
+    told = {reading.tags[i][3] for i in reading.by_class.get("measure", [])
+            if reading.clause_index(reading.tags[i][0]) in sentences}
+    return "lower_better" in told and "higher_better" not in told
 
 
 def _keep(found: dict[str, Score], text: str, reading, mention_index: int, score_index: int) -> None:
@@ -493,14 +510,21 @@ _FOR_MODEL = re.compile(r"\s?(?:for |with |using |in |\()(?P<article>(?:the |my 
 def _named_after(reading, mentions: list[int], starts: list[int], score_end: int) -> int | None:
     """The model named right after a score (its measure may stand between) with "for", "with",
     "using", "in" or in parentheses (its name may hold the article)."""
-    found = _FOR_MODEL.match(reading.compact.text, _after_measure(reading, score_end))
+    text = reading.compact.text
+    found = _FOR_MODEL.match(text, _after_measure(reading, score_end))
     if found is None:
         return None
     for place in (found.start("article"), found.end()):
         owner = _starting_at(mentions, starts, place)
         if owner is not None:
-            return owner
+            # (a model in parentheses with a number of its own is another model's score told
+            # aside: "quantized.bc 0.098（qat.bc 0.097）")
+            aside = _ASIDE_SCORE.match(text, reading.tags[owner][1]) if found.group().strip() == "(" else None
+            return None if aside else owner
     return None
+
+
+_ASIDE_SCORE = re.compile(r"[^()\d]{0,12}\d")
 
 
 def _named_right_after(reading, mentions: list[int], starts: list[int], score_end: int) -> int | None:

@@ -109,6 +109,9 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # a tool named in an aside that closed before the number has no version there
     ("qat.pt AP 0.812；qat.bc（hbdk4 推理）0.809；quantized.bc 0.741",
      [("qat_pt", 0.812, False), ("qat_bc", 0.809, False), ("quantized_bc", 0.741, False)]),
+    # a model in parentheses with a number of its own takes that number, not the one before it
+    ("quantized.bc 在 KITTI 子集 AbsRel 0.098（qat.bc 0.097）；hbm x86 仿真 AbsRel 0.163",
+     [("quantized_bc", 0.098, False), ("qat_bc", 0.097, False), ("hbm_x86", 0.163, False)]),
     # a file's extension is no software whose version follows
     ("original_float_model.onnx top1 76.1，quantized_model.onnx 61.9",
      [("float", 76.1, False), ("quantized_bc", 61.9, False)]),
@@ -247,6 +250,30 @@ def test_scores_become_results_through_the_rules(diagnose, symptom, stage):
     verdict = diagnose({"flow": "ptq", "symptom": symptom}).verdict_json
     assert verdict["stage"] == stage
     assert any(f["type"] in ("score_reference", "score_drop") for f in verdict["trace"])
+
+
+@pytest.mark.parametrize("symptom, stage", [
+    # told in an error that rises as the model gets worse: qat.bc lost it
+    ("sintel val EPE：qat.pt 1.82，qat.export.pt 1.83，qat.bc（hbir 推理）2.61", "export"),
+    ("quantized.bc AbsRel 0.098 (qat.bc 0.097), hbm on the x86 simulator AbsRel 0.163, board 0.161", "compile"),
+    # the same numbers told as a score that rises: qat.bc is the best of them
+    ("val mAP：qat.pt 1.82，qat.export.pt 1.83，qat.bc 2.61", "undetermined"),
+])
+def test_scores_told_in_an_error_get_worse_as_they_rise(diagnose, symptom, stage):
+    assert diagnose({"symptom": symptom}).verdict_json["stage"] == stage
+
+
+@pytest.mark.parametrize("text, lower", [
+    ("EPE：qat.pt 1.82，qat.bc 2.61", True),
+    ("depth AbsRel 0.112 float, 0.187 calibrated", True),
+    ("EPE 和 mAP：qat.pt 1.82 / 0.41，qat.bc 2.61 / 0.40", False),   # a rising score told beside it
+    ("qat.pt mAP 0.41，qat.bc 0.40", False),
+    ("训练时 EPE 很低。qat.pt mAP 0.41，qat.bc 0.40", False),          # the error is in no score's sentence
+])
+def test_which_texts_tell_their_scores_in_an_error(text, lower):
+    from j6doctor.probes.said_scores import lower_is_better
+
+    assert lower_is_better(text) is lower
 
 
 def test_the_case_tolerance_decides_what_is_within(diagnose):
