@@ -380,7 +380,11 @@ def _scores_in_pipe_tables(text: str, reading, mentions: list[int]) -> tuple[set
 
 
 def _one_model(tags: _TableTags, cell: tuple[int, int]) -> str | None:
-    names = {str(tags.reading.tags[i][3]) for i in tags.inside(cell, "mention")}
+    """The one model a cell names; models named in an aside explain it ("int8 engine (trtexec
+    --int8 from QDQ onnx)")."""
+    named = tags.inside(cell, "mention")
+    names = {str(tags.reading.tags[i][3]) for i in named if tags.reading.aside[i] < 0} or \
+        {str(tags.reading.tags[i][3]) for i in named}
     return names.pop() if len(names) == 1 else None
 
 

@@ -162,6 +162,7 @@ def test_sizes_named_for_two_models_are_no_pair_of_scores():
     "the pytorch model, torch==1.13 on the board",
     "板端的 OM 模型比 PyTorch fp16 还慢 12%",              # nor how much slower or faster it runs
     "the board model runs faster by 35%",
+    "TensorRT INT8 engine from the QDQ ONNX loses 15% top-1",  # nor how much it lost
 ])
 def test_what_is_no_score(text):
     assert _read(text) == []
@@ -339,6 +340,12 @@ def test_a_pipe_table_with_models_in_its_header_gives_each_its_cell_of_the_first
 
 def test_a_pipe_table_with_models_in_its_first_column_gives_each_the_first_score_of_its_row():
     assert _read(PIPE_BY_ROW) == [("float", 0.647, False), ("quantized_bc", 0.31, False), ("board", 0.30, False)]
+
+
+def test_a_row_names_the_model_outside_its_aside():
+    table = ("| runtime | top-1 |\n| fp32 onnx, onnxruntime | 76.3 |\n| QDQ onnx, onnxruntime | 75.9 |\n"
+             "| int8 engine (trtexec --int8 from QDQ onnx) | 61.2 |\n")
+    assert _read(table) == [("float", 76.3, False), ("quantized_bc", 75.9, False), ("hbm", 61.2, False)]
 
 
 @pytest.mark.parametrize("text", [
