@@ -175,6 +175,8 @@ def test_what_is_no_score(text):
     # ... not a count
     ("浮点模型精度为75，量化后只有20张图片能检测出来", [("float", 75.0, False)]),
     ("float mAP 45, quantized model for 20 epochs", [("float", 45.0, False)]),
+    # ... at the end of a sentence too
+    ("float 45.2. On board mAP 35.", [("float", 45.2, False), ("board", 35.0, False)]),
 ])
 def test_a_whole_number_is_a_score_where_it_is_said_to_be_one(text, expected):
     assert _read(text) == expected
