@@ -561,7 +561,7 @@ def _owner(reading, mentions: list[int], starts: list[int], score_start: int, af
     while at >= 0 and (reading.tags[mentions[at]][1] > score_start  # (a name the score stands in)
                        or _in_aside_before(reading, mentions[at], score_start)):
         at -= 1
-    if at < 0 or starts[at] < after or reading.tags[mentions[at]][1] < score_start - WINDOW:
+    if at < 0 or starts[at] < after or _apart(reading, reading.tags[mentions[at]][1], score_start) > WINDOW:
         return None
     if reading.clause_index(starts[at]) != reading.clause_index(score_start):
         return None
@@ -569,6 +569,16 @@ def _owner(reading, mentions: list[int], starts: list[int], score_start: int, af
             and reading.clause_index(starts[at - 1]) == reading.clause_index(score_start):
         return mentions[at - 1]  # the model a model was built from is not what gave the score
     return mentions[at]
+
+
+def _apart(reading, name_end: int, score_start: int) -> int:
+    """Characters between a model's name and its score, an aside between them not counted
+    ("hbm on the board through our own app (nv12 camera input, ...), 1000 frames: 29.8")."""
+    between = score_start - name_end
+    for opened, closed in reading.aside_ends.items():
+        if name_end <= opened and closed <= score_start:
+            between -= closed - opened
+    return between
 
 
 def _in_aside_before(reading, tag: int, position: int) -> bool:

@@ -112,6 +112,9 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # a model in parentheses with a number of its own takes that number, not the one before it
     ("quantized.bc 在 KITTI 子集 AbsRel 0.098（qat.bc 0.097）；hbm x86 仿真 AbsRel 0.163",
      [("quantized_bc", 0.098, False), ("qat_bc", 0.097, False), ("hbm_x86", 0.163, False)]),
+    # an aside between a model and its score does not count against their distance
+    ("qat.pt val mAP 35.1. hbm on the board through our own deployment app (nv12 camera input, insert_image_convert "
+     "+ preprocess nodes), 1000 frames: 29.8.", [("qat_pt", 35.1, False), ("board", 29.8, False)]),
     # a file's extension is no software whose version follows
     ("original_float_model.onnx top1 76.1，quantized_model.onnx 61.9",
      [("float", 76.1, False), ("quantized_bc", 61.9, False)]),
@@ -269,6 +272,7 @@ def test_scores_told_in_an_error_get_worse_as_they_rise(diagnose, symptom, stage
 @pytest.mark.parametrize("text, lower", [
     ("EPE：qat.pt 1.82，qat.bc 2.61", True),
     ("depth AbsRel 0.112 float, 0.187 calibrated", True),
+    ("float PPL 14.02, the hbm on the board 17.92", True),
     ("EPE 和 mAP：qat.pt 1.82 / 0.41，qat.bc 2.61 / 0.40", False),   # a rising score told beside it
     ("qat.pt mAP 0.41，qat.bc 0.40", False),
     ("训练时 EPE 很低。qat.pt mAP 0.41，qat.bc 0.40", False),          # the error is in no score's sentence
