@@ -166,6 +166,7 @@ def test_sizes_named_for_two_models_are_no_pair_of_scores():
     "板端的 OM 模型比 PyTorch fp16 还慢 12%",              # nor how much slower or faster it runs
     "the board model runs faster by 35%",
     "TensorRT INT8 engine from the QDQ ONNX loses 15% top-1",  # nor how much it lost
+    "Calibration: 300 images, tried default / max / kl",      # a count after a label is no score
 ])
 def test_what_is_no_score(text):
     assert _read(text) == []
