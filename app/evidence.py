@@ -233,7 +233,13 @@ def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
             # ordinary loss of a step, the rules say how much smaller)
             largest = max((d["times"] for d in drops if d["times"] is not None), default=None)
             for fields in drops:
-                facts.add("score_drop", {**fields, "times_max": largest}, fact.source)
+                facts.add("score_drop", {**fields, "times_max": largest, "share": _share(fields["times"], largest),
+                                         "root_share": _share(fields["root_times"], largest)}, fact.source)
+
+
+def _share(times: float | None, largest: float | None) -> float | None:
+    """A drop as a share of the text's largest one (both in tolerances; none where nothing fell)."""
+    return round(times / largest, 3) if times is not None and largest is not None and largest > 0 else None
 
 
 def _score_drop(score, reference, root, tolerance: Tolerance, key: str) -> dict[str, Any]:
