@@ -34,10 +34,15 @@ NEVER_ALONE = {
         "from the words_by_flow table, which covers every flow",
     ("score.drop", "means{mention=s.mention}"):
         "every mention has a meaning (see score.reference)",
-    ("score.drop", "not score_drop{mention=s.mention, field=s.field, times≤4, times_max≥10}"):
+    ("score.fell", "not score_drop{mention=s.mention, field=s.field, times≤6, share≤0.4, times_max≥10}"):
         "the guard holds only beside a drop of ten times the tolerance or more, which fires the rule "
-        "itself: its effect shows in the rule's example 'float 0.412 | qat.pt 0.401 | ... qat.bc 0.352' "
-        "(stage export, qat.pt not abnormal)",
+        "itself: its effect shows in the rule's example 'float 0.431 / qat.pt 0.412 / ... quantized.bc 0.356' "
+        "(stage convert, qat.pt not abnormal)",
+    ("score.drop_called_normal", "means{mention=s.mention}"):
+        "every mention has a meaning (see score.reference)",
+    ("score.carried", "score_drop{mention=s.reference, field=s.field}"):
+        "score_fell{mention=s.reference, field=s.field}, a condition of the same rule, is only ever "
+        "concluded from that score_drop (score.fell): it binds the drop for the conclusion's words",
     ("score.within", "means{mention=s.mention}"):
         "every mention has a meaning (see score.reference)",
     ("score.carried_far", "means{mention=s.mention}"):
