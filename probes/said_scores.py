@@ -502,7 +502,11 @@ def _owner_of(reading, mentions: list[int], starts: list[int], span: tuple[int, 
     owner = _named_after(reading, mentions, starts, end)
     if owner is None:
         owner = _owner(reading, mentions, starts, start, after)
-    return owner if owner is not None else _named_right_after(reading, mentions, starts, end)
+    if owner is None:
+        owner = _named_right_after(reading, mentions, starts, end)
+    # (a model named after the score owns it in the score's sentence only: not the next row's)
+    return owner if owner is None or reading.clause_index(reading.tags[owner][0]) == reading.clause_index(start) \
+        else None
 
 
 # A score followed by the model it is for: "compared with 0.56 for the fp32 model", "from 0.65 (fp32) to 0.30 (int8)",

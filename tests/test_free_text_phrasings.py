@@ -256,6 +256,8 @@ CLAUSE_CUTS = [
     # after a Latin word, a line that opens with a sentence's first word is one of its own
     ("上板报 Incompatible Platform\n看了下是 march 写错了", ["上板报 Incompatible Platform", "看了下是 march 写错了"]),
     ("模型转成了 hbm\n然后板端跑出来全是框", ["模型转成了 hbm", "然后板端跑出来全是框"]),
+    # an indented line is a row of its own
+    ("on val:\n  qat.pt  mAP 0.472\n  qat.bc  mAP 0.470", ["on val:", "qat.pt  mAP 0.472", "qat.bc  mAP 0.470"]),
 ]
 
 

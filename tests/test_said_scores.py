@@ -115,6 +115,10 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # an aside between a model and its score does not count against their distance
     ("qat.pt val mAP 35.1. hbm on the board through our own deployment app (nv12 camera input, insert_image_convert "
      "+ preprocess nodes), 1000 frames: 29.8.", [("qat_pt", 35.1, False), ("board", 29.8, False)]),
+    # rows of an indented table: a row's second number is its own, not the next row's model's
+    ("Results:\n  qat.pt           det mAP 0.472  lane F1 0.903\n  qat.bc           det mAP 0.470  lane F1 0.902\n"
+     "  quantized.bc     det mAP 0.418  lane F1 0.899", [("qat_pt", 0.472, False), ("qat_bc", 0.47, False),
+                                                        ("quantized_bc", 0.418, False)]),
     # a file's extension is no software whose version follows
     ("original_float_model.onnx top1 76.1，quantized_model.onnx 61.9",
      [("float", 76.1, False), ("quantized_bc", 61.9, False)]),
@@ -167,6 +171,7 @@ def test_sizes_named_for_two_models_are_no_pair_of_scores():
     "the board model runs faster by 35%",
     "TensorRT INT8 engine from the QDQ ONNX loses 15% top-1",  # nor how much it lost
     "Calibration: 300 images, tried default / max / kl",      # a count after a label is no score
+    "ONNX : person 0.88, bus 0.91",                           # a detection's confidence is no score
 ])
 def test_what_is_no_score(text):
     assert _read(text) == []
