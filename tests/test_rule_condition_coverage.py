@@ -38,6 +38,8 @@ NEVER_ALONE = {
         "the guard holds only beside a drop of ten times the tolerance or more, which fires the rule "
         "itself: its effect shows in the rule's example 'float 0.431 / qat.pt 0.412 / ... quantized.bc 0.356' "
         "(stage convert, qat.pt not abnormal)",
+    ("score.slight_beside_said_trouble", "means{mention=s.mention}"):
+        "every mention has a meaning (see score.reference)",
     ("score.drop_called_normal", "means{mention=s.mention}"):
         "every mention has a meaning (see score.reference)",
     ("score.carried", "score_drop{mention=s.reference, field=s.field}"):
