@@ -119,6 +119,8 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     ("Results:\n  qat.pt           det mAP 0.472  lane F1 0.903\n  qat.bc           det mAP 0.470  lane F1 0.902\n"
      "  quantized.bc     det mAP 0.418  lane F1 0.899", [("qat_pt", 0.472, False), ("qat_bc", 0.47, False),
                                                         ("quantized_bc", 0.418, False)]),
+    # MNN's and ncnn's model files named by their precision
+    ("float mbv3.mnn: 74.3\nmbv3_quant.mnn: 51.2", [("float", 74.3, False), ("quantized_bc", 51.2, False)]),
     # a file's extension is no software whose version follows
     ("original_float_model.onnx top1 76.1，quantized_model.onnx 61.9",
      [("float", 76.1, False), ("quantized_bc", 61.9, False)]),
