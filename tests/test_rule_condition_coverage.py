@@ -40,6 +40,8 @@ NEVER_ALONE = {
         "(stage convert, qat.pt not abnormal)",
     ("score.slight_beside_said_trouble", "means{mention=s.mention}"):
         "every mention has a meaning (see score.reference)",
+    ("score.ordinary", "means{mention=s.mention}"):
+        "every mention has a meaning (see score.reference)",
     ("score.drop_called_normal", "means{mention=s.mention}"):
         "every mention has a meaning (see score.reference)",
     ("score.carried", "score_drop{mention=s.reference, field=s.field}"):
