@@ -119,6 +119,10 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     ("Results:\n  qat.pt           det mAP 0.472  lane F1 0.903\n  qat.bc           det mAP 0.470  lane F1 0.902\n"
      "  quantized.bc     det mAP 0.418  lane F1 0.899", [("qat_pt", 0.472, False), ("qat_bc", 0.47, False),
                                                         ("quantized_bc", 0.418, False)]),
+    # Ascend's offline model on an Atlas device; AIMET's simulated quantized model
+    ("Float ONNX: 0.774 top-1. After AMCT calibration and ATC, the .om on an Atlas 300I Pro gives 0.482",
+     [("float", 0.774, False), ("board", 0.482, False)]),
+    ("QuantSim accuracy 48 % vs FP32 71 %", [("qat_pt", 48.0, True), ("float", 71.0, True)]),
     # MNN's and ncnn's model files named by their precision
     ("float mbv3.mnn: 74.3\nmbv3_quant.mnn: 51.2", [("float", 74.3, False), ("quantized_bc", 51.2, False)]),
     # a file's extension is no software whose version follows
