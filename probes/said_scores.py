@@ -92,13 +92,16 @@ def scores(text: str) -> list[Score]:
 def lower_is_better(text: str) -> bool:
     """Whether the text tells its scores in an error that falls as the model gets better ("EPE：
     qat.pt 1.82，qat.bc 2.61", "AbsRel 0.098"): such a measure (`measure` lower_better) is named in
-    a sentence that holds a score, and no score's sentence names one that rises ("mAP")."""
+    a sentence that holds a score or the one right before it (a heading), and none of those names
+    one that rises ("mAP")."""
     from j6doctor.engine.text_reader import read_cached
 
     if not text.strip():
         return False
     reading = read_cached(text, vocabulary().text.index)
-    sentences = {reading.clause_index(reading.tags[i][0]) for i in reading.by_class.get("score", [])}
+    # (a score's sentence, and the one before it: the heading "AbsRel on 650 frames:" above the scores)
+    sentences = {reading.clause_index(reading.tags[i][0]) - back for i in reading.by_class.get("score", [])
+                 for back in (0, 1)}
     told = {reading.tags[i][3] for i in reading.by_class.get("measure", [])
             if reading.clause_index(reading.tags[i][0]) in sentences}
     return "lower_better" in told and "higher_better" not in told
