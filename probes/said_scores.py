@@ -11,7 +11,8 @@ and then two scores joined the same way take them in order ("浮点模型和量�
 76.1% 和 60.2%", "float vs quantized: 36.0% vs 0.0%"). Integers without a percent
 sign are no scores (30 FPS, 1000 images), nor are numbers of zero or less ("-1.00"), nor a
 number named an error, a loss, a time, a size or a version just before it ("欧氏误差约为
-1.728", "hbrt 3.15"), nor one right after a software's name ("TensorFlow 2.9"). A model
+1.728", "hbrt 3.15"), nor one right after a software's name ("TensorFlow 2.9"), nor one told of
+a single image ("I have a picture that the score of the onnx model is 0.98"). A model
 named alone on a line (a heading) followed by a table of scores gets the table's mean, where
 two or more such tables have the same shape (the per-class APs of each model). Scores told
 in an error that falls as the model gets better (EPE, AbsRel: the `measure` lower_better) get
@@ -54,7 +55,9 @@ def scores(text: str) -> list[Score]:
     versions = version_ends(text)  # a package's version is no score: "horizon_nn 1.1"
     pairs = {**_respective_pairs(reading, mentions, starts, versions), **_drop_from_pairs(reading, mentions, starts, versions),
              **_scores_then_models(reading, mentions, starts, versions)}
-    paired = {m: t for m, t in pairs.items() if t not in in_tables and not _published(reading, reading.tags[t][0])}
+    one_image = _one_image_sentences(reading)
+    paired = {m: t for m, t in pairs.items() if t not in in_tables and not _published(reading, reading.tags[t][0])
+              and reading.tag_clause[t] not in one_image}
     for mention_index, score_index in paired.items():
         _keep(found, text, reading, mention_index, score_index)
     paired_scores = set(paired.values()) | in_tables
@@ -65,8 +68,8 @@ def scores(text: str) -> list[Score]:
             previous_score_end = end
             continue
         value = _number(str(words))[0]
-        if value is None or value <= 0 or end in versions:
-            continue  # no score: it stands between no model and its score
+        if value is None or value <= 0 or end in versions or reading.tag_clause[index] in one_image:
+            continue  # no score: it stands between no model and its score; one image's number is none either
         owner = _owner_of(reading, mentions, starts, (start, end), previous_score_end)
         if owner is not None and (_named_otherwise(reading, reading.tags[owner][1], start)
                                   or _a_share(reading, owner, start)):
@@ -105,6 +108,12 @@ def lower_is_better(text: str) -> bool:
     told = {reading.tags[i][3] for i in reading.by_class.get("measure", [])
             if reading.clause_index(reading.tags[i][0]) in sentences}
     return "lower_better" in told and "higher_better" not in told
+
+
+def _one_image_sentences(reading) -> set[int]:
+    """The sentences that speak of one image ("I have a picture that the score of the onnx model
+    is 0.98 ..."): a number there is that image's, no model's score on a dataset."""
+    return {reading.tag_clause[i] for i in reading.by_class.get("one_frame", [])}
 
 
 def _keep(found: dict[str, Score], text: str, reading, mention_index: int, score_index: int) -> None:

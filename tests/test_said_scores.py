@@ -178,6 +178,9 @@ def test_sizes_named_for_two_models_are_no_pair_of_scores():
     "TensorRT INT8 engine from the QDQ ONNX loses 15% top-1",  # nor how much it lost
     "Calibration: 300 images, tried default / max / kl",      # a count after a label is no score
     "ONNX : person 0.88, bus 0.91",                           # a detection's confidence is no score
+    "同一张图片，onnx 置信度 0.98，量化后只有 0.025",
+    # a number told of one image is no model's score on a dataset
+    "I have a picture that the inference score of onnx model is 0.98, but the score of the IR model is only 0.025",
 ])
 def test_what_is_no_score(text):
     assert _read(text) == []
