@@ -123,6 +123,10 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     ("Float ONNX: 0.774 top-1. After AMCT calibration and ATC, the .om on an Atlas 300I Pro gives 0.482",
      [("float", 0.774, False), ("board", 0.482, False)]),
     ("QuantSim accuracy 48 % vs FP32 71 %", [("qat_pt", 48.0, True), ("float", 71.0, True)]),
+    # hb_mapper's files named after the model
+    ("- mbv3_original_float_model.onnx: top-1 74.6\n- mbv3_calibrated_model.onnx: top-1 61.9\n"
+     "- mbv3_quantized_model.onnx: top-1 61.5", [("float", 74.6, False), ("qat_pt", 61.9, False),
+                                               ("quantized_bc", 61.5, False)]),
     # MNN's and ncnn's model files named by their precision
     ("float mbv3.mnn: 74.3\nmbv3_quant.mnn: 51.2", [("float", 74.3, False), ("quantized_bc", 51.2, False)]),
     # a file's extension is no software whose version follows
