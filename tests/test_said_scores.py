@@ -123,6 +123,9 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     ("Float ONNX: 0.774 top-1. After AMCT calibration and ATC, the .om on an Atlas 300I Pro gives 0.482",
      [("float", 0.774, False), ("board", 0.482, False)]),
     ("QuantSim accuracy 48 % vs FP32 71 %", [("qat_pt", 48.0, True), ("float", 71.0, True)]),
+    # the QAT model named by its fake quantization, in a table
+    ("| 模型 | top1 |\n|---|---|\n| float（torch）| 73.4 |\n| QAT fake-quant（torch）| 72.9 |\n| TRT int8 engine | 65.6 |",
+     [("float", 73.4, False), ("qat_pt", 72.9, False), ("hbm", 65.6, False)]),
     # hb_mapper's files named after the model
     ("- mbv3_original_float_model.onnx: top-1 74.6\n- mbv3_calibrated_model.onnx: top-1 61.9\n"
      "- mbv3_quantized_model.onnx: top-1 61.5", [("float", 74.6, False), ("qat_pt", 61.9, False),
