@@ -112,8 +112,10 @@ def lower_is_better(text: str) -> bool:
 
 def _one_image_sentences(reading) -> set[int]:
     """The sentences that speak of one image ("I have a picture that the score of the onnx model
-    is 0.98 ..."): a number there is that image's, no model's score on a dataset."""
-    return {reading.tag_clause[i] for i in reading.by_class.get("one_frame", [])}
+    is 0.98 ...", "单张图"): a number there is that image's, no model's score on a dataset. (Not
+    "one" alone: "一张 3090", "a single image's latency".)"""
+    return {reading.tag_clause[i] for i in reading.by_class.get("one_frame", [])
+            if reading.tags[i][3] in ("image", "single")}
 
 
 def _keep(found: dict[str, Score], text: str, reading, mention_index: int, score_index: int) -> None:
@@ -401,7 +403,10 @@ def _one_model(tags: _TableTags, cell: tuple[int, int]) -> str | None:
 
 
 def _a_measure(tags: _TableTags, cell: tuple[int, int]) -> bool:
-    return bool(tags.inside(cell, "measure")) and not tags.inside(cell, "not_score")
+    """A cell that names a measure and nothing that says its numbers are no scores (a detection's
+    class does not: "| Car AP |")."""
+    return bool(tags.inside(cell, "measure")) and \
+        not any(tags.reading.tags[i][3] != "object_class" for i in tags.inside(cell, "not_score"))
 
 
 # A cell that holds a bare zero (an integer is otherwise no score: 30 FPS, 1000 images)
@@ -539,12 +544,15 @@ def _named_after(reading, mentions: list[int], starts: list[int], score_end: int
         if owner is not None:
             # (a model in parentheses with a number of its own is another model's score told
             # aside: "quantized.bc 0.098（qat.bc 0.097）")
-            aside = _ASIDE_SCORE.match(text, reading.tags[owner][1]) if found.group().strip() == "(" else None
-            return None if aside else owner
+            return None if found.group().strip() == "(" and _score_in_aside(reading, reading.tags[owner][1]) else owner
     return None
 
 
-_ASIDE_SCORE = re.compile(r"[^()\d]{0,12}\d")
+def _score_in_aside(reading, name_end: int) -> bool:
+    """Whether a score stands after the model's name before its aside closes ("（qat.bc 0.097）"; not
+    "(fp32 on x86)", whose digit is no score)."""
+    close = reading.compact.text.find(")", name_end, name_end + 40)
+    return close >= 0 and bool(reading.tags_in("score", name_end, close))
 
 
 def _named_right_after(reading, mentions: list[int], starts: list[int], score_end: int) -> int | None:

@@ -126,6 +126,17 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # the QAT model named by its fake quantization, in a table
     ("| 模型 | top1 |\n|---|---|\n| float（torch）| 73.4 |\n| QAT fake-quant（torch）| 72.9 |\n| TRT int8 engine | 65.6 |",
      [("float", 73.4, False), ("qat_pt", 72.9, False), ("hbm", 65.6, False)]),
+    # a list item's wrapped line goes on with its sentence; "the same image preprocessing" and
+    # "一张 3090" speak of no single image; a digit in an aside is no score of its own
+    ("- on val the quantized.bc model gives\n  0.31 mAP, while the float model gives 0.45",
+     [("quantized_bc", 0.31, False), ("float", 0.45, False)]),
+    ("With the same image preprocessing, the float onnx gets mAP 0.45 and the quantized onnx 0.12.",
+     [("float", 0.45, False), ("quantized_bc", 0.12, False)]),
+    ("在一张 3090 上训练，float mAP 0.452，quantized.bc 0.401", [("float", 0.452, False), ("quantized_bc", 0.401, False)]),
+    ("I get 0.31 mAP on the board, compared with 0.52 (fp32 on x86)", [("board", 0.31, False), ("float", 0.52, False)]),
+    # a column headed by an object class's measure
+    ("| model | Car AP | Pedestrian AP |\n|---|---|---|\n| float | 78.5 | 60.1 |\n| quantized onnx | 70.2 | 50.3 |",
+     [("float", 78.5, False), ("quantized_bc", 70.2, False)]),
     # hb_mapper's files named after the model
     ("- mbv3_original_float_model.onnx: top-1 74.6\n- mbv3_calibrated_model.onnx: top-1 61.9\n"
      "- mbv3_quantized_model.onnx: top-1 61.5", [("float", 74.6, False), ("qat_pt", 61.9, False),
