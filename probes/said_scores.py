@@ -103,10 +103,8 @@ def lower_is_better(text: str) -> bool:
         return False
     reading = read_cached(text, vocabulary().text.index)
     # (a score's sentence, and the one before it: the heading "AbsRel on 650 frames:" above the scores)
-    sentences = {reading.clause_index(reading.tags[i][0]) - back for i in reading.by_class.get("score", [])
-                 for back in (0, 1)}
-    told = {reading.tags[i][3] for i in reading.by_class.get("measure", [])
-            if reading.clause_index(reading.tags[i][0]) in sentences}
+    sentences = {reading.tag_clause[i] - back for i in reading.by_class.get("score", []) for back in (0, 1)}
+    told = {reading.tags[i][3] for i in reading.by_class.get("measure", []) if reading.tag_clause[i] in sentences}
     return "lower_better" in told and "higher_better" not in told
 
 
@@ -544,15 +542,15 @@ def _named_after(reading, mentions: list[int], starts: list[int], score_end: int
         if owner is not None:
             # (a model in parentheses with a number of its own is another model's score told
             # aside: "quantized.bc 0.098（qat.bc 0.097）")
-            return None if found.group().strip() == "(" and _score_in_aside(reading, reading.tags[owner][1]) else owner
+            return None if found.group().strip() == "(" and _score_in_aside(reading, owner) else owner
     return None
 
 
-def _score_in_aside(reading, name_end: int) -> bool:
-    """Whether a score stands after the model's name before its aside closes ("（qat.bc 0.097）"; not
-    "(fp32 on x86)", whose digit is no score)."""
-    close = reading.compact.text.find(")", name_end, name_end + 40)
-    return close >= 0 and bool(reading.tags_in("score", name_end, close))
+def _score_in_aside(reading, name: int) -> bool:
+    """Whether a score stands after the model's name (tag `name`) in the aside it stands in
+    ("（qat.bc 0.097）"; not "(fp32 on x86)", whose digit is no score)."""
+    opened = reading.aside[name]
+    return opened >= 0 and bool(reading.tags_in("score", reading.tags[name][1], reading.aside_ends[opened]))
 
 
 def _named_right_after(reading, mentions: list[int], starts: list[int], score_end: int) -> int | None:
