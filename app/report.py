@@ -56,7 +56,9 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         **{key: [describe(f) for f in by_type.get(fact_type, [])] for key, fact_type in _DESCRIBED},
         "comparisons": [describe(f) for f in by_type.get("comparison", []) + by_type.get("control", [])],
         "flow": verdict.flow,
-        "after_fix": chain if chain and chain.stage != verdict.stage else None,
+        # (a chain stopped at 基线确认 under a verdict of 暂不能判断 says nothing more after a fix)
+        "after_fix": chain if chain and chain.stage != verdict.stage and (
+            attr("stage", chain.stage, "committal", True) or attr("stage", verdict.stage, "committal", True)) else None,
         "symptom": [_brief(f["text"]) for f in by_type.get("symptom", [])],
         "deployment_notes": [_brief(f["text"]) for f in by_type.get("deployment_notes", [])],
         "tried": [f["text"] for f in by_type.get("tried_fix", [])],

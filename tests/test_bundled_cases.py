@@ -16,7 +16,7 @@ EXPECTED = {
     "compile_x86_and_board.yaml": ("compile", []),
     "board_integration.yaml": ("board", []),
     "user_side_layout.yaml": ("user_side", []),
-    "baseline_board_only.yaml": ("baseline", ["stage_results", "versions", "deploy_adaptation"]),
+    "baseline_board_only.yaml": ("undetermined", ["stage_results", "versions", "deploy_adaptation"]),
     "qat_training.yaml": ("qat_training", []),
     "single_frame_only.yaml": ("undetermined", ["stage_results", "badcase", "versions"]),
     "contradictory.yaml": ("undetermined", ["stage_results"]),

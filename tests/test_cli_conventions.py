@@ -61,11 +61,11 @@ def test_a_folder_as_case_says_what_to_do(tmp_path):
 
 def test_fail_on_sets_exit_1_after_writing_the_report(tmp_path):
     write_case(tmp_path, "results:\n  board: {status: abnormal}\n")
-    proc = run(tmp_path, "diagnose", "case.yaml", "--no-env", "--fail-on", "undetermined,baseline")
+    proc = run(tmp_path, "diagnose", "case.yaml", "--no-env", "--fail-on", "baseline,undetermined")
     assert proc.returncode == 1 and proc.stdout.startswith("# j6doctor 诊断报告")
     assert "--fail-on" in proc.stderr
     assert run(tmp_path, "diagnose", "case.yaml", "--no-env", "--fail-on", "convert").returncode == 0
-    assert run(tmp_path, "diagnose", "case.yaml", "--no-env", "-q", "--fail-on", "baseline").stderr == ""
+    assert run(tmp_path, "diagnose", "case.yaml", "--no-env", "-q", "--fail-on", "undetermined").stderr == ""
     bad = run(tmp_path, "diagnose", "case.yaml", "--fail-on", "bogus")
     assert bad.returncode == 2 and "unknown stage 'bogus'" in bad.stderr
 

@@ -21,7 +21,7 @@ from j6doctor.commands.options import complete_stages
 from j6doctor.facts import enum_values
 
 CASE = "results:\n  qat_bc: {status: normal, evidence: dataset_eval}\n  quantized_bc: {status: abnormal, evidence: dataset_eval}\n"
-BASELINE = "results:\n  board: {status: abnormal}\n"  # concludes baseline
+BASELINE = "results:\n  board: {status: abnormal}\n"  # the chain at 基线确认: concludes undetermined
 
 GOOD_RULE = SITE_RULE
 
@@ -89,10 +89,10 @@ def test_quiet_and_verbose_together_at_one_level_is_a_usage_error(tmp_path):
 def test_quiet_and_verbose_work_before_and_after_the_command(tmp_path):
     write_case(tmp_path, BASELINE)
     # the --fail-on note is what -q silences
-    assert "--fail-on" in run(tmp_path, "diagnose", "case.yaml", "--no-env", "--fail-on", "baseline").stderr
+    assert "--fail-on" in run(tmp_path, "diagnose", "case.yaml", "--no-env", "--fail-on", "undetermined").stderr
     for argv in (["-q", "diagnose", "case.yaml"], ["diagnose", "case.yaml", "-q"],
                  ["-v", "diagnose", "case.yaml", "-q"]):
-        proc = run(tmp_path, *argv, "--no-env", "--fail-on", "baseline")
+        proc = run(tmp_path, *argv, "--no-env", "--fail-on", "undetermined")
         assert proc.returncode == 1 and proc.stderr == "", (argv, proc.stderr)
         assert proc.stdout.startswith("# j6doctor 诊断报告")
     for argv in (["-v", "diagnose", "case.yaml"], ["-q", "diagnose", "case.yaml", "-v"]):

@@ -1,7 +1,7 @@
 """Every combination of normal / abnormal / unknown over the chain's artifacts gives exactly
 one stage, and removing one piece of evidence never switches a verdict to a different
 stage: only to the same stage, to its coarser parent (pre_export → export, board → compile)
-or toward a non-committal verdict (暂不能判断 / 基线确认)."""
+or toward a non-committal verdict (暂不能判断; the chain at 基线确认)."""
 
 from __future__ import annotations
 
@@ -63,4 +63,6 @@ def test_removing_evidence_never_switches_to_another_stage(verdicts):
 
 def test_all_stage_values_of_the_chain_occur(verdicts):
     seen = {v["stage"] for v in verdicts.values()}
-    assert seen == set(enum_values("stage")) - {"user_side"}
+    # 基线确认 is where the chain stops (chain_stage), the verdict then 暂不能判断
+    assert seen == set(enum_values("stage")) - {"user_side", "baseline"}
+    assert "baseline" in {v["chain_stage"]["stage"] for v in verdicts.values()}

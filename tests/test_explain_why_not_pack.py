@@ -27,7 +27,7 @@ rules:
         as: first
       - result: {status: normal}
     then:
-      - chain_stage: {stage: baseline, next_step: "两个正常结果，其一是 ${first.artifact}"}
+      - chain_stage: {stage: convert, next_step: "两个正常结果，其一是 ${first.artifact}"}
     examples:
       - case: {results: {qat_pt: normal, qat_bc: normal}}
 """
@@ -39,7 +39,7 @@ def _explain(tmp_path, capsys, monkeypatch, engine: str, results: str, fmt: str)
     (tmp_path / "case.yaml").write_text(textwrap.dedent(results), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     capsys.readouterr()
-    main(["explain", "case.yaml", "--no-env", "--rules", "pack", "--engine", engine, "--why-not", "baseline",
+    main(["explain", "case.yaml", "--no-env", "--rules", "pack", "--engine", engine, "--why-not", "convert",
           "--format", fmt, "-q"])
     return capsys.readouterr().out
 
@@ -55,7 +55,7 @@ def _two_normal(data: dict) -> dict:
                 walk(cond.get("producers", ()))
 
     walk(data["why_not"]["rules"])
-    assert found, "the pack's rule is not among the rules that could conclude baseline"
+    assert found, "the pack's rule is not among the rules that could conclude convert"
     return found[0]
 
 

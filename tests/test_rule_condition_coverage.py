@@ -59,11 +59,9 @@ NEVER_ALONE = {
         "every mention has a meaning (see score.reference)",
     ("map.convert.ptq_from_float", "short_chain{}"):
         "chain.short_ptq concludes short_chain from flow=ptq, a condition of the same row",
-    ("verdict.from_chain", "chain_stage{}"):
+    ("gate.ptq_input_parameters", "chain_stage{}"):
         "every run has a chain_stage: the mapping table (with its gap and no-abnormal rows), "
         "conflict.undetermined and the failure rules cover every case",
-    ("gate.ptq_input_parameters", "chain_stage{}"):
-        "every run has a chain_stage (see verdict.from_chain)",
     ("tools.first_node_collapse", "layer_cosines{}"):
         "first_node_collapsed is concluded only from a layer_cosines fact of the same path "
         "(rules/54_measure_classes.yaml)",

@@ -27,10 +27,12 @@ def test_earliest_abnormal_wins(diagnose):
 ])
 def test_gap_gives_undetermined_and_artifact_to_evaluate(diagnose, results, evaluate):
     d = diagnose({**FULL_INFO, "results": results})
-    assert d.verdict_json["stage"] in ("undetermined", "baseline")
+    assert d.verdict_json["stage"] == "undetermined"
     assert [e["artifact"] for e in d.verdict_json["evaluate_next"]] == [evaluate]
     assert "stage_results" in d.verdict_json["missing"]
-    assert d.verdict_json["next_steps"][0]["text"].startswith("先评测") or d.verdict_json["stage"] == "baseline"
+    # (基线确认 opens with its own first step: verify quantized.bc)
+    assert d.verdict_json["next_steps"][0]["text"].startswith("先评测") or \
+        d.verdict_json["chain_stage"]["stage"] == "baseline"
 
 
 @pytest.mark.parametrize("results", [
@@ -120,12 +122,15 @@ def test_every_contract_stage_is_reachable(diagnose):
         "convert": {"qat_bc": ok("normal"), "quantized_bc": ok("abnormal")},
         "compile": {"quantized_bc": ok("normal"), "hbm_x86": ok("abnormal")},
         "board": {"quantized_bc": ok("normal"), "hbm_x86": ok("normal"), "board": ok("abnormal")},
-        "baseline": {"board": ok("abnormal")},
         "qat_training": {"qat_pt": ok("abnormal")},
         "undetermined": {},
     }
     for stage, results in cases.items():
         assert diagnose({**FULL_INFO, "results": results}).verdict_json["stage"] == stage
+    # 基线确认 is where the chain stops when the board goes wrong before quantized.bc is
+    # verified; the verdict then names no stage yet (the real reports' expert labels)
+    pending = diagnose({**FULL_INFO, "results": {"board": ok("abnormal")}}).verdict_json
+    assert (pending["stage"], pending["chain_stage"]["stage"]) == ("undetermined", "baseline")
     user = diagnose({**FULL_INFO, "results": cases["board"],
                      "deployment": {"checklist": {"layout": {"status": "mismatch"}}}})
     assert user.verdict_json["stage"] == "user_side"
