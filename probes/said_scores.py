@@ -39,6 +39,7 @@ class Score(NamedTuple):
     end: int
     quote: str
     by_file: bool = False  # the model named by its file ("qat.pt", "quantized_model.onnx")
+    calibration: bool = False  # the model named by its calibration ("calibration 之后", "the calibrated model")
 
 
 def scores(text: str) -> list[Score]:
@@ -118,19 +119,24 @@ def _one_image_sentences(reading) -> set[int]:
 
 def _keep(found: dict[str, Score], text: str, reading, mention_index: int, score_index: int) -> None:
     """A model's score, unless it has one already (its first score is its score), but for a
-    score of the model named by its file after one named in words: "calibration 模型 90.6%，
-    QAT 训完 qat.pt 是 85.1%" (in a QAT flow two models stand at that place; the file is the one)."""
+    score of the model named by its file, or by its QAT training, after one named by its
+    calibration or in words: "calibration 模型 90.6%，QAT 训完 qat.pt 是 85.1%", "after calibration
+    74.9, after QAT 70.2" (in a QAT flow both stand at that place; the trained model is qat.pt)."""
     m_start, m_end, _, mention = reading.tags[mention_index]
     s_start, s_end, _, words = reading.tags[score_index]
     value, percent = _number(str(words))
     by_file = bool(_FILE_NAME.search(reading.compact.text, m_start, m_end))
+    calibration = bool(_CALIBRATION.search(reading.compact.text, m_start, m_end))
     earlier = found.get(str(mention))
-    if value is not None and (earlier is None or (by_file and not earlier.by_file)):
+    if value is not None and (earlier is None or (by_file and not earlier.by_file)
+                              or (earlier.calibration and not calibration)):
         a, b = reading.span_in_text(min(m_start, s_start), max(m_end, s_end))  # (the name may follow: "0.56 for the fp32 model")
-        found[str(mention)] = Score(str(mention), value, percent, a, b, " ".join(text[a:b].split())[:160], by_file)
+        found[str(mention)] = Score(str(mention), value, percent, a, b, " ".join(text[a:b].split())[:160], by_file,
+                                    calibration)
 
 
 _FILE_NAME = re.compile(r"\w\.(?:pt|pth|bc|hbm|bin|onnx|tflite|rknn|engine)\b")
+_CALIBRATION = re.compile(r"calib|校准|标定")
 
 
 # Two models named together, then their two scores in the same order: "fp32 vs int8: 76.1% vs
@@ -237,8 +243,40 @@ def _drop_from_pairs(reading, mentions: list[int], mention_starts: list[int], ve
             continue
         if after is not None:
             out[after] = s1
+        else:
+            first = _joined_before(reading, mentions, at - 1)
+            # (not a similarity's fall: "对 qat.pt 和 qat.export.pt 跑了 compare_per_layer，cos … 从 0.9998 掉到 0.951")
+            similarity = reading.tags_in("similarity_word", tags[before][1], tags[s1][0])
+            if first is not None and first not in out and not similarity:
+                out[first] = s1  # "qat.pt 和 pre_export 之后的 qat.export.pt … top1 从 78.4 掉到 74.9"
         out[before] = s2
     return out
+
+
+JOINED_GAP = 24  # characters between two models named together ("qat.pt 和 pre_export 之后的 qat.export.pt")
+_JOIN_WORD = re.compile(r"\s?(?:(?:和|与|跟|及)\s?|(?:and|vs\.?|versus)\s)")
+
+
+def _joined_before(reading, mentions: list[int], index: int) -> int | None:
+    """The model named together with mentions[index] right before it ("A 和 B", "A and the B"),
+    where A stands before B on the chain: a drop told "from X to Y" of the two goes from A to B
+    (models at one place, "板端和 x86 仿真 … 从 0.5 掉到 0.3", may both have fallen)."""
+    if index < 1:
+        return None
+    tags, compact = reading.tags, reading.compact.text
+    first, second = mentions[index - 1], mentions[index]
+    gap = compact[tags[first][1]:tags[second][0]]
+    if len(gap) > JOINED_GAP or not _JOIN_WORD.match(gap) or any(c in gap for c in ",;:()"):
+        return None
+    return first if _upstream(str(tags[first][3]), str(tags[second][3])) else None
+
+
+def _upstream(first: str, second: str) -> bool:
+    """Whether the model the mention `first` names stands before the one `second` names on the
+    chain (facts/vocabulary.yaml: mention denotes an artifact, the artifact its chain place)."""
+    enums = vocabulary().enums
+    places = [enums["artifact"].attr(enums["mention"].attr(m, "denotes"), "chain") for m in (first, second)]
+    return None not in places and places[0] < places[1]
 
 
 def _two_scores(reading, position: int, within: int) -> tuple[int, int] | None:

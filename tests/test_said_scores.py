@@ -149,6 +149,13 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     # a long name counts from its end
     ("For the original fp32 model we have measured an accuracy of 80%, for the int8 quantized model we observed 35%",
      [("float", 80.0, True), ("quantized_bc", 35.0, True)]),
+    # a row per model whose key's colon is written full-width: a row's second score is not the next row's
+    ("nuScenes val：\nqat.pt：mAP 0.372 / NDS 0.468\nqat.bc：mAP 0.368 / NDS 0.465\nquantized.bc：mAP 0.331 / NDS 0.429",
+     [("qat_pt", 0.372, False), ("qat_bc", 0.368, False), ("quantized_bc", 0.331, False)]),
+    # in a QAT flow the model QAT trained is qat.pt, not the calibrated model before it
+    ("float mAP 45.3，calibration 之后 44.6，QAT 训了 10 个 epoch 反而掉到 39.7",
+     [("float", 45.3, False), ("qat_pt", 39.7, False)]),
+    ("float 78.3, after calibration 74.9, after QAT training 70.2", [("float", 78.3, False), ("qat_pt", 70.2, False)]),
 ])
 def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     assert _read(text) == expected
@@ -165,6 +172,15 @@ def test_a_score_belongs_to_the_model_named_before_it(text, expected):
      [("float", 36.0, True), ("quantized_bc", 0.0, True)]),
     # one model, then two numbers: no pair ("从 41.2 掉到 36.0" is one model's fall, to 36.0)
     ("quantized.bc 在验证集上 mAP 从 41.2 掉到 36.0", [("quantized_bc", 36.0, False)]),
+    # two models along the chain named together, then a fall from one score to another: from the first to the second
+    ("qat.pt 和 pre_export 之后的 qat.export.pt 在 200 张验证图上跑，top1 从 78.4 掉到 74.9",
+     [("qat_pt", 78.4, False), ("qat_export_pt", 74.9, False)]),
+    ("the float and the int8 model: the accuracy drops from 76.1 to 60.2", [("float", 76.1, False), ("quantized_bc", 60.2, False)]),
+    # a similarity's fall is no score's ("cos" between the models and the numbers)
+    ("对 qat.pt 和 qat.export.pt 跑了 compare_per_layer，cos 在 attention 里 softmax 那层从 0.9998 掉到 0.951",
+     [("qat_export_pt", 0.951, False)]),
+    # two models at one place may both have fallen: the first takes no score
+    ("板端和 x86 仿真的 mAP 从 0.5 掉到 0.3", [("hbm_x86", 0.3, False)]),
     # three models in a row: two scores do not tell whose is whose
     ("qat.bc, quantized.bc and hbm get 76.1%, 70.2% and 60.2%", [("hbm", 76.1, True)]),
 ])
