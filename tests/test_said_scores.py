@@ -156,6 +156,12 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     ("float mAP 45.3，calibration 之后 44.6，QAT 训了 10 个 epoch 反而掉到 39.7",
      [("float", 45.3, False), ("qat_pt", 39.7, False)]),
     ("float 78.3, after calibration 74.9, after QAT training 70.2", [("float", 78.3, False), ("qat_pt", 70.2, False)]),
+    # the threshold a measure is taken at is no score
+    ("float mAP@0.5 0.62, the int8 model mAP@0.5 0.41", [("float", 0.62, False), ("quantized_bc", 0.41, False)]),
+    ("float mAP@0.5:0.95 0.45, qat.bc mAP@.5 0.40", [("float", 0.45, False), ("qat_bc", 0.40, False)]),
+    # keypoints' PCK is a measure: a table under it compares
+    ("val 3200 张，PCK@0.05：\n| 模型 | PCK |\n|---|---|\n| float | 86.9 |\n| qat.pt | 86.1 |\n| qat.export.pt | 81.7 |",
+     [("float", 86.9, False), ("qat_pt", 86.1, False), ("qat_export_pt", 81.7, False)]),
 ])
 def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     assert _read(text) == expected
