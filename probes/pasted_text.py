@@ -10,6 +10,7 @@ printed, nothing about what they mean for a diagnosis."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 from j6doctor.facts import attr, vocabulary
 
@@ -115,6 +116,18 @@ def _named_versions(reading) -> list[tuple[int, int, str, str, str]]:
     return found
 
 
+def a_models_score(reading, name_start: int, name_end: int, value: float) -> bool:
+    """Whether a number after a package's name [name_start, name_end) is a model's score, not
+    the package's version: the name is part of a model's name and the number is below 1 or from
+    10 up ("QDQ ONNX 0.645", "fake-quant torch 37.3"; "onnx 1.14", "CUDA 11.8" stay versions).
+    (A class's terms do not overlap each other: only the last one starting before the name's
+    end can hold it.)"""
+    if 1 <= value < 10:
+        return False
+    at = bisect_left(reading.class_starts.get("mention", []), name_end) - 1
+    return at >= 0 and reading.tags[reading.by_class["mention"][at]][1] > name_start
+
+
 def _find_named_versions(reading):
     from j6doctor.probes.case_file import resolve_package
 
@@ -133,8 +146,19 @@ def _find_named_versions(reading):
                 last = bracketed[-1]
                 package, name = _package_named(reading, lo + last.start(1), lo + last.end(1), version,
                                                resolve_package)
-        if package:
+        if package and not _scored_model(reading, lo, start, version):
             yield start, end, package, name, version
+
+
+def _scored_model(reading, lo: int, start: int, version: str) -> bool:
+    """Whether the number at `start` is the score of a model whose name ends in the package's
+    name right before it ("fake-quant torch 37.3")."""
+    try:
+        value = float(version)
+    except ValueError:
+        return False  # "3.1.2" is a version
+    named = reading.tags_in("software", lo, start)
+    return bool(named) and a_models_score(reading, *reading.tags[named[-1]][:2], value)
 
 
 # a word of a name: Chinese around it is not part of it ("用hb_mapper 1.24转换")

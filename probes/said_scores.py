@@ -25,7 +25,7 @@ from bisect import bisect_left, bisect_right
 from typing import NamedTuple
 
 from j6doctor.facts import vocabulary
-from j6doctor.probes.pasted_text import version_ends
+from j6doctor.probes.pasted_text import a_models_score, version_ends
 
 WINDOW = 48  # characters (of the compact text) between a model's name and its score
 NAMED_WITHIN = 12  # characters before a number where a word says it is no score ("误差约为 1.728")
@@ -298,7 +298,7 @@ def _a_version(reading, score_tag: int) -> bool:
     1 only after a name that names no model: "ModelOpt 0.15" is a version, "onnx 0.645" a score)."""
     start, _, _, words = reading.tags[score_tag]
     value, percent = _number(str(words))
-    return not percent and value is not None and _software_version(reading, start, below_one=value < 1)
+    return not percent and value is not None and _software_version(reading, start, value)
 
 
 # A heading line is a model's name and markup only: "float onnx:", "## quantized_model.onnx".
@@ -526,26 +526,19 @@ _VERSION_LEAD = re.compile(r"[\s=v]{1,3}")
 SOFTWARE_NAME_WITHIN = 24  # characters before a number where a software's name is looked for
 
 
-def _software_version(reading, score_start: int, below_one: bool = False) -> bool:
+def _software_version(reading, score_start: int, value: float) -> bool:
     """Whether a software's name stands right before the number ("TensorFlow 2.9", "torch==1.13"):
-    the number is its version. `below_one`: the number is below 1, a version only after a name
-    that is no model's ("onnx 0.645" is a score)."""
+    the number is its version. One below 1 or from 10 up is a version only after a name that is
+    no model's ("onnx 0.645", "fake-quant torch 37.3" are scores; "CUDA 11.8" is a version)."""
     named = reading.tags_in("software", max(0, score_start - SOFTWARE_NAME_WITHIN), score_start)
     if not named:
         return False
     start, end = reading.tags[named[-1]][:2]
     if reading.compact.text[start - 1:start] == ".":  # a file's extension ("quantized_model.onnx 61.9")
         return False
-    if below_one and _in_a_mention(reading, start, end):
+    if a_models_score(reading, start, end, value):
         return False
     return _VERSION_LEAD.fullmatch(reading.compact.text[end:score_start]) is not None
-
-
-def _in_a_mention(reading, start: int, end: int) -> bool:
-    """Whether [start, end) overlaps a model's name. (A class's terms do not overlap each other:
-    only the last one starting before `end` can.)"""
-    at = bisect_left(reading.class_starts.get("mention", []), end) - 1
-    return at >= 0 and reading.tags[reading.by_class["mention"][at]][1] > start
 
 
 def _owner_of(reading, mentions: list[int], starts: list[int], span: tuple[int, int], after: int) -> int | None:

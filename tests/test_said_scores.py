@@ -156,6 +156,9 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     ("float mAP 45.3，calibration 之后 44.6，QAT 训了 10 个 epoch 反而掉到 39.7",
      [("float", 45.3, False), ("qat_pt", 39.7, False)]),
     ("float 78.3, after calibration 74.9, after QAT training 70.2", [("float", 78.3, False), ("qat_pt", 70.2, False)]),
+    # a package's name that ends a model's name: a number from 10 up after it is the model's score
+    ("COCO mAP:\nfake-quant torch           37.3\nQDQ ONNX (onnxruntime)     37.1",
+     [("qat_pt", 37.3, False), ("quantized_bc", 37.1, False)]),
     # the threshold a measure is taken at is no score
     ("float mAP@0.5 0.62, the int8 model mAP@0.5 0.41", [("float", 0.62, False), ("quantized_bc", 0.41, False)]),
     ("float mAP@0.5:0.95 0.45, qat.bc mAP@.5 0.40", [("float", 0.45, False), ("qat_bc", 0.40, False)]),
@@ -212,6 +215,7 @@ def test_sizes_named_for_two_models_are_no_pair_of_scores():
     "on the board a 1-2 % drop is expected",             # ... written as a range
     "板端 5%下降",
     "Framework: TensorFlow 2.9",                         # nor a software's version
+    "the onnx model with CUDA 11.8 and the quantized onnx 1.14",  # a package's version after a model's name too
     "the pytorch model, torch==1.13 on the board",
     "板端的 OM 模型比 PyTorch fp16 还慢 12%",              # nor how much slower or faster it runs
     "the board model runs faster by 35%",
