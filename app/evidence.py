@@ -204,14 +204,9 @@ def _add_said_scores(facts: FactList, tolerance: Tolerance) -> None:
     """The scores a free text of the case gives its models (probes/said_scores.py), each other
     score measured with the case's tolerance against its reference (_references), where both
     are written the same way (a percentage or a fraction)."""
-    from j6doctor.probes.said_scores import lower_is_better, scores
+    from j6doctor.probes.said_scores import chain_place as position, lower_is_better, scores
 
     prose = facts.vocab.text.context.prose
-    mentions, artifacts = facts.vocab.enums["mention"], facts.vocab.enums["artifact"]
-
-    def position(mention: str) -> int | None:
-        artifact = mentions.attr(mention, "denotes")
-        return None if artifact is None else artifacts.attr(artifact, "chain")
 
     for fact in list(facts.facts):
         for field_name in (f.split(".", 1)[1] for f in prose if f.split(".", 1)[0] == fact.type):

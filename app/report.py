@@ -41,6 +41,7 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         return describe_fact(fact, ptq)
 
     chain = verdict.chain_stage
+    by_verdict = result.by_type("verdict")
     return {
         "case": diagnosis.title,
         "verdict": verdict,
@@ -56,9 +57,9 @@ def report_context(diagnosis: Diagnosis) -> dict[str, Any]:
         **{key: [describe(f) for f in by_type.get(fact_type, [])] for key, fact_type in _DESCRIBED},
         "comparisons": [describe(f) for f in by_type.get("comparison", []) + by_type.get("control", [])],
         "flow": verdict.flow,
-        # (a chain stopped at 基线确认 under a verdict of 暂不能判断 says nothing more after a fix)
-        "after_fix": chain if chain and chain.stage != verdict.stage and (
-            attr("stage", chain.stage, "committal", True) or attr("stage", verdict.stage, "committal", True)) else None,
+        # (a verdict's rule may say the chain's stage tells nothing more after a fix: verdict after_fix)
+        "after_fix": chain if chain and chain.stage != verdict.stage
+        and all(f["after_fix"] is not False for f in by_verdict) else None,
         "symptom": [_brief(f["text"]) for f in by_type.get("symptom", [])],
         "deployment_notes": [_brief(f["text"]) for f in by_type.get("deployment_notes", [])],
         "tried": [f["text"] for f in by_type.get("tried_fix", [])],

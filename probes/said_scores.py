@@ -129,7 +129,8 @@ def _keep(found: dict[str, Score], text: str, reading, mention_index: int, score
     calibration = bool(_CALIBRATION.search(reading.compact.text, m_start, m_end))
     earlier = found.get(str(mention))
     if value is not None and (earlier is None or (by_file and not earlier.by_file)
-                              or (earlier.calibration and not calibration)):
+                              or (earlier.calibration and not calibration and _same_scale(earlier, value, percent)
+                                  and not _HOPED.search(reading.compact.text, reading.clause_of(s_start).start, s_start))):
         a, b = reading.span_in_text(min(m_start, s_start), max(m_end, s_end))  # (the name may follow: "0.56 for the fp32 model")
         found[str(mention)] = Score(str(mention), value, percent, a, b, " ".join(text[a:b].split())[:160], by_file,
                                     calibration)
@@ -137,6 +138,14 @@ def _keep(found: dict[str, Score], text: str, reading, mention_index: int, score
 
 _FILE_NAME = re.compile(r"\w\.(?:pt|pth|bc|hbm|bin|onnx|tflite|rknn|engine)\b")
 _CALIBRATION = re.compile(r"calib|校准|标定")
+# a score hoped for is none measured ("希望 qat 之后能到 0.45", "the target after QAT is 75.8")
+_HOPED = re.compile(r"希望|期望|目标|想要|target is|target of|hope|expect|goal")
+
+
+def _same_scale(earlier: Score, value: float, percent: bool) -> bool:
+    """Whether a later score is written the way the earlier one is (both a percentage, both a
+    fraction below 1, or both a number from 1 up): only such a score is the same measure's."""
+    return earlier.percent == percent and (earlier.value < 1) == (value < 1)
 
 
 # Two models named together, then their two scores in the same order: "fp32 vs int8: 76.1% vs
@@ -245,9 +254,7 @@ def _drop_from_pairs(reading, mentions: list[int], mention_starts: list[int], ve
             out[after] = s1
         else:
             first = _joined_before(reading, mentions, at - 1)
-            # (not a similarity's fall: "对 qat.pt 和 qat.export.pt 跑了 compare_per_layer，cos … 从 0.9998 掉到 0.951")
-            similarity = reading.tags_in("similarity_word", tags[before][1], tags[s1][0])
-            if first is not None and first not in out and not similarity:
+            if first is not None and first not in out and _one_fall_of_two(reading, tags[before][1], tags[s1][0]):
                 out[first] = s1  # "qat.pt 和 pre_export 之后的 qat.export.pt … top1 从 78.4 掉到 74.9"
         out[before] = s2
     return out
@@ -271,11 +278,32 @@ def _joined_before(reading, mentions: list[int], index: int) -> int | None:
     return first if _upstream(str(tags[first][3]), str(tags[second][3])) else None
 
 
-def _upstream(first: str, second: str) -> bool:
-    """Whether the model the mention `first` names stands before the one `second` names on the
-    chain (facts/vocabulary.yaml: mention denotes an artifact, the artifact its chain place)."""
+# the words of a fall itself, which the not_score class also holds ("drops from", "下降")
+_FALL_WORD = re.compile(r"下降|降低|掉|减少|drop|decrease|fell|falls|lower|lose|lost|losing")
+
+
+def _one_fall_of_two(reading, start: int, end: int) -> bool:
+    """Whether the words between two models named together and the first number of a fall
+    ([start, end)) let it go from the first model to the second: not "both fell", and no word
+    that makes the numbers an error, a loss, a time or a similarity ("输出误差从 0.012 涨到 0.35",
+    "cos … 从 0.9998 掉到 0.951")."""
+    compact = reading.compact.text
+    if reading.tags_in("both", start, end):  # (the two fell alike: "onnx 和 rknn 模型精度都从 0.62 降到了 0.31")
+        return False
+    return not any(not _FALL_WORD.match(compact, reading.tags[t][0]) for t in reading.tags_in("not_score", start, end))
+
+
+def chain_place(mention: str) -> int | None:
+    """The chain place of the model a mention names (facts/vocabulary.yaml: mention denotes an
+    artifact, the artifact its chain place); None for a mention that names none by itself."""
     enums = vocabulary().enums
-    places = [enums["artifact"].attr(enums["mention"].attr(m, "denotes"), "chain") for m in (first, second)]
+    artifact = enums["mention"].attr(mention, "denotes")
+    return None if artifact is None else enums["artifact"].attr(artifact, "chain")
+
+
+def _upstream(first: str, second: str) -> bool:
+    """Whether the model the mention `first` names stands before the one `second` names on the chain."""
+    places = [chain_place(m) for m in (first, second)]
     return None not in places and places[0] < places[1]
 
 

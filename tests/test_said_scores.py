@@ -156,12 +156,19 @@ def _read(text: str) -> list[tuple[str, float, bool]]:
     ("float mAP 45.3，calibration 之后 44.6，QAT 训了 10 个 epoch 反而掉到 39.7",
      [("float", 45.3, False), ("qat_pt", 39.7, False)]),
     ("float 78.3, after calibration 74.9, after QAT training 70.2", [("float", 78.3, False), ("qat_pt", 70.2, False)]),
+    # ... but not a training setting or a score hoped for
+    ("after calibration top1 71.2, then QAT finetuning at lr 0.01 for 5 epochs", [("qat_pt", 71.2, False)]),
+    ("calibration 之后 0.411，希望 qat 之后能到 0.45", [("qat_pt", 0.411, False)]),
+    # a key ending in "error" still starts a line of its own (only a Python exception's line joins the one above)
+    ("qat.pt mAP 0.452\nqat.bc mAP 0.450\nquantized.bc\nmax_error: 0.35", [("qat_pt", 0.452, False), ("qat_bc", 0.45, False)]),
     # a package's name that ends a model's name: a number from 10 up after it is the model's score
     ("COCO mAP:\nfake-quant torch           37.3\nQDQ ONNX (onnxruntime)     37.1",
      [("qat_pt", 37.3, False), ("quantized_bc", 37.1, False)]),
     # the threshold a measure is taken at is no score
     ("float mAP@0.5 0.62, the int8 model mAP@0.5 0.41", [("float", 0.62, False), ("quantized_bc", 0.41, False)]),
     ("float mAP@0.5:0.95 0.45, qat.bc mAP@.5 0.40", [("float", 0.45, False), ("qat_bc", 0.40, False)]),
+    ("float 模型 mAP@0.50:0.95 是 0.372，int8 engine 的 mAP@0.50:0.95 只有 0.301", [("float", 0.372, False), ("hbm", 0.301, False)]),
+    ("qat.bc mAP@[0.5:0.95] 0.372, quantized.bc mAP@[0.5:0.95] 0.301", [("qat_bc", 0.372, False), ("quantized_bc", 0.301, False)]),
     # keypoints' PCK is a measure: a table under it compares
     ("val 3200 张，PCK@0.05：\n| 模型 | PCK |\n|---|---|\n| float | 86.9 |\n| qat.pt | 86.1 |\n| qat.export.pt | 81.7 |",
      [("float", 86.9, False), ("qat_pt", 86.1, False), ("qat_export_pt", 81.7, False)]),
@@ -188,6 +195,9 @@ def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     # a similarity's fall is no score's ("cos" between the models and the numbers)
     ("对 qat.pt 和 qat.export.pt 跑了 compare_per_layer，cos 在 attention 里 softmax 那层从 0.9998 掉到 0.951",
      [("qat_export_pt", 0.951, False)]),
+    # "都 / both": the two fell alike, the first takes no score
+    ("量化后的 onnx 和 rknn 模型精度都从 0.62 降到了 0.31", [("hbm", 0.31, False)]),
+    ("The quantized onnx and the TensorRT engine both drop from 0.62 to 0.31", [("hbm", 0.31, False)]),
     # two models at one place may both have fallen: the first takes no score
     ("板端和 x86 仿真的 mAP 从 0.5 掉到 0.3", [("hbm_x86", 0.3, False)]),
     # three models in a row: two scores do not tell whose is whose
@@ -195,6 +205,15 @@ def test_a_score_belongs_to_the_model_named_before_it(text, expected):
 ])
 def test_two_models_named_together_take_their_scores_in_order(text, expected):
     assert _read(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "float 和 int8 模型的输出误差从 0.012 涨到 0.35，板端检测框也偏了",   # an error's rise
+    "the fp32 and the int8 model: the output MSE went from 0.012 to 0.35",
+    "对 qat.pt 和 qat.export.pt 跑了 compare_per_layer，cos 在 softmax 那层从 0.9998 掉到 0.951",  # a similarity's fall
+])
+def test_a_fall_of_no_score_gives_the_first_of_two_models_nothing(text):
+    assert all(mention not in ("float", "qat_pt") for mention, _, _ in _read(text))
 
 
 def test_sizes_named_for_two_models_are_no_pair_of_scores():
