@@ -107,9 +107,13 @@ def _expectations(expect: dict[str, Any], verdict: Verdict) -> list[str]:
         got = [m.id for m in verdict.mistakes]
         if got != expect["mistakes"]:
             problems.append(f"mistakes are {got}, expected {expect['mistakes']}")
-    unknown = sorted(set(expect) - {"stage", "missing", "mistakes"})
+    # (the chain's own stage tells a verdict of 暂不能判断 that read a result from one that read none)
+    chain = verdict.chain_stage.stage if verdict.chain_stage else None
+    if "chain_stage" in expect and chain != expect["chain_stage"]:
+        problems.append(f"chain_stage is {chain}, expected {expect['chain_stage']}")
+    unknown = sorted(set(expect) - {"stage", "chain_stage", "missing", "mistakes"})
     if unknown:
-        problems.append(f"unknown expectation {unknown[0]!r} (stage, missing, mistakes)")
+        problems.append(f"unknown expectation {unknown[0]!r} (stage, chain_stage, missing, mistakes)")
     return problems
 
 

@@ -257,6 +257,30 @@ def test_rules_test_fails_on_a_wrong_example_and_a_rule_without_examples(cli, tm
     assert "rule site.lonely: has no example case" in proc.stdout
 
 
+def test_rules_test_checks_the_chain_stage_an_example_expects(cli, tmp_path):
+    # (a verdict of undetermined that read the board's result stops the chain at baseline; one
+    # that read nothing does not: the example's chain_stage tells them apart)
+    folder = pack(tmp_path, """
+        seed: t
+        rules:
+          - id: site.board_note
+            title: note on an undetermined verdict
+            when: [{verdict: {stage: undetermined}}]
+            then: [{finding: {topic: site, text: "site note"}}]
+            examples:
+              - name: board read
+                case: {results: {board: abnormal}}
+                expect: {stage: undetermined, chain_stage: baseline}
+              - name: nothing read
+                case: {symptom: "板端有点问题"}
+                expect: {stage: undetermined, chain_stage: baseline}
+    """)
+    proc = cli("rules", "test", str(folder))
+    assert proc.returncode == 1
+    assert "site.board_note: board read" not in proc.stdout
+    assert "site.board_note: nothing read" in proc.stdout and "expected baseline" in proc.stdout
+
+
 # ------------------------------------------------------------------ rule packs
 
 def test_pack_overrides_a_bundled_rule_and_the_trace_says_so(cli, tmp_path):

@@ -239,6 +239,8 @@ SENTENCES = [
     ("quantized.bc的NDS是0.43，编译成hbm之后在板子上跑，NDS只有0.21", "compile", {"board": "abnormal"}),
     # the same picture run again and again, the results differing
     ("板端的结果偶尔会出现错误。同一张图片反复推理，结果不一样。", "board", {}),
+    # a segmentation that sees nothing but background is a wrong result
+    ("板端的分割结果基本全是背景，x86 仿真是对的", "board", {"board": "abnormal"}),
     # a QAT training that blows up is the QAT model's failure: training side
     ("QAT 训练的时候 loss 变成 nan，浮点训练是正常的", "qat_training", {"qat_pt": "abnormal"}),
     ("after prepare and calibration, within the first 200 QAT iterations the loss goes NaN", "qat_training",
