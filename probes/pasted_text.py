@@ -69,8 +69,10 @@ def _spells_march(family: str, words: str) -> bool:
 _MARCH_SPACING = re.compile(r"[\s_.-]+")
 # a board named as where some code came from is not where the model runs: "set_march 是从 J5 的老工程
 # 拷过来的", "之前 J5 项目留下来的", "ported from our J5 code base", "left over from our X5 project"
+# ... nor one the model is moved away from: "ported from J5 to J6E", "从 X5 迁移到 S100"
 _ANOTHER_PROJECT = re.compile(r"\s?(?:的)?(?:老|旧)?(?:项目|工程|代码|仓库)"
-                              r"|\s?(?:project|code ?base|repo\b|codebase)")
+                              r"|\s?(?:project|code ?base|repo\b|codebase)"
+                              r"|\s?(?:to|->|→|=>|迁移到|移植到|切换到|换到|转到|升级到|到)\s?(?=(?:rdk\s?)?[a-z]{1,3}\d)")
 
 
 # What stands between a name and its version: "<name> 版本: 4.2.11", "<name> version = 3.15.54.0",

@@ -41,3 +41,9 @@ def test_a_board_named_as_where_code_came_from_is_not_the_platform():
     assert platforms_named("S100 上做 QAT，set_march 还是之前 J5 项目留下来的 March.BAYES") == [("J6E", "S100")]
     assert platforms_named("J6E detection model; the script was ported from our X5 code base") == [("J6E", "J6E")]
     assert [family for family, _ in platforms_named("J6E 和 X5 上都跑过")] == ["J6E", "X5"]
+
+
+def test_a_board_the_model_is_moved_away_from_is_not_the_platform():
+    assert [f for f, _ in platforms_named("We ported our detector from J5 to J6E last month")] == ["J6E"]
+    assert [f for f, _ in platforms_named("从 J5 迁移到 J6E 之后精度掉了")] == ["J6E"]
+    assert [f for f, _ in platforms_named("moving from RDK X5 -> S100")] == ["J6E"]
