@@ -129,8 +129,7 @@ def _keep(found: dict[str, Score], text: str, reading, mention_index: int, score
     calibration = bool(_CALIBRATION.search(reading.compact.text, m_start, m_end))
     earlier = found.get(str(mention))
     if value is not None and (earlier is None or (by_file and not earlier.by_file)
-                              or (earlier.calibration and not calibration and _same_scale(earlier, value, percent)
-                                  and not _HOPED.search(reading.compact.text, reading.clause_of(s_start).start, s_start))):
+                              or _trained_after_calibrated(reading, earlier, calibration, value, percent, s_start)):
         a, b = reading.span_in_text(min(m_start, s_start), max(m_end, s_end))  # (the name may follow: "0.56 for the fp32 model")
         found[str(mention)] = Score(str(mention), value, percent, a, b, " ".join(text[a:b].split())[:160], by_file,
                                     calibration)
@@ -142,10 +141,15 @@ _CALIBRATION = re.compile(r"calib|校准|标定")
 _HOPED = re.compile(r"希望|期望|目标|想要|target is|target of|hope|expect|goal")
 
 
-def _same_scale(earlier: Score, value: float, percent: bool) -> bool:
-    """Whether a later score is written the way the earlier one is (both a percentage, both a
-    fraction below 1, or both a number from 1 up): only such a score is the same measure's."""
-    return earlier.percent == percent and (earlier.value < 1) == (value < 1)
+def _trained_after_calibrated(reading, earlier: Score, calibration: bool, value: float, percent: bool,
+                              score_start: int) -> bool:
+    """Whether a score replaces the one of the calibrated model before it as the QAT-trained
+    model's: named without its calibration, written the way the earlier one is (both a
+    percentage, both a fraction below 1, or both a number from 1 up: the same measure), and not
+    hoped for in its sentence."""
+    return earlier.calibration and not calibration and earlier.percent == percent \
+        and (earlier.value < 1) == (value < 1) \
+        and not _HOPED.search(reading.compact.text, reading.clause_of(score_start).start, score_start)
 
 
 # Two models named together, then their two scores in the same order: "fp32 vs int8: 76.1% vs
@@ -278,19 +282,14 @@ def _joined_before(reading, mentions: list[int], index: int) -> int | None:
     return first if _upstream(str(tags[first][3]), str(tags[second][3])) else None
 
 
-# the words of a fall itself, which the not_score class also holds ("drops from", "下降")
-_FALL_WORD = re.compile(r"下降|降低|掉|减少|drop|decrease|fell|falls|lower|lose|lost|losing")
-
-
 def _one_fall_of_two(reading, start: int, end: int) -> bool:
     """Whether the words between two models named together and the first number of a fall
     ([start, end)) let it go from the first model to the second: not "both fell", and no word
     that makes the numbers an error, a loss, a time or a similarity ("输出误差从 0.012 涨到 0.35",
-    "cos … 从 0.9998 掉到 0.951")."""
-    compact = reading.compact.text
+    "cos … 从 0.9998 掉到 0.951"; the not_score terms but the words of the fall itself, value fall)."""
     if reading.tags_in("both", start, end):  # (the two fell alike: "onnx 和 rknn 模型精度都从 0.62 降到了 0.31")
         return False
-    return not any(not _FALL_WORD.match(compact, reading.tags[t][0]) for t in reading.tags_in("not_score", start, end))
+    return all(reading.tags[t][3] == "fall" for t in reading.tags_in("not_score", start, end))
 
 
 def chain_place(mention: str) -> int | None:
@@ -579,8 +578,7 @@ def _owner_of(reading, mentions: list[int], starts: list[int], span: tuple[int, 
     if owner is None:
         owner = _named_right_after(reading, mentions, starts, end)
     # (a model named after the score owns it in the score's sentence only: not the next row's)
-    return owner if owner is None or reading.clause_index(reading.tags[owner][0]) == reading.clause_index(start) \
-        else None
+    return owner if owner is None or reading.tag_clause[owner] == reading.clause_index(start) else None
 
 
 # A score followed by the model it is for: "compared with 0.56 for the fp32 model", "from 0.65 (fp32) to 0.30 (int8)",
