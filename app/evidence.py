@@ -195,6 +195,19 @@ def _add_pasted_output(facts: FactList) -> None:
     facts.read_as.update((text, prose(text, blocks)) for text, blocks in taken.items())
 
 
+def _blank_traceback_frames(facts: FactList) -> None:
+    """The text rules read a pasted Python traceback as the user's call and the exception it
+    raised, the frames between them blanked (probes/python_traceback.py)."""
+    from j6doctor.probes.python_traceback import frames_blanked
+
+    for fact in facts.facts:
+        text = fact.fields.get("text") if fact.type in PASTED_INTO else None
+        if isinstance(text, str) and "\n" in text:
+            read = frames_blanked(facts.read_as.get(text, text))
+            if read != text:
+                facts.read_as[text] = read
+
+
 def _key_of(fact: Fact) -> str:
     """The case key a fact's text was written under (its type where the source names none)."""
     return fact.source.key if fact.source is not None and fact.source.key else fact.type
@@ -373,6 +386,7 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
         _add_metric_drops(facts, tolerance)
         _add_said_scores(facts, tolerance)
         _add_pasted_output(facts)
+        _blank_traceback_frames(facts)
     for type_name, fields, source in options.given_facts:
         facts.add(type_name, fields, source)
     base = case.folder if case is not None else (options.workdirs[0] if options.workdirs else None)

@@ -306,7 +306,7 @@ def read(text: str, index: "TermIndex") -> Reading:
         kept = [(s, e, cls, value) for s, e, value in _leftmost_longest(found, ends) if value is not None]
         merge = index.merges.get(cls)
         # (a term runs to the end of its sentence at most, but a merge may join two sentences' terms)
-        tags.extend(_within_clauses(_merged(kept, merge, form.text), clauses) if merge else kept)
+        tags.extend(_within_clauses(_merged(kept, merge, form, text), clauses) if merge else kept)
     tags.sort()
     marks.sort()
     names = _names(form.text)
@@ -557,15 +557,22 @@ def _sentence_end_at(clauses: list[Clause], length: int) -> list[int]:
     return out
 
 
-def _merged(tags: list[tuple], merge: tuple, text: str) -> list[tuple]:
+_COLUMN_GAP = re.compile(r"\t|  ")
+
+
+def _merged(tags: list[tuple], merge: tuple, form: Compact, text_read: str) -> list[tuple]:
     """Neighbouring tags of one class, at most `gap` characters apart with only joining
     characters between, one of them a place: one tag over both, valued by the ranking (a
-    lower rank wins), or by the second when it is a place that wins after a term."""
+    lower rank wins), or by the second when it is a place that wins after a term. Not across
+    a column's gap in the text read (a tab, two spaces or more: "float    qat.bc" heads two
+    columns; the normalised text has the text's length, a tab made a space)."""
     gap, rank, joiners, places, after_wins = merge
+    text = form.text
     out: list[tuple] = []
     for tag in tags:
         if (out and 0 <= tag[0] - out[-1][1] <= gap and (tag[3] in places or out[-1][3] in places)
-                and all(c in joiners for c in text[out[-1][1]:tag[0]])):
+                and all(c in joiners for c in text[out[-1][1]:tag[0]])
+                and not _COLUMN_GAP.search(text_read, form.end_in_text(out[-1][1]), form.start_in_text(tag[0]))):
             prev = out[-1]
             first_wins = rank.get(prev[3], len(rank)) <= rank.get(tag[3], len(rank)) and tag[3] not in after_wins
             value = prev[3] if first_wins else tag[3]

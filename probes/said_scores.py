@@ -54,8 +54,8 @@ def scores(text: str) -> list[Score]:
     found: dict[str, Score] = {}
     in_tables, table_scores = _scores_in_pipe_tables(text, reading, mentions)
     versions = version_ends(text)  # a package's version is no score: "horizon_nn 1.1"
-    pairs = {**_respective_pairs(reading, mentions, starts, versions), **_drop_from_pairs(reading, mentions, starts, versions),
-             **_scores_then_models(reading, mentions, starts, versions)}
+    pairs = {**_arrow_pairs(reading, mentions, starts, versions), **_respective_pairs(reading, mentions, starts, versions),
+             **_drop_from_pairs(reading, mentions, starts, versions), **_scores_then_models(reading, mentions, starts, versions)}
     one_image = _one_image_sentences(reading)
     paired = {m: t for m, t in pairs.items() if t not in in_tables and not _published(reading, reading.tags[t][0])
               and reading.tag_clause[t] not in one_image}
@@ -264,6 +264,35 @@ def _drop_from_pairs(reading, mentions: list[int], mention_starts: list[int], ve
     return out
 
 
+ARROWS = ("->", "→", "=>")
+
+
+def _arrow_pairs(reading, mentions: list[int], mention_starts: list[int], versions: set[int]) -> dict[int, int]:
+    """mention tag → score tag for a change told with an arrow after a model: "qat.bc 的 mAP
+    41.2 -> 36.0", "pre_export 之后 ADE 1.02 -> 1.31": the model is where the change led, the
+    second score (the first is the one it came from, no model's)."""
+    tags = reading.tags
+    out: dict[int, int] = {}
+    for word in reading.by_class.get("convert_to", []):
+        start, end, _, _ = tags[word]
+        if reading.compact.text[start:end] not in ARROWS:
+            continue
+        score_tags = reading.by_class.get("score", [])
+        after = bisect_left(reading.class_starts.get("score", []), end)
+        at = bisect_left(mention_starts, start)
+        if after == 0 or after >= len(score_tags) or at == 0:
+            continue
+        s1, s2 = score_tags[after - 1], score_tags[after]
+        before = mentions[at - 1]
+        if before in out or not 0 <= start - tags[s1][1] <= 1 or tags[s2][0] - end > 1 or tags[s1][0] < tags[before][1] \
+                or tags[word][0] - tags[before][1] > WINDOW or tags[s1][1] in versions or tags[s2][1] in versions \
+                or len({reading.clause_index(tags[t][0]) for t in (before, s1, s2)}) != 1:
+            continue
+        out[before] = s2
+    return out
+
+
+SAME_NAMING_GAP = 3  # characters between two names of one model ("之后的 ")
 JOINED_GAP = 24  # characters between two models named together ("qat.pt 和 pre_export 之后的 qat.export.pt")
 _JOIN_WORD = re.compile(r"\s?(?:(?:和|与|跟|及)\s?|(?:and|vs\.?|versus)\s)")
 
@@ -272,9 +301,13 @@ def _joined_before(reading, mentions: list[int], index: int) -> int | None:
     """The model named together with mentions[index] right before it ("A 和 B", "A and the B"),
     where A stands before B on the chain: a drop told "from X to Y" of the two goes from A to B
     (models at one place, "板端和 x86 仿真 … 从 0.5 掉到 0.3", may both have fallen)."""
+    tags, compact = reading.tags, reading.compact.text
+    # (the model named twice over is named once: "pre_export 之后的 qat.export.pt")
+    while index >= 1 and tags[mentions[index - 1]][3] == tags[mentions[index]][3] \
+            and tags[mentions[index]][0] - tags[mentions[index - 1]][1] <= SAME_NAMING_GAP:
+        index -= 1
     if index < 1:
         return None
-    tags, compact = reading.tags, reading.compact.text
     first, second = mentions[index - 1], mentions[index]
     gap = compact[tags[first][1]:tags[second][0]]
     if len(gap) > JOINED_GAP or not _JOIN_WORD.match(gap) or any(c in gap for c in ",;:()"):
@@ -439,27 +472,74 @@ class _TableTags:
 
 def _scores_in_pipe_tables(text: str, reading, mentions: list[int]) -> tuple[set[int], list[Score]]:
     """Scores in pipe tables: models named in the header cells, each taking its cell of the
-    first row labelled with a measure ("|Accuracy|Frozen Graph|Quantized Graph|" then
-    "|Top1|0.642|0.014|"); else models named in the first column, each taking its cell of the
-    first column headed by a measure ("| model | mAP |"). A label that says its numbers are no
-    scores (a size, a time, a loss, an error, a version) is no measure. Also returns every
-    score tag inside a table: no sentence owns those."""
-    if "|" not in text or not reading.by_class.get("score"):
+    first row labelled with a measure or a summary ("|Accuracy|Frozen Graph|Quantized Graph|"
+    then "|Top1|0.642|0.014|"; "mean" under per-class rows); else models named in the first
+    column, each taking its cell of the first column headed by a measure ("| model | mAP |").
+    A label that says its numbers are no scores (a size, a time, a loss, an error, a version)
+    is no measure. Also returns every score tag inside a table: no sentence owns those. Tables
+    aligned with spaces are read the same way where they give scores (their rows may be a
+    sentence's too: "qat.pt    0.5213", one model per line)."""
+    if not reading.by_class.get("score"):
         return set(), []
-    tags = _TableTags(reading, ("mention", "score", "measure", "not_score"))
+    tags = _TableTags(reading, ("mention", "score", "measure", "not_score", "summary_row", "column_model"))
     held: set[int] = set()
     found: list[Score] = []
-    for rows in _pipe_tables(text):
+    for rows in _pipe_tables(text) if "|" in text else ():
         cells = [_cells(text, *row) for row in rows]
         held.update(i for row in cells for cell in row for i in tags.inside(cell, "score"))
         found += _by_column(text, tags, cells) or _by_row(text, tags, cells)
+    for cells in _aligned_tables(text):
+        if any(tags.inside(cell, "score") for cell in cells[0]):
+            continue  # (a first row with scores is no header: "  qat.pt   det mAP 0.472  lane F1 0.903")
+        made = _by_column(text, tags, cells) or _by_row(text, tags, cells)
+        if made:
+            held.update(i for row in cells for cell in row for i in tags.inside(cell, "score"))
+            found += made
     return held, found
+
+
+# Cells of a table aligned with spaces: runs of two spaces or more, or a tab, between them
+_ALIGNED_GAP = re.compile(r"[ \t]*\t[ \t]*| {2,}")
+
+
+def _aligned_cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    line = text[start:end]
+    lo, hi = len(line) - len(line.lstrip()), len(line.rstrip())
+    bounds = [(start + lo, start + lo)] + [(start + m.start(), start + m.end())
+                                           for m in _ALIGNED_GAP.finditer(line, lo, hi)] + [(start + hi, start + hi)]
+    return [(a[1], b[0]) for a, b in zip(bounds, bounds[1:])]
+
+
+def _aligned_tables(text: str) -> list[list[list[tuple[int, int]]]]:
+    """Each run of three lines or more with the same number of cells (two or more) when cut at
+    gaps of spaces, as its rows' cells; a header one cell short has no label over the first
+    column ("        float   calib   qat")."""
+    if "  " not in text and "\t" not in text:
+        return []
+    rows, at = [], 0
+    for line in text.split("\n"):
+        rows.append(_aligned_cells(text, at, at + len(line)) if line.strip() else [])
+        at += len(line) + 1
+    tables, i = [], 0
+    while i < len(rows):
+        j = i + 1
+        width = len(rows[i])
+        while j < len(rows) and width >= 2 and len(rows[j]) == width:
+            j += 1
+        header = rows[i - 1] if i > 0 and width >= 3 and len(rows[i - 1]) == width - 1 else None
+        if header is not None and j - i >= 2:
+            tables.append([[(header[0][0], header[0][0])] + header] + rows[i:j])
+        elif j - i >= 3:
+            tables.append(rows[i:j])
+        i = j
+    return tables
 
 
 def _one_model(tags: _TableTags, cell: tuple[int, int]) -> str | None:
     """The one model a cell names; models named in an aside explain it ("int8 engine (trtexec
-    --int8 from QDQ onnx)")."""
-    named = tags.inside(cell, "mention")
+    --int8 from QDQ onnx)"); a header's short name for a model where it names none otherwise
+    ("calib", "qat(ep12)": column_model)."""
+    named = tags.inside(cell, "mention") or tags.inside(cell, "column_model")
     names = {str(tags.reading.tags[i][3]) for i in named if tags.reading.aside[i] < 0} or \
         {str(tags.reading.tags[i][3]) for i in named}
     return names.pop() if len(names) == 1 else None
@@ -490,11 +570,13 @@ def _table_score(text: str, tags: _TableTags, mention: str, name_cell: tuple[int
 
 def _by_column(text: str, tags: _TableTags, cells: list[list[tuple[int, int]]]) -> list[Score]:
     header = cells[0]
-    named = {j: m for j, cell in enumerate(header) if (m := _one_model(tags, cell))}
-    if len(set(named.values())) < 2 or 0 in named:  # (the first column labels the rows)
+    # (a model named over two columns is the later one's: "float  calib  qat", the QAT-trained model)
+    last = {m: j for j, cell in enumerate(header) if (m := _one_model(tags, cell))}
+    named = {j: m for m, j in sorted(last.items(), key=lambda item: item[1])}
+    if len(named) < 2 or 0 in named:  # (the first column labels the rows)
         return []
     for row in cells[1:]:
-        if len(row) == len(header) and _a_measure(tags, row[0]):
+        if len(row) == len(header) and (_a_measure(tags, row[0]) or tags.inside(row[0], "summary_row")):
             made = [_table_score(text, tags, m, header[j], row[j], row[0]) for j, m in named.items()]
             if all(score is not None for score in made) and _a_reference_first(made):  # (a score
                 return made  # under every model named)

@@ -480,3 +480,58 @@ def test_pipe_table_scores_become_results(diagnose, symptom, stage):
 ])
 def test_pipe_table_scores_come_from_a_row_or_column_labelled_with_a_measure(text, expected):
     assert _read(text) == expected
+
+
+# Tables aligned with spaces, as people paste them from a terminal or a spreadsheet
+ALIGNED_PER_CLASS = """2D检测 7类，自己的数据 val 3000 张 AP50(%)：
+
+类别        float   calib   qat(ep12)
+car         88.1    86.0    86.9
+truck       71.4    66.2    68.0
+mean        72.6    66.9    68.7
+"""
+
+ALIGNED_NO_LABEL_OVER_ROWS = """nuScenes val:
+              float    qat.bc    quantized.bc
+mAP           0.412    0.405     0.351
+NDS           0.503    0.497     0.442
+"""
+
+
+@pytest.mark.parametrize("text, expected", [
+    # per-class rows and a mean: the mean is the model's; a model over two columns (calibrated, then
+    # QAT-trained) is the later column's; a header's short names ("calib", "qat(ep12)") name models
+    (ALIGNED_PER_CLASS, [("float", 72.6, False), ("qat_pt", 68.7, False)]),
+    # a header one cell short (nothing over the labels): the first row labelled with a measure
+    (ALIGNED_NO_LABEL_OVER_ROWS, [("float", 0.412, False), ("qat_bc", 0.405, False), ("quantized_bc", 0.351, False)]),
+    # tab-separated
+    ("\tfloat onnx\tquantized onnx\nTop-1\t76.1\t70.2\nTop-5\t92.9\t89.0\n",
+     [("float", 76.1, False), ("quantized_bc", 70.2, False)]),
+    # one model per line, two scores each: each line is the model's own sentence (the second score of a
+    # row is not the next row's)
+    ("mAP / NDS：\nqat.pt          0.5213 / 0.6122\nqat.export.pt   0.5209 / 0.6119\nqat.bc          0.4688 / 0.5741\n",
+     [("qat_pt", 0.5213, False), ("qat_export_pt", 0.5209, False), ("qat_bc", 0.4688, False)]),
+])
+def test_tables_aligned_with_spaces_give_scores_as_pipe_tables_do(text, expected):
+    assert _read(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    # rows of numbers without two models named over them
+    "epoch   loss    lr\n1       0.93    0.01\n2       0.71    0.01\n3       0.66    0.001\n",
+    # short names in prose are no models ("calib 数据", "qat 训练")
+    "calib 数据 100 张，qat 训练 12 个 epoch，loss 0.42",
+])
+def test_aligned_text_without_models_over_its_columns_gives_no_score(text):
+    assert _read(text) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    # a change told with an arrow after a model: where it led is the model's score
+    ("quantized.bc 的 mAP 41.2 -> 36.0，qat.bc 41.0", [("quantized_bc", 36.0, False), ("qat_bc", 41.0, False)]),
+    ("pre_export 之后 ADE 1.02 → 1.31，qat.bc 也是 1.31", [("qat_export_pt", 1.31, False), ("qat_bc", 1.31, False)]),
+    # ... not a score that is a version ("hbdk4 4.4.2 -> 4.5.0")
+    ("升级 hbdk4 4.4.2 -> 4.5.0 之后 quantized.bc mAP 0.41", [("quantized_bc", 0.41, False)]),
+])
+def test_an_arrow_after_a_model_gives_it_the_score_it_led_to(text, expected):
+    assert _read(text) == expected
