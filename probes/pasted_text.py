@@ -163,8 +163,9 @@ def _scored_model(reading, lo: int, start: int, version: str) -> bool:
     return bool(named) and a_models_score(reading, *reading.tags[named[-1]][:2], value)
 
 
-# a word of a name: Chinese around it is not part of it ("用hb_mapper 1.24转换")
-_WORD = re.compile(r"[^\s:=/\[\](),;\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff]+")
+# a word of a name: Chinese around it is not part of it ("用hb_mapper 1.24转换"), nor the mark
+# that ends the sentence before it ("从哪里开始查？plugin 3.0.1")
+_WORD = re.compile(r"[^\s:=/\[\](),;?!\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff]+")
 _CLOSED = re.compile(r"[)\]]")
 
 

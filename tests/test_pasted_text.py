@@ -3,6 +3,8 @@ read from the first MAX_TEXT_READ characters of a text, as the text rules read i
 
 from __future__ import annotations
 
+import pytest
+
 from j6doctor.engine.text_rules import MAX_TEXT_READ
 from j6doctor.probes.pasted_text import platforms_named, versions_printed
 
@@ -47,3 +49,12 @@ def test_a_board_the_model_is_moved_away_from_is_not_the_platform():
     assert [f for f, _ in platforms_named("We ported our detector from J5 to J6E last month")] == ["J6E"]
     assert [f for f, _ in platforms_named("从 J5 迁移到 J6E 之后精度掉了")] == ["J6E"]
     assert [f for f, _ in platforms_named("moving from RDK X5 -> S100")] == ["J6E"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    # the mark that ends the sentence before is not part of the package's name
+    ("J6E 模型量化完精度掉了十几个点\n请问一般从哪里开始查？plugin 3.0.x 的版本，急", [("horizon-plugin-pytorch", "3.0")]),
+    ("what should I check first? hbdk4 4.4.2, plugin 3.1.2", [("hbdk4-compiler", "4.4.2"), ("horizon-plugin-pytorch", "3.1.2")]),
+])
+def test_a_package_named_right_after_a_question_mark(text, expected):
+    assert [(package, version) for package, _, version in versions_printed(text)] == expected
