@@ -62,12 +62,15 @@ def scores(text: str) -> list[Score]:
     for mention_index, score_index in paired.items():
         _keep(found, text, reading, mention_index, score_index)
     paired_scores = set(paired.values()) | in_tables
+    listed_otherwise = _listed_after_no_score(reading)
     previous_score_end = -1
     for index in reading.by_class.get("score", []):
         start, end, _, words = reading.tags[index]
         if index in paired_scores:
             previous_score_end = end
             continue
+        if index in listed_otherwise:
+            continue  # "cos 0.9997 / 0.9995 / 0.9998": each is a similarity like the first
         value = _number(str(words))[0]
         if value is None or value <= 0 or end in versions or reading.tag_clause[index] in one_image:
             continue  # no score: it stands between no model and its score; one image's number is none either
@@ -152,39 +155,58 @@ def _trained_after_calibrated(reading, earlier: Score, calibration: bool, value:
         and not _HOPED.search(reading.compact.text, reading.clause_of(score_start).start, score_start)
 
 
-# Two models named together, then their two scores in the same order: "fp32 vs int8: 76.1% vs
-# 70.2%", "浮点模型和量化模型的精度分别是 76.1% 和 60.2%", "between onnx with trt, 36.0% vs 0.0%"
-_JOINED = re.compile(r"\s?(?:vs\.?|versus|和|与|跟|/|and|with|,)\s?(?:the\s)?")
+# Models named together, then as many scores in the same order: "fp32 vs int8: 76.1% vs 70.2%",
+# "浮点模型和量化模型的精度分别是 76.1% 和 60.2%", "between onnx with trt, 36.0% vs 0.0%",
+# "qat.pt / qat.export.pt / qat.bc = 62.3 / 62.1 / 55.0 mIoU"
+_JOINED = re.compile(r"\s?(?:vs\.?|versus|和|与|跟|/|、|and|with|,)\s?(?:the\s)?")
+
+
+def _joined_run(compact: str, tags: list, members: list[int], at: int, step: int) -> list[int]:
+    """The tags of `members` joined in a row (_JOINED between each two) from members[at], going
+    forward (step 1) or back (step -1), in text order."""
+    run = [members[at]]
+    nxt = at + step
+    while 0 <= nxt < len(members):
+        a, b = (run[-1], members[nxt]) if step > 0 else (members[nxt], run[0])
+        if not _JOINED.fullmatch(compact[tags[a][1]:tags[b][0]]):
+            break
+        run = run + [members[nxt]] if step > 0 else [members[nxt]] + run
+        nxt += step
+    return run
 
 
 def _respective_pairs(reading, mentions: list[int], starts: list[int], versions: set[int]) -> dict[int, int]:
-    """mention tag → score tag for each pair of models named together whose two scores follow
-    together in the same sentence, in the same order (a zero is a score there: "36.0% vs 0.0%")."""
+    """mention tag → score tag where models named together are followed, in the same sentence,
+    by as many scores together in the same order (a zero is a score there: "36.0% vs 0.0%");
+    more models than scores, or fewer, tell nothing of which is whose."""
     tags, compact = reading.tags, reading.compact.text
     score_tags = reading.by_class.get("score", [])
     out: dict[int, int] = {}
-    for first, second in zip(score_tags, score_tags[1:]):
-        s1, s2 = tags[first], tags[second]
-        if not _JOINED.fullmatch(compact[s1[1]:s2[0]]) or s1[1] in versions or s2[1] in versions:
+    at = 0
+    while at < len(score_tags):
+        run = _joined_run(compact, tags, score_tags, at, 1)
+        at += len(run)
+        first = tags[run[0]]
+        last = bisect_right(starts, first[0]) - 1
+        if len(run) < 2 or last < 0 or not first[0] - WINDOW <= tags[mentions[last]][1] <= first[0]:
             continue
-        if reading.clause_index(s1[0]) != reading.clause_index(s2[0]):
-            continue
-        at = bisect_right(starts, s1[0]) - 1
-        if at < 1 or tags[mentions[at]][1] > s1[0] or tags[mentions[at]][1] < s1[0] - WINDOW:
-            continue
-        m1, m2 = mentions[at - 1], mentions[at]
-        if (tags[m1][3] == tags[m2][3] or not _JOINED.fullmatch(compact[tags[m1][1]:tags[m2][0]])
-                or reading.clause_index(tags[m1][0]) != reading.clause_index(s1[0])):
-            continue
-        if at >= 2 and _JOINED.fullmatch(compact[tags[mentions[at - 2]][1]:tags[m1][0]]):
-            continue  # three models or more in a row: which score is whose is not told by two
-        if _named_otherwise(reading, tags[m2][1], s1[0]) or any(_a_version(reading, t) for t in (first, second)):
-            continue  # sizes, times, losses, versions ("大小分别是 98.5 和 25.1")
-        values = [_number(str(tags[t][3]))[0] for t in (first, second)]
-        if any(v is None or v < 0 for v in values) or m1 in out or m2 in out:
-            continue
-        out[m1], out[m2] = first, second
+        named = _joined_run(compact, tags, mentions, last, -1)
+        if len(named) == len(run) and _told_respectively(reading, named, run, versions) \
+                and not any(m in out for m in named):
+            out.update(zip(named, run))
     return out
+
+
+def _told_respectively(reading, named: list[int], run: list[int], versions: set[int]) -> bool:
+    """Whether models named together and the scores after them pair up: distinct models, one
+    sentence, numbers that are scores (not sizes, times, losses or versions: "大小分别是 98.5 和 25.1")."""
+    tags = reading.tags
+    if len({tags[m][3] for m in named}) < len(named) or len({reading.clause_index(tags[t][0]) for t in named + run}) > 1:
+        return False
+    if any(tags[t][1] in versions or _a_version(reading, t) for t in run) or _named_otherwise(reading, tags[named[-1]][1], tags[run[0]][0]):
+        return False
+    values = [_number(str(tags[t][3]))[0] for t in run]
+    return not any(v is None or v < 0 for v in values)
 
 
 # A list of scores, then the models they belong to in order: "41.9、41.7、37.3、37.2，分别是 qat.pt、
@@ -284,12 +306,20 @@ def _arrow_pairs(reading, mentions: list[int], mention_starts: list[int], versio
             continue
         s1, s2 = score_tags[after - 1], score_tags[after]
         before = mentions[at - 1]
+        if _compared_with(reading, before):
+            continue  # the model compared with: "loses ~3 mAP vs qat.pt (41.0 -> 38.2)" leads from it
         if before in out or not 0 <= start - tags[s1][1] <= 1 or tags[s2][0] - end > 1 or tags[s1][0] < tags[before][1] \
                 or tags[word][0] - tags[before][1] > WINDOW or tags[s1][1] in versions or tags[s2][1] in versions \
                 or len({reading.clause_index(tags[t][0]) for t in (before, s1, s2)}) != 1:
             continue
         out[before] = s2
     return out
+
+
+def _compared_with(reading, mention: int) -> bool:
+    """Whether the model is named right after "vs", "than", "compared with": the other side."""
+    start = reading.tags[mention][0]
+    return any(reading.tags_in(cls, max(0, start - 14), start) for cls in ("versus", "than_word"))
 
 
 SAME_NAMING_GAP = 3  # characters between two names of one model ("之后的 ")
@@ -616,6 +646,21 @@ def _named_otherwise(reading, owner_end: int, score_start: int) -> bool:
     after = reading.tags[named[-1]][1]
     return not reading.tags_in("measure", after, score_start) and \
         not any(c.isdigit() for c in reading.compact.text[after:score_start])
+
+
+def _listed_after_no_score(reading) -> set[int]:
+    """The score tags listed right after one that a word says is no score ("cos 0.9997 / 0.9995
+    / 0.9998", "耗时 12.1、11.8、12.4 ms"): the rest of the list is the same kind of number."""
+    tags, compact = reading.tags, reading.compact.text
+    score_tags = reading.by_class.get("score", [])
+    out: set[int] = set()
+    at = 0
+    while at < len(score_tags):
+        run = _joined_run(compact, tags, score_tags, at, 1)
+        at += len(run)
+        if len(run) > 1 and _named_otherwise(reading, 0, tags[run[0]][0]):
+            out.update(run[1:])
+    return out
 
 
 # what stands before a model whose score's share follows: "量化模型 75.9%，是浮点模型的 99.9%"

@@ -200,8 +200,12 @@ def test_a_score_belongs_to_the_model_named_before_it(text, expected):
     ("The quantized onnx and the TensorRT engine both drop from 0.62 to 0.31", [("hbm", 0.31, False)]),
     # two models at one place may both have fallen: the first takes no score
     ("板端和 x86 仿真的 mAP 从 0.5 掉到 0.3", [("hbm_x86", 0.3, False)]),
-    # three models in a row: two scores do not tell whose is whose
-    ("qat.bc, quantized.bc and hbm get 76.1%, 70.2% and 60.2%", [("hbm", 76.1, True)]),
+    # three models in a row and three scores: in order; two scores for three models tell nothing
+    ("qat.bc, quantized.bc and hbm get 76.1%, 70.2% and 60.2%",
+     [("qat_bc", 76.1, True), ("quantized_bc", 70.2, True), ("hbm", 60.2, True)]),
+    ("qat.pt / qat.export.pt / qat.bc = 62.3 / 62.1 / 55.0 mIoU (ADE val, 2000 imgs)",
+     [("qat_pt", 62.3, False), ("qat_export_pt", 62.1, False), ("qat_bc", 55.0, False)]),
+    ("qat.bc, quantized.bc and hbm get 76.1% and 70.2%", [("hbm", 76.1, True)]),
 ])
 def test_two_models_named_together_take_their_scores_in_order(text, expected):
     assert _read(text) == expected
@@ -511,6 +515,9 @@ NDS           0.503    0.497     0.442
     # row is not the next row's)
     ("mAP / NDS：\nqat.pt          0.5213 / 0.6122\nqat.export.pt   0.5209 / 0.6119\nqat.bc          0.4688 / 0.5741\n",
      [("qat_pt", 0.5213, False), ("qat_export_pt", 0.5209, False), ("qat_bc", 0.4688, False)]),
+    # ... each score after its measure's name
+    ("nuscenes mini-val:\nqat.pt          NDS 0.412  mAP 0.318\nqat.export.pt   NDS 0.410  mAP 0.317\n"
+     "qat.bc          NDS 0.371  mAP 0.279\n", [("qat_pt", 0.412, False), ("qat_export_pt", 0.41, False), ("qat_bc", 0.371, False)]),
 ])
 def test_tables_aligned_with_spaces_give_scores_as_pipe_tables_do(text, expected):
     assert _read(text) == expected
@@ -535,3 +542,14 @@ def test_aligned_text_without_models_over_its_columns_gives_no_score(text):
 ])
 def test_an_arrow_after_a_model_gives_it_the_score_it_led_to(text, expected):
     assert _read(text) == expected
+
+
+def test_an_arrow_after_the_model_compared_with_leads_from_it():
+    text = "qat.export.pt already loses ~3 mAP vs qat.pt (41.0 -> 38.2 on our 3k val), qat.bc same as export.pt (38.1)"
+    assert ("qat_pt", 38.2, False) not in _read(text)
+
+
+def test_numbers_listed_after_a_similarity_are_similarities_too():
+    text = ("ptq_model.onnx 和 quantized_model.bc 用 hb_verifier 比了 3 张图，输出 cos 0.9997 / 0.9995 / 0.9998\n"
+            "hbm 和 quantized_model.bc 用 hb_verifier 比（x86）：cos 0.77 / 0.74 / 0.80")
+    assert _read(text) == []
