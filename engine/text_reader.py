@@ -558,6 +558,7 @@ def _sentence_end_at(clauses: list[Clause], length: int) -> list[int]:
 
 
 _COLUMN_GAP = re.compile(r"\t|  ")
+_ASIDE = re.compile(r" ?\([^()]{1,60}\) ?")
 
 
 def _merged(tags: list[tuple], merge: tuple, form: Compact, text_read: str) -> list[tuple]:
@@ -570,8 +571,12 @@ def _merged(tags: list[tuple], merge: tuple, form: Compact, text_read: str) -> l
     text = form.text
     out: list[tuple] = []
     for tag in tags:
-        if (out and 0 <= tag[0] - out[-1][1] <= gap and (tag[3] in places or out[-1][3] in places)
-                and all(c in joiners for c in text[out[-1][1]:tag[0]])
+        # (an aside before where it ran does not part them: "QuantizationSimModel (8/8, 500 calib images) on PC")
+        between = text[out[-1][1]:tag[0]] if out and tag[0] > out[-1][1] else ""
+        if tag[3] in places:
+            between = _ASIDE.sub("", between, count=1)
+        if (out and tag[0] >= out[-1][1] and len(between) <= gap and (tag[3] in places or out[-1][3] in places)
+                and all(c in joiners for c in between)
                 and not _COLUMN_GAP.search(text_read, form.end_in_text(out[-1][1]), form.start_in_text(tag[0]))):
             prev = out[-1]
             first_wins = rank.get(prev[3], len(rank)) <= rank.get(tag[3], len(rank)) and tag[3] not in after_wins

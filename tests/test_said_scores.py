@@ -553,3 +553,8 @@ def test_numbers_listed_after_a_similarity_are_similarities_too():
     text = ("ptq_model.onnx 和 quantized_model.bc 用 hb_verifier 比了 3 张图，输出 cos 0.9997 / 0.9995 / 0.9998\n"
             "hbm 和 quantized_model.bc 用 hb_verifier 比（x86）：cos 0.77 / 0.74 / 0.80")
     assert _read(text) == []
+
+
+def test_a_model_and_where_it_ran_merge_across_an_aside():
+    text = "FP32 onnx on PC: top1 71.3\nAIMET QuantizationSimModel (8/8, tf_enhanced, 500 calib images) on PC: 54.1"
+    assert _read(text) == [("float", 71.3, False), ("qat_pt", 54.1, False)]
