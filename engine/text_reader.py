@@ -557,8 +557,10 @@ def _sentence_end_at(clauses: list[Clause], length: int) -> list[int]:
     return out
 
 
-_COLUMN_GAP = re.compile(r"\t|  ")
-_ASIDE = re.compile(r" ?\([^()]{1,60}\) ?")
+# the gap between two columns of a table pasted as text: a tab, or two spaces or more
+COLUMN_GAP = re.compile(r"[ \t]*\t[ \t]*| {2,}")
+# (one that holds no score: "quantized.bc (76.1%) 板端 60.2%" keeps the two apart)
+_ASIDE = re.compile(r" ?\((?![^()]*(?:\d\.\d|%))[^()]{1,60}\) ?")
 
 
 def _merged(tags: list[tuple], merge: tuple, form: Compact, text_read: str) -> list[tuple]:
@@ -577,7 +579,7 @@ def _merged(tags: list[tuple], merge: tuple, form: Compact, text_read: str) -> l
             between = _ASIDE.sub("", between, count=1)
         if (out and tag[0] >= out[-1][1] and len(between) <= gap and (tag[3] in places or out[-1][3] in places)
                 and all(c in joiners for c in between)
-                and not _COLUMN_GAP.search(text_read, form.end_in_text(out[-1][1]), form.start_in_text(tag[0]))):
+                and not COLUMN_GAP.search(text_read, form.end_in_text(out[-1][1]), form.start_in_text(tag[0]))):
             prev = out[-1]
             first_wins = rank.get(prev[3], len(rank)) <= rank.get(tag[3], len(rank)) and tag[3] not in after_wins
             value = prev[3] if first_wins else tag[3]
@@ -716,5 +718,5 @@ def _trimmed(form: Compact, bounds: list[int]) -> list[Clause]:
     return out
 
 
-__all__ = ["ANYWHERE", "CLOSES", "Clause", "MAX_TEXT_READ", "OPENS", "PART", "PART_END", "Reading", "TRIGGER", "read",
+__all__ = ["ANYWHERE", "CLOSES", "COLUMN_GAP", "Clause", "MAX_TEXT_READ", "OPENS", "PART", "PART_END", "Reading", "TRIGGER", "read",
            "read_cached"]

@@ -295,25 +295,39 @@ def _arrow_pairs(reading, mentions: list[int], mention_starts: list[int], versio
     second score (the first is the one it came from, no model's)."""
     tags = reading.tags
     out: dict[int, int] = {}
+    score_tags = reading.by_class.get("score", [])
     for word in reading.by_class.get("convert_to", []):
         start, end, _, _ = tags[word]
-        if reading.compact.text[start:end] not in ARROWS:
-            continue
-        score_tags = reading.by_class.get("score", [])
         after = bisect_left(reading.class_starts.get("score", []), end)
         at = bisect_left(mention_starts, start)
-        if after == 0 or after >= len(score_tags) or at == 0:
+        if reading.compact.text[start:end] not in ARROWS or not 0 < after < len(score_tags) or at == 0:
             continue
-        s1, s2 = score_tags[after - 1], score_tags[after]
-        before = mentions[at - 1]
-        if _compared_with(reading, before):
-            continue  # the model compared with: "loses ~3 mAP vs qat.pt (41.0 -> 38.2)" leads from it
-        if before in out or not 0 <= start - tags[s1][1] <= 1 or tags[s2][0] - end > 1 or tags[s1][0] < tags[before][1] \
-                or tags[word][0] - tags[before][1] > WINDOW or tags[s1][1] in versions or tags[s2][1] in versions \
-                or len({reading.clause_index(tags[t][0]) for t in (before, s1, s2)}) != 1:
-            continue
-        out[before] = s2
+        s1, s2, before = score_tags[after - 1], score_tags[after], mentions[at - 1]
+        if before not in out and _led_to(reading, before, s1, word, s2, versions):
+            out[before] = s2
     return out
+
+
+# a step named after the change: the model before the arrow is where it started ("float mAP 41.2 ->
+# 36.0 after PTQ", "qat.pt 0.412 -> 0.318 after export")
+_STEP_AFTER = re.compile(r"\s?(?:after|之后|以后|后)")
+
+
+def _led_to(reading, model: int, s1: int, arrow: int, s2: int, versions: set[int]) -> bool:
+    """Whether "model … s1 -> s2" tells where the model's change led: the two scores around the
+    arrow, the model right before them in the same sentence, downstream of the QAT model (a
+    change from the float or QAT model leads to another model), not the model compared with
+    ("vs qat.pt (41.0 -> 38.2)"), and no step named after the change."""
+    tags = reading.tags
+    place, start_place = chain_place(str(tags[model][3])), chain_place("qat_pt")
+    if place is None or start_place is None or place <= start_place or _compared_with(reading, model):
+        return False
+    if _STEP_AFTER.match(reading.compact.text, tags[s2][1]):
+        return False
+    return 0 <= tags[arrow][0] - tags[s1][1] <= 1 and tags[s2][0] - tags[arrow][1] <= 1 \
+        and tags[s1][0] >= tags[model][1] and tags[arrow][0] - tags[model][1] <= WINDOW \
+        and tags[s1][1] not in versions and tags[s2][1] not in versions \
+        and len({reading.clause_index(tags[t][0]) for t in (model, s1, s2)}) == 1
 
 
 def _compared_with(reading, mention: int) -> bool:
@@ -528,15 +542,15 @@ def _scores_in_pipe_tables(text: str, reading, mentions: list[int]) -> tuple[set
     return held, found
 
 
-# Cells of a table aligned with spaces: runs of two spaces or more, or a tab, between them
-_ALIGNED_GAP = re.compile(r"[ \t]*\t[ \t]*| {2,}")
 
 
 def _aligned_cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    from j6doctor.engine.text_reader import COLUMN_GAP
+
     line = text[start:end]
     lo, hi = len(line) - len(line.lstrip()), len(line.rstrip())
     bounds = [(start + lo, start + lo)] + [(start + m.start(), start + m.end())
-                                           for m in _ALIGNED_GAP.finditer(line, lo, hi)] + [(start + hi, start + hi)]
+                                           for m in COLUMN_GAP.finditer(line, lo, hi)] + [(start + hi, start + hi)]
     return [(a[1], b[0]) for a, b in zip(bounds, bounds[1:])]
 
 

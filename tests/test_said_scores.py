@@ -546,7 +546,17 @@ def test_an_arrow_after_a_model_gives_it_the_score_it_led_to(text, expected):
 
 def test_an_arrow_after_the_model_compared_with_leads_from_it():
     text = "qat.export.pt already loses ~3 mAP vs qat.pt (41.0 -> 38.2 on our 3k val), qat.bc same as export.pt (38.1)"
-    assert ("qat_pt", 38.2, False) not in _read(text)
+    assert ("qat_pt", 41.0, False) in _read(text) and ("qat_pt", 38.2, False) not in _read(text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    # a change from the float or the QAT model leads to another model; a step named after it too
+    ("float mAP 41.2 -> 36.0 after PTQ, the board gives 35.8",
+     [("float", 41.2, False), ("quantized_bc", 36.0, False), ("board", 35.8, False)]),
+    ("qat.pt mAP 0.412 -> 0.318 after export, qat.bc 0.317", [("qat_pt", 0.412, False), ("qat_bc", 0.317, False)]),
+])
+def test_an_arrow_after_a_starting_model_leads_from_it(text, expected):
+    assert _read(text) == expected
 
 
 def test_numbers_listed_after_a_similarity_are_similarities_too():
@@ -558,3 +568,12 @@ def test_numbers_listed_after_a_similarity_are_similarities_too():
 def test_a_model_and_where_it_ran_merge_across_an_aside():
     text = "FP32 onnx on PC: top1 71.3\nAIMET QuantizationSimModel (8/8, tf_enhanced, 500 calib images) on PC: 54.1"
     assert _read(text) == [("float", 71.3, False), ("qat_pt", 54.1, False)]
+
+
+def test_an_aside_holding_a_score_keeps_the_model_apart_from_the_next_place():
+    assert _read("quantized.bc (76.1%) 板端 60.2%") == [("quantized_bc", 76.1, True), ("board", 60.2, True)]
+
+
+def test_two_spaces_after_a_sentences_end_do_not_make_a_table_row():
+    text = "We evaluated quantized.bc on PC and it gets\n0.47 mAP.  The hbm on the board gets only 0.31\nwith our own app."
+    assert _read(text) == [("quantized_bc", 0.47, False), ("board", 0.31, False)]
