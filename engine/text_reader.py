@@ -559,6 +559,8 @@ def _sentence_end_at(clauses: list[Clause], length: int) -> list[int]:
 
 # the gap between two columns of a table pasted as text: a tab, or two spaces or more
 COLUMN_GAP = re.compile(r"[ \t]*\t[ \t]*| {2,}")
+# what parts a model from where it ran: a column's gap, a line break ("... compared to onnx\nBoard program")
+_APART = re.compile(COLUMN_GAP.pattern + r"|\n")
 # (one that holds no score: "quantized.bc (76.1%) 板端 60.2%" keeps the two apart)
 _ASIDE = re.compile(r" ?\((?![^()]*(?:\d\.\d|%))[^()]{1,60}\) ?")
 
@@ -567,8 +569,8 @@ def _merged(tags: list[tuple], merge: tuple, form: Compact, text_read: str) -> l
     """Neighbouring tags of one class, at most `gap` characters apart with only joining
     characters between, one of them a place: one tag over both, valued by the ranking (a
     lower rank wins), or by the second when it is a place that wins after a term. Not across
-    a column's gap in the text read (a tab, two spaces or more: "float    qat.bc" heads two
-    columns; the normalised text has the text's length, a tab made a space)."""
+    a column's gap or a line break in the text read ("float    qat.bc" heads two columns; the
+    normalised text has the text's length, a tab made a space)."""
     gap, rank, joiners, places, after_wins = merge
     text = form.text
     out: list[tuple] = []
@@ -579,7 +581,7 @@ def _merged(tags: list[tuple], merge: tuple, form: Compact, text_read: str) -> l
             between = _ASIDE.sub("", between, count=1)
         if (out and tag[0] >= out[-1][1] and len(between) <= gap and (tag[3] in places or out[-1][3] in places)
                 and all(c in joiners for c in between)
-                and not COLUMN_GAP.search(text_read, form.end_in_text(out[-1][1]), form.start_in_text(tag[0]))):
+                and not _APART.search(text_read, form.end_in_text(out[-1][1]), form.start_in_text(tag[0]))):
             prev = out[-1]
             first_wins = rank.get(prev[3], len(rank)) <= rank.get(tag[3], len(rank)) and tag[3] not in after_wins
             value = prev[3] if first_wins else tag[3]

@@ -565,6 +565,14 @@ def test_numbers_listed_after_a_similarity_are_similarities_too():
     assert _read(text) == []
 
 
+def test_a_model_and_a_place_do_not_merge_across_a_line_break():
+    from j6doctor.engine.text_reader import read
+    from j6doctor.facts import vocabulary
+
+    reading = read("the quantized model 0.55 compared to onnx\nBoard program 0.38", vocabulary().text.index)
+    assert [str(t[3]) for t in reading.tags if t[2] == "mention"] == ["quantized_bc", "onnx_model", "board"]
+
+
 def test_a_model_and_where_it_ran_merge_across_an_aside():
     text = "FP32 onnx on PC: top1 71.3\nAIMET QuantizationSimModel (8/8, tf_enhanced, 500 calib images) on PC: 54.1"
     assert _read(text) == [("float", 71.3, False), ("qat_pt", 54.1, False)]
