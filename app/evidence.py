@@ -179,7 +179,9 @@ PASTED_INTO = ("symptom", "deployment_notes")  # the texts users paste tool outp
 def _add_pasted_output(facts: FactList) -> None:
     """Tool output pasted into the symptom or the deployment notes, read as the tool's file
     would be (probes/pasted_output.py); the text rules read the words around it (a log's
-    lines are the tool's, not the user's statements)."""
+    lines are the tool's, not the user's statements), and a pasted Python traceback as the
+    user's call and the exception it raised, the frames between them blanked
+    (probes/python_traceback.py)."""
     # (tool output is lines: a text of one or two lines is not searched, nor the readers imported)
     texts = [(_key_of(f), f["text"], f.source) for f in facts.facts
              if f.type in PASTED_INTO and isinstance(f.fields.get("text"), str) and f["text"].count("\n") >= 2]
@@ -187,25 +189,16 @@ def _add_pasted_output(facts: FactList) -> None:
         return
     from j6doctor.probes.code_blocks import prose
     from j6doctor.probes.pasted_output import add_pasted_output
+    from j6doctor.probes.python_traceback import frames_blanked
 
     def problem(display: str, message: str, source: Source) -> None:
         facts.add("intake_note", {"key": display, "text": f"{display}：{message}——粘贴的内容未读取"}, source)
 
     taken = add_pasted_output(texts, ProbeOutput(facts, MAX_SIGNALS_PER_KIND, facts.readings), problem)
-    facts.read_as.update((text, prose(text, blocks)) for text, blocks in taken.items())
-
-
-def _blank_traceback_frames(facts: FactList) -> None:
-    """The text rules read a pasted Python traceback as the user's call and the exception it
-    raised, the frames between them blanked (probes/python_traceback.py)."""
-    from j6doctor.probes.python_traceback import frames_blanked
-
-    for fact in facts.facts:
-        text = fact.fields.get("text") if fact.type in PASTED_INTO else None
-        if isinstance(text, str) and "\n" in text:
-            read = frames_blanked(facts.read_as.get(text, text))
-            if read != text:
-                facts.read_as[text] = read
+    for _, text, _ in texts:
+        read = frames_blanked(prose(text, taken[text]) if text in taken else text)
+        if read != text:
+            facts.read_as[text] = read
 
 
 def _key_of(fact: Fact) -> str:
@@ -386,7 +379,6 @@ def collect(case: Case | None, options: EvidenceOptions) -> Evidence:
         _add_metric_drops(facts, tolerance)
         _add_said_scores(facts, tolerance)
         _add_pasted_output(facts)
-        _blank_traceback_frames(facts)
     for type_name, fields, source in options.given_facts:
         facts.add(type_name, fields, source)
     base = case.folder if case is not None else (options.workdirs[0] if options.workdirs else None)

@@ -562,7 +562,8 @@ COLUMN_GAP = re.compile(r"[ \t]*\t[ \t]*| {2,}")
 # what parts a model from where it ran: a column's gap, a line break ("... compared to onnx\nBoard program")
 _APART = re.compile(COLUMN_GAP.pattern + r"|\n")
 # (one that holds no score: "quantized.bc (76.1%) 板端 60.2%" keeps the two apart)
-_ASIDE = re.compile(r" ?\((?![^()]*(?:\d\.\d|%))[^()]{1,60}\) ?")
+_ASIDE_INSIDE = 60  # characters inside an aside a merge looks past
+_ASIDE = re.compile(r" ?\((?![^()]*(?:\d\.\d|%))[^()]{1," + str(_ASIDE_INSIDE) + r"}\) ?")
 
 
 def _merged(tags: list[tuple], merge: tuple, form: Compact, text_read: str) -> list[tuple]:
@@ -571,17 +572,10 @@ def _merged(tags: list[tuple], merge: tuple, form: Compact, text_read: str) -> l
     lower rank wins), or by the second when it is a place that wins after a term. Not across
     a column's gap or a line break in the text read ("float    qat.bc" heads two columns; the
     normalised text has the text's length, a tab made a space)."""
-    gap, rank, joiners, places, after_wins = merge
-    text = form.text
+    _, rank, _, _, after_wins = merge
     out: list[tuple] = []
     for tag in tags:
-        # (an aside before where it ran does not part them: "QuantizationSimModel (8/8, 500 calib images) on PC")
-        between = text[out[-1][1]:tag[0]] if out and tag[0] > out[-1][1] else ""
-        if tag[3] in places:
-            between = _ASIDE.sub("", between, count=1)
-        if (out and tag[0] >= out[-1][1] and len(between) <= gap and (tag[3] in places or out[-1][3] in places)
-                and all(c in joiners for c in between)
-                and not _APART.search(text_read, form.end_in_text(out[-1][1]), form.start_in_text(tag[0]))):
+        if out and _joins(out[-1], tag, merge, form, text_read):
             prev = out[-1]
             first_wins = rank.get(prev[3], len(rank)) <= rank.get(tag[3], len(rank)) and tag[3] not in after_wins
             value = prev[3] if first_wins else tag[3]
@@ -589,6 +583,21 @@ def _merged(tags: list[tuple], merge: tuple, form: Compact, text_read: str) -> l
         else:
             out.append(tag)
     return out
+
+
+def _joins(prev: tuple, tag: tuple, merge: tuple, form: Compact, text_read: str) -> bool:
+    """Whether `tag` merges with the tag before it (_merged): one of them a place, only joining
+    characters between (an aside before where it ran does not part them: "QuantizationSimModel
+    (8/8, 500 calib images) on PC"), at most `gap` of them, and no column gap or line break."""
+    gap, _, joiners, places, _ = merge
+    # (the cheap tests first: this runs for every term of a merging class)
+    if not 0 <= tag[0] - prev[1] <= gap + _ASIDE_INSIDE + 4 or (tag[3] not in places and prev[3] not in places):
+        return False
+    between = form.text[prev[1]:tag[0]]
+    if tag[3] in places:
+        between = _ASIDE.sub("", between, count=1)
+    return len(between) <= gap and all(c in joiners for c in between) \
+        and not _APART.search(text_read, form.end_in_text(prev[1]), form.start_in_text(tag[0]))
 
 
 def _carried(tags: list[tuple], clauses: list[Clause], carry: "Carry", form: Compact, normalised: str,

@@ -175,17 +175,28 @@ def _joined_run(compact: str, tags: list, members: list[int], at: int, step: int
     return run
 
 
+def _score_runs(reading) -> list[list[int]]:
+    """The score tags as runs of those joined in a row ("62.3 / 62.1 / 55.0"; a lone score is a
+    run of one), worked out once per reading (the pairs and the similarities listed ask)."""
+    runs = reading.derived.get(("score runs",))
+    if runs is None:
+        tags, compact = reading.tags, reading.compact.text
+        score_tags = reading.by_class.get("score", [])
+        runs, at = [], 0
+        while at < len(score_tags):
+            runs.append(_joined_run(compact, tags, score_tags, at, 1))
+            at += len(runs[-1])
+        reading.derived[("score runs",)] = runs
+    return runs
+
+
 def _respective_pairs(reading, mentions: list[int], starts: list[int], versions: set[int]) -> dict[int, int]:
     """mention tag → score tag where models named together are followed, in the same sentence,
     by as many scores together in the same order (a zero is a score there: "36.0% vs 0.0%");
     more models than scores, or fewer, tell nothing of which is whose."""
     tags, compact = reading.tags, reading.compact.text
-    score_tags = reading.by_class.get("score", [])
     out: dict[int, int] = {}
-    at = 0
-    while at < len(score_tags):
-        run = _joined_run(compact, tags, score_tags, at, 1)
-        at += len(run)
+    for run in _score_runs(reading):
         first = tags[run[0]]
         last = bisect_right(starts, first[0]) - 1
         if len(run) < 2 or last < 0 or not first[0] - WINDOW <= tags[mentions[last]][1] <= first[0]:
@@ -330,10 +341,13 @@ def _led_to(reading, model: int, s1: int, arrow: int, s2: int, versions: set[int
         and len({reading.clause_index(tags[t][0]) for t in (model, s1, s2)}) == 1
 
 
+COMPARED_WITHIN = 14  # characters before a model where "vs" / "than" makes it the other side
+
+
 def _compared_with(reading, mention: int) -> bool:
     """Whether the model is named right after "vs", "than", "compared with": the other side."""
     start = reading.tags[mention][0]
-    return any(reading.tags_in(cls, max(0, start - 14), start) for cls in ("versus", "than_word"))
+    return any(reading.tags_in(cls, max(0, start - COMPARED_WITHIN), start) for cls in ("versus", "than_word"))
 
 
 SAME_NAMING_GAP = 3  # characters between two names of one model ("之后的 ")
@@ -472,12 +486,18 @@ def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return cells
 
 
+def _line_spans(text: str) -> list[tuple[int, int]]:
+    """The span of each line of the text, its line break left out."""
+    spans, at = [], 0
+    for line in text.split("\n"):
+        spans.append((at, at + len(line)))
+        at += len(line) + 1
+    return spans
+
+
 def _pipe_tables(text: str) -> list[list[tuple[int, int]]]:
     """Each pipe table as its lines' spans: the header, then the data rows (the rule left out)."""
-    lines, at = [], 0
-    for line in text.split("\n"):
-        lines.append((at, at + len(line)))
-        at += len(line) + 1
+    lines = _line_spans(text)
     tables, i = [], 0
     while i + 1 < len(lines):
         head, rule = lines[i], lines[i + 1]
@@ -542,15 +562,12 @@ def _scores_in_pipe_tables(text: str, reading, mentions: list[int]) -> tuple[set
     return held, found
 
 
-
-
-def _aligned_cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    from j6doctor.engine.text_reader import COLUMN_GAP
-
+def _aligned_cells(text: str, start: int, end: int, gap: re.Pattern) -> list[tuple[int, int]]:
+    """The cells of the line text[start:end], cut at the column gaps `gap` finds."""
     line = text[start:end]
     lo, hi = len(line) - len(line.lstrip()), len(line.rstrip())
     bounds = [(start + lo, start + lo)] + [(start + m.start(), start + m.end())
-                                           for m in COLUMN_GAP.finditer(line, lo, hi)] + [(start + hi, start + hi)]
+                                           for m in gap.finditer(line, lo, hi)] + [(start + hi, start + hi)]
     return [(a[1], b[0]) for a, b in zip(bounds, bounds[1:])]
 
 
@@ -558,12 +575,11 @@ def _aligned_tables(text: str) -> list[list[list[tuple[int, int]]]]:
     """Each run of three lines or more with the same number of cells (two or more) when cut at
     gaps of spaces, as its rows' cells; a header one cell short has no label over the first
     column ("        float   calib   qat")."""
+    from j6doctor.engine.text_reader import COLUMN_GAP
+
     if "  " not in text and "\t" not in text:
         return []
-    rows, at = [], 0
-    for line in text.split("\n"):
-        rows.append(_aligned_cells(text, at, at + len(line)) if line.strip() else [])
-        at += len(line) + 1
+    rows = [_aligned_cells(text, a, b, COLUMN_GAP) if text[a:b].strip() else [] for a, b in _line_spans(text)]
     tables, i = [], 0
     while i < len(rows):
         j = i + 1
@@ -665,14 +681,9 @@ def _named_otherwise(reading, owner_end: int, score_start: int) -> bool:
 def _listed_after_no_score(reading) -> set[int]:
     """The score tags listed right after one that a word says is no score ("cos 0.9997 / 0.9995
     / 0.9998", "耗时 12.1、11.8、12.4 ms"): the rest of the list is the same kind of number."""
-    tags, compact = reading.tags, reading.compact.text
-    score_tags = reading.by_class.get("score", [])
     out: set[int] = set()
-    at = 0
-    while at < len(score_tags):
-        run = _joined_run(compact, tags, score_tags, at, 1)
-        at += len(run)
-        if len(run) > 1 and _named_otherwise(reading, 0, tags[run[0]][0]):
+    for run in _score_runs(reading):
+        if len(run) > 1 and _named_otherwise(reading, 0, reading.tags[run[0]][0]):
             out.update(run[1:])
     return out
 
